@@ -1,0 +1,296 @@
+#include "models/catalog.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+namespace ccsim::models {
+namespace {
+
+constexpr const char* kLinkFile = "links.yaml";
+constexpr const char* kGpuFile = "gpus.yaml";
+constexpr const char* kNodeFile = "nodes.yaml";
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+template <typename Map>
+std::vector<std::string> keys_of(const Map& m) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : m) out.push_back(k);
+  return out;
+}
+
+}  // namespace
+
+std::string_view to_string(NodeLayout layout) {
+  switch (layout) {
+    case NodeLayout::NvSwitch: return "nvswitch";
+    case NodeLayout::XgmiMesh: return "xgmi-mesh";
+    case NodeLayout::PcieBox: return "pcie-box";
+  }
+  return "?";
+}
+
+std::string Catalog::default_dir() {
+  if (const char* env = std::getenv("CCSIM_DATA_DIR"); env != nullptr && *env != '\0') {
+    return (std::filesystem::path(env) / "hardware").string();
+  }
+  return (std::filesystem::path(CCSIM_DEFAULT_DATA_DIR) / "hardware").string();
+}
+
+Catalog Catalog::load(const std::string& dir) {
+  Catalog catalog;
+  const auto read = [&](const char* file, Table& table) {
+    const std::string path = (std::filesystem::path(dir) / file).string();
+    YamlSource doc = load_yaml_file(path);
+    if (!doc.node.IsMap()) {
+      throw InputError(location_of(doc), "", fmt::format("a map from {} names to entries", table.kind),
+                       describe_node(doc.node));
+    }
+    for (const auto& entry : doc.node) {
+      if (!entry.second.IsMap()) {
+        throw InputError(location_of({entry.second, doc.file}), entry.first.Scalar(),
+                         fmt::format("a map describing a {}", table.kind), describe_node(entry.second));
+      }
+      table.entries.emplace(entry.first.Scalar(), YamlSource{entry.second, doc.file});
+    }
+  };
+  read(kLinkFile, catalog.links_);
+  read(kGpuFile, catalog.gpus_);
+  read(kNodeFile, catalog.nodes_);
+  // Resolve every entry once so that a broken catalog fails at load time, not mid-run.
+  for (const auto& name : catalog.link_names()) catalog.link(name);
+  for (const auto& name : catalog.gpu_names()) catalog.gpu(name);
+  for (const auto& name : catalog.node_names()) catalog.node(name);
+  return catalog;
+}
+
+void Catalog::append_chain(const Table& table, const std::string& name, const SourceLocation& where,
+                           const std::string& path, std::vector<YamlSource>& layers,
+                           std::vector<std::string>& chain) const {
+  if (std::find(chain.begin(), chain.end(), name) != chain.end()) {
+    chain.push_back(name);
+    std::string cycle;
+    for (const auto& c : chain) cycle += (cycle.empty() ? "" : " -> ") + c;
+    throw InputError(where, path, fmt::format("a chain of {} bases without cycles", table.kind),
+                     "the cycle " + cycle);
+  }
+  const auto it = table.entries.find(name);
+  if (it == table.entries.end()) {
+    const auto names = keys_of(table.entries);
+    const std::string suggestion = closest_match(name, names);
+    throw InputError(where, path, fmt::format("the name of a {} in the catalog ({})", table.kind, join_names(names)),
+                     "'" + name + "'", suggestion.empty() ? std::string() : "did you mean '" + suggestion + "'?");
+  }
+  layers.push_back(it->second);
+  chain.push_back(name);
+  const YAML::Node& entry = it->second.node;
+  const YAML::Node base = entry["base"];
+  if (base.IsDefined()) {
+    const SourceLocation base_where = location_of({base, it->second.file});
+    if (!base.IsScalar()) {
+      throw InputError(base_where, name + ".base", fmt::format("the name of a {}", table.kind), describe_node(base));
+    }
+    append_chain(table, base.Scalar(), base_where, name + ".base", layers, chain);
+  }
+}
+
+Catalog::Resolved Catalog::resolve(const Table& table, const Fields& parent, std::string_view key) const {
+  std::vector<YamlSource> layers;
+  std::vector<std::string> chain;
+  const std::string path = parent.key_path(key);
+  const std::string expected = fmt::format("the name of a {} in the catalog, or a map of its fields", table.kind);
+  bool found = false;
+  for (const YamlSource& layer : parent.layers()) {
+    const YAML::Node& map = layer.node;
+    const YAML::Node value = map[std::string(key)];
+    if (!value.IsDefined()) continue;
+    found = true;
+    const YamlSource source{value, layer.file};
+    if (value.IsScalar()) {
+      append_chain(table, value.Scalar(), location_of(source), path, layers, chain);
+      break;
+    }
+    if (!value.IsMap()) throw InputError(location_of(source), path, expected, describe_node(value));
+    layers.push_back(source);
+    const YAML::Node base = value["base"];
+    if (base.IsDefined()) {
+      const SourceLocation where = location_of({base, layer.file});
+      if (!base.IsScalar()) throw InputError(where, path + ".base", fmt::format("the name of a {}", table.kind), describe_node(base));
+      append_chain(table, base.Scalar(), where, path + ".base", layers, chain);
+      break;
+    }
+  }
+  if (!found) throw parent.missing(key, expected);
+  Fields fields(std::move(layers), path);
+  // The entry's name: an explicit `name`, else the first catalog entry of the chain.
+  const std::string name = fields.optional_string("name").value_or(chain.empty() ? path : chain.front());
+  return {std::move(fields), name};
+}
+
+Catalog::Resolved Catalog::resolve(const Table& table, const YamlSource& ref, const std::string& path) const {
+  // Wrap the reference in a one-key map so both entry points share one resolver.
+  const std::string::size_type dot = path.rfind('.');
+  const std::string parent_path = dot == std::string::npos ? std::string() : path.substr(0, dot);
+  const std::string key = dot == std::string::npos ? path : path.substr(dot + 1);
+  YAML::Node renamed(YAML::NodeType::Map);
+  renamed[key] = ref.node;
+  return resolve(table, Fields({{renamed, ref.file}}, parent_path), key);
+}
+
+LinkSpec Catalog::parse_link(const Resolved& r) const {
+  const Fields& f = r.fields;
+  f.reject_unknown({"base", "name", "source", "class", "bandwidth", "latency"});
+  LinkSpec spec;
+  spec.name = r.name;
+  const std::string cls = f.choice("class", {"scale-up", "pcie", "host", "network"});
+  spec.link_class = *parse_link_class(cls);
+  spec.bandwidth = f.quantity("bandwidth", Quantity::Bandwidth, true);
+  spec.latency = f.quantity("latency", Quantity::Time, false);
+  spec.source = f.optional_string("source").value_or("");
+  return spec;
+}
+
+GpuSpec Catalog::parse_gpu(const Resolved& r) const {
+  const Fields& f = r.fields;
+  f.reject_unknown({"base", "name", "source", "vendor", "arch", "bf16_flops", "fp8_flops", "hbm_capacity",
+                    "hbm_bandwidth", "scaleup", "host_link"});
+  GpuSpec spec;
+  spec.name = r.name;
+  spec.vendor = f.string("vendor");
+  spec.arch = f.string("arch");
+  spec.bf16_flops = f.quantity("bf16_flops", Quantity::FlopRate, true);
+  spec.fp8_flops = f.quantity("fp8_flops", Quantity::FlopRate, false, 0.0);
+  spec.hbm_capacity = f.quantity("hbm_capacity", Quantity::Bytes, true);
+  spec.hbm_bandwidth = f.quantity("hbm_bandwidth", Quantity::Bandwidth, true);
+  if (const auto scaleup = f.optional_map("scaleup")) {
+    scaleup->reject_unknown({"link", "links"});
+    spec.scaleup_link = link(*scaleup, "link");
+    if (spec.scaleup_link->link_class != LinkClass::ScaleUp) {
+      throw scaleup->error("link", "a link of class scale-up (NVLink or xGMI)");
+    }
+    spec.scaleup_links = static_cast<int>(scaleup->integer("links", 1));
+  }
+  spec.host_link = link(f, "host_link");
+  if (spec.host_link.link_class != LinkClass::Pcie) throw f.error("host_link", "a link of class pcie");
+  spec.source = f.optional_string("source").value_or("");
+  return spec;
+}
+
+NodeSpec Catalog::parse_node(const Resolved& r) const {
+  const Fields& f = r.fields;
+  f.reject_unknown({"base", "name", "source", "layout", "gpu", "gpus", "nvswitch", "xgmi", "bridges", "pcie",
+                    "cpus", "cpus_per_domain", "cpu_link", "nics"});
+  NodeSpec spec;
+  spec.name = r.name;
+  spec.source = f.optional_string("source").value_or("");
+  const std::string layout = f.choice("layout", {"nvswitch", "xgmi-mesh", "pcie-box"});
+  spec.layout = layout == "nvswitch" ? NodeLayout::NvSwitch : layout == "xgmi-mesh" ? NodeLayout::XgmiMesh : NodeLayout::PcieBox;
+  spec.gpu = gpu(f, "gpu");
+  spec.gpus = static_cast<int>(f.integer("gpus", 1));
+
+  if (spec.layout == NodeLayout::NvSwitch) {
+    const Fields nvs = f.map("nvswitch");
+    nvs.reject_unknown({"chips", "generation", "nvls"});
+    spec.nvswitch_chips = static_cast<int>(nvs.integer("chips", 1));
+    spec.nvswitch_generation = static_cast<int>(nvs.integer("generation", 1));
+    spec.nvls = nvs.boolean("nvls", false);
+    if (spec.nvls && spec.nvswitch_generation < 3) {
+      throw nvs.error("nvls", "false (NVLink SHARP needs NVSwitch generation 3 or later)");
+    }
+    if (!spec.gpu.scaleup_link || spec.gpu.scaleup_link->name.find("nvlink") == std::string::npos) {
+      throw f.error("gpu", "a GPU with NVLink for an nvswitch layout");
+    }
+  } else if (f.has("nvswitch")) {
+    throw f.error("nvswitch", "no nvswitch section for layout " + layout);
+  }
+  if (spec.layout == NodeLayout::XgmiMesh) {
+    const Fields x = f.map("xgmi");
+    x.reject_unknown({"links_per_peer"});
+    spec.xgmi_links_per_peer = static_cast<int>(x.integer("links_per_peer", 1));
+    if (!spec.gpu.scaleup_link) throw f.error("gpu", "a GPU with scale-up links for an xgmi-mesh layout");
+    const int needed = (spec.gpus - 1) * spec.xgmi_links_per_peer;
+    if (needed > spec.gpu.scaleup_links) {
+      throw x.error("links_per_peer", fmt::format("at most {} links per peer ({} GPUs share {} scale-up links each)",
+                                                  spec.gpu.scaleup_links / std::max(1, spec.gpus - 1), spec.gpus,
+                                                  spec.gpu.scaleup_links));
+    }
+  } else if (f.has("xgmi")) {
+    throw f.error("xgmi", "no xgmi section for layout " + layout);
+  }
+  if (const auto bridges = f.optional_map("bridges")) {
+    if (spec.layout != NodeLayout::PcieBox) throw f.error("bridges", "no bridges section for layout " + layout);
+    bridges->reject_unknown({"links"});
+    spec.bridge_links = static_cast<int>(bridges->integer("links", 1));
+    if (!spec.gpu.scaleup_link) throw f.error("gpu", "a GPU with NVLink when NVLink bridges are fitted");
+    if (spec.gpus % 2 != 0) throw f.error("gpus", "an even number of GPUs when NVLink bridges join pairs");
+  }
+
+  const Fields pcie = f.map("pcie");
+  pcie.reject_unknown({"link", "switches", "p2p"});
+  spec.pcie_link = link(pcie, "link");
+  if (spec.pcie_link.link_class != LinkClass::Pcie) throw pcie.error("link", "a link of class pcie");
+  spec.pcie_switches = static_cast<int>(pcie.integer("switches", 0, 0));
+  spec.p2p = pcie.boolean("p2p", true);
+
+  spec.cpus = static_cast<int>(f.integer("cpus", 1, 1));
+  spec.cpus_per_domain = static_cast<int>(f.integer("cpus_per_domain", 1, spec.cpus));
+  if (spec.cpus % spec.cpus_per_domain != 0) {
+    throw f.error("cpus_per_domain", fmt::format("a divisor of cpus ({})", spec.cpus));
+  }
+  if (spec.cpus_per_domain > 1) {
+    spec.cpu_link = link(f, "cpu_link");
+    if (spec.cpu_link.link_class != LinkClass::Host) throw f.error("cpu_link", "a link of class host");
+  }
+
+  if (const auto nics = f.optional_map("nics")) {
+    nics->reject_unknown({"link", "count"});
+    spec.nics = static_cast<int>(nics->integer("count", 0));
+    if (spec.nics > 0) {
+      spec.nic_link = link(*nics, "link");
+      if (spec.nic_link->link_class != LinkClass::Network) throw nics->error("link", "a link of class network");
+    }
+  }
+
+  // Devices are spread evenly: switches over CPUs, GPUs and NICs over switches.
+  const int attach_points = spec.pcie_switches > 0 ? spec.pcie_switches : spec.cpus;
+  const char* attach_key = spec.pcie_switches > 0 ? "pcie.switches" : "cpus";
+  if (spec.gpus % attach_points != 0) {
+    throw f.error("gpus", fmt::format("a multiple of {} ({}) so GPUs spread evenly", attach_key, attach_points));
+  }
+  if (spec.nics > 0 && spec.nics % attach_points != 0 && attach_points % spec.nics != 0) {
+    throw f.map("nics").error("count", fmt::format("a NIC count that divides or is a multiple of {} ({})", attach_key,
+                                                   attach_points));
+  }
+  if (spec.pcie_switches > 0 && spec.pcie_switches % spec.cpus != 0) {
+    throw pcie.error("switches", fmt::format("a multiple of cpus ({})", spec.cpus));
+  }
+  return spec;
+}
+
+LinkSpec Catalog::link(const YamlSource& ref, const std::string& path) const {
+  LinkSpec spec = parse_link(resolve(links_, ref, path));
+  return spec;
+}
+GpuSpec Catalog::gpu(const YamlSource& ref, const std::string& path) const { return parse_gpu(resolve(gpus_, ref, path)); }
+NodeSpec Catalog::node(const YamlSource& ref, const std::string& path) const { return parse_node(resolve(nodes_, ref, path)); }
+
+LinkSpec Catalog::link(const Fields& parent, std::string_view key) const { return parse_link(resolve(links_, parent, key)); }
+GpuSpec Catalog::gpu(const Fields& parent, std::string_view key) const { return parse_gpu(resolve(gpus_, parent, key)); }
+NodeSpec Catalog::node(const Fields& parent, std::string_view key) const { return parse_node(resolve(nodes_, parent, key)); }
+
+LinkSpec Catalog::link(const std::string& name) const { return link(YamlSource{YAML::Node(name), nullptr}, name); }
+GpuSpec Catalog::gpu(const std::string& name) const { return gpu(YamlSource{YAML::Node(name), nullptr}, name); }
+NodeSpec Catalog::node(const std::string& name) const { return node(YamlSource{YAML::Node(name), nullptr}, name); }
+
+std::vector<std::string> Catalog::link_names() const { return keys_of(links_.entries); }
+std::vector<std::string> Catalog::gpu_names() const { return keys_of(gpus_.entries); }
+std::vector<std::string> Catalog::node_names() const { return keys_of(nodes_.entries); }
+
+}  // namespace ccsim::models

@@ -1,0 +1,133 @@
+#pragma once
+// The hardware catalog: GPUs, link kinds and node templates, read from
+// scenarios/hardware/{gpus,links,nodes}.yaml. Every entry carries the public source of its
+// figures in a `source` key (datasheets, vendor user guides; see shared/reference/hardware.md).
+//
+// References. A scenario names an entry (`gpu: H100-SXM5`) or gives a map that overrides
+// some fields of a named entry (`gpu: {base: H100-SXM5, hbm_capacity: 96GB}`). Catalog
+// entries may themselves have a `base`. A map without `base` inside an override refines
+// whatever the layer below names (so `node: {base: dgx-h100, gpu: {hbm_capacity: 96GB}}`
+// changes only the GPU's memory). Base chains with a cycle are errors.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/kinds.hpp"
+#include "models/yaml_fields.hpp"
+
+namespace ccsim::models {
+
+/// A kind of physical link. Bandwidth is per direction, per physical link (one NVLink, one
+/// PCIe x16 port, one NIC port).
+struct LinkSpec {
+  std::string name;        ///< catalog name, for example "nvlink4" or "ib-ndr"
+  LinkClass link_class = LinkClass::Network;
+  double bandwidth = 0.0;  ///< bytes per second, per direction
+  double latency = 0.0;    ///< seconds, one traversal of the link
+  std::string source;
+};
+
+struct GpuSpec {
+  std::string name;
+  std::string vendor;
+  std::string arch;                ///< "sm80", "sm90", "gfx942", ...
+  double bf16_flops = 0.0;         ///< dense BF16/FP16 tensor peak, FLOP per second
+  double fp8_flops = 0.0;          ///< dense FP8 peak, FLOP per second; 0 when unsupported
+  double hbm_capacity = 0.0;       ///< bytes
+  double hbm_bandwidth = 0.0;      ///< bytes per second
+  std::optional<LinkSpec> scaleup_link;  ///< NVLink generation or xGMI; none for PCIe-only GPUs
+  int scaleup_links = 0;           ///< number of scale-up links (18 NVLink4 on H100)
+  LinkSpec host_link;              ///< PCIe generation of the host interface (x16)
+  std::string source;
+
+  /// Aggregate scale-up bandwidth per direction, bytes per second (links × per-link).
+  double scaleup_bandwidth() const { return scaleup_link ? scaleup_links * scaleup_link->bandwidth : 0.0; }
+};
+
+/// How the GPUs of a node connect; each layout is one builder in node_builders.hpp.
+enum class NodeLayout { NvSwitch, XgmiMesh, PcieBox };
+
+/// A node template, fully resolved.
+struct NodeSpec {
+  std::string name;
+  NodeLayout layout = NodeLayout::NvSwitch;
+  std::string source;
+  GpuSpec gpu;
+  int gpus = 0;
+  // NVSwitch layouts: one logical switch per node; `nvswitch_chips` physical chips.
+  int nvswitch_chips = 0;
+  int nvswitch_generation = 0;
+  bool nvls = false;               ///< NVLink SHARP (in-switch reduction and multicast)
+  // xGMI mesh: links between each pair of GPUs.
+  int xgmi_links_per_peer = 0;
+  // PCIe box: optional NVLink bridges joining GPU pairs (0,1), (2,3), ...
+  int bridge_links = 0;
+  // Host side.
+  LinkSpec pcie_link;              ///< PCIe generation of switch ports
+  int pcie_switches = 0;           ///< GPUs and NICs are spread evenly over the switches
+  int cpus = 1;
+  int cpus_per_domain = 1;         ///< CPUs joined all-to-all by cpu_link (2 on a dual-socket board)
+  LinkSpec cpu_link;               ///< socket interconnect between CPUs of one domain
+  bool p2p = true;                 ///< PCIe peer-to-peer between devices under a switch
+  // Scale-out.
+  std::optional<LinkSpec> nic_link;
+  int nics = 0;
+};
+
+std::string_view to_string(NodeLayout layout);
+
+class Catalog {
+ public:
+  /// Loads `dir`/gpus.yaml, links.yaml and nodes.yaml. Throws InputError on bad files.
+  static Catalog load(const std::string& dir);
+  /// $CCSIM_DATA_DIR/hardware when the variable is set, else the source tree's scenarios/hardware.
+  static std::string default_dir();
+
+  /// Resolve a reference to an entry (a name, or a map of overrides). `path` is the key path
+  /// used in messages. Throws InputError for unknown names, cycles and bad fields.
+  LinkSpec link(const YamlSource& ref, const std::string& path) const;
+  GpuSpec gpu(const YamlSource& ref, const std::string& path) const;
+  NodeSpec node(const YamlSource& ref, const std::string& path) const;
+
+  /// Resolve the reference held by `key` of `parent`, stacking overrides from every layer.
+  LinkSpec link(const Fields& parent, std::string_view key) const;
+  GpuSpec gpu(const Fields& parent, std::string_view key) const;
+  NodeSpec node(const Fields& parent, std::string_view key) const;
+
+  /// Lookups by name (for tests and tools). Throw InputError when unknown.
+  LinkSpec link(const std::string& name) const;
+  GpuSpec gpu(const std::string& name) const;
+  NodeSpec node(const std::string& name) const;
+
+  std::vector<std::string> link_names() const;
+  std::vector<std::string> gpu_names() const;
+  std::vector<std::string> node_names() const;
+
+ private:
+  struct Table {
+    std::string kind;  ///< "gpu", "link", "node": used in messages
+    std::map<std::string, YamlSource> entries;
+  };
+
+  struct Resolved {
+    Fields fields;     ///< the entry's layers, overrides first
+    std::string name;  ///< `name` key, else the first catalog entry of the chain
+  };
+  Resolved resolve(const Table& table, const Fields& parent, std::string_view key) const;
+  Resolved resolve(const Table& table, const YamlSource& ref, const std::string& path) const;
+  void append_chain(const Table& table, const std::string& name, const SourceLocation& where,
+                    const std::string& path, std::vector<YamlSource>& layers,
+                    std::vector<std::string>& chain) const;
+
+  LinkSpec parse_link(const Resolved& r) const;
+  GpuSpec parse_gpu(const Resolved& r) const;
+  NodeSpec parse_node(const Resolved& r) const;
+
+  Table links_{"link", {}};
+  Table gpus_{"gpu", {}};
+  Table nodes_{"node", {}};
+};
+
+}  // namespace ccsim::models

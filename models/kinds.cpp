@@ -1,0 +1,45 @@
+#include "models/kinds.hpp"
+
+namespace ccsim::models {
+
+std::string_view to_string(LinkClass c) {
+  switch (c) {
+    case LinkClass::ScaleUp: return "scale-up";
+    case LinkClass::Pcie: return "pcie";
+    case LinkClass::Host: return "host";
+    case LinkClass::Network: return "network";
+  }
+  return "?";
+}
+
+std::string_view to_string(DeviceKind k) {
+  switch (k) {
+    case DeviceKind::Gpu: return "gpu";
+    case DeviceKind::NvSwitch: return "nvswitch";
+    case DeviceKind::PcieSwitch: return "pcie-switch";
+    case DeviceKind::Cpu: return "cpu";
+    case DeviceKind::Nic: return "nic";
+    case DeviceKind::NetworkSwitch: return "network-switch";
+  }
+  return "?";
+}
+
+std::string_view to_string(PathType t) {
+  switch (t) {
+    case PathType::Nvl: return "NVL";
+    case PathType::Pix: return "PIX";
+    case PathType::Pxb: return "PXB";
+    case PathType::Phb: return "PHB";
+    case PathType::Sys: return "SYS";
+    case PathType::Net: return "NET";
+  }
+  return "?";
+}
+
+std::optional<LinkClass> parse_link_class(std::string_view s) {
+  for (LinkClass c : {LinkClass::ScaleUp, LinkClass::Pcie, LinkClass::Host, LinkClass::Network})
+    if (to_string(c) == s) return c;
+  return std::nullopt;
+}
+
+}  // namespace ccsim::models

@@ -1,0 +1,82 @@
+#pragma once
+// Builders that add one node (server) of a NodeSpec to a Topology.
+//
+// Host side, common to every layout: CPU sockets joined by the socket interconnect, PCIe
+// switches spread evenly over the sockets, GPUs and NICs spread evenly over the switches
+// (over the sockets' root ports when there are no switches). A GPU's nearest NIC is the
+// NIC with the same position under the same switch; its rail is that NIC's index.
+// Link bandwidth between two devices is the slower end's (a Gen4 GPU in a Gen5 switch
+// trains at Gen4).
+//
+// Figures come from the NodeSpec (catalog, scenarios/hardware/nodes.yaml), never from code.
+
+#include <optional>
+#include <vector>
+
+#include "models/catalog.hpp"
+#include "models/topology.hpp"
+
+namespace ccsim::models {
+
+/// The devices one node contributes, by kind, in local order.
+struct NodeDevices {
+  std::vector<DeviceId> gpus;
+  std::vector<DeviceId> nics;
+  std::vector<DeviceId> cpus;
+  std::vector<DeviceId> pcie_switches;
+  DeviceId nvswitch = kNoDevice;
+  std::optional<LinkSpec> nic_link;  ///< the NICs' network port kind (for the fabric builder)
+};
+
+/// Adds node number `node_index` built from `spec` (dispatching on spec.layout).
+NodeDevices add_node(Topology& topology, const NodeSpec& spec, int node_index);
+
+/// NVSwitch layout (DGX/HGX A100, H100, H200, B200, GB200 NVL72): every GPU has all its
+/// NVLinks into one logical NVSwitch (NCCL's NVS node), so any two GPUs of the node see the
+/// GPU's full NVLink bandwidth. Physical chips (6 on DGX A100, 4 on DGX H100, 18 in NVL72)
+/// are recorded, not drawn.
+///
+///   dgx-a100 (4 PCIe Gen4 switches, 2 GPUs + 2 × 200G NICs each):
+///
+///        +-------------------- NVSwitch (6 × gen2) --------------------+
+///        | 12 × NVLink3 per GPU = 300 GB/s per direction               |
+///      GPU0 GPU1     GPU2 GPU3     GPU4 GPU5     GPU6 GPU7
+///        \  /  NIC0,1  \  /  NIC2,3  \  /  NIC4,5  \  /  NIC6,7
+///       PCIe sw0      PCIe sw1      PCIe sw2      PCIe sw3
+///            \         /                 \         /
+///             CPU0 ---------- socket link ------ CPU1
+///
+///   dgx-h100 / hgx-h200 (8 PCIe Gen5 switches, each GPU paired with one 400G NIC):
+///
+///        +------------ NVSwitch (4 × gen3, NVLS) ------------+
+///        | 18 × NVLink4 per GPU = 450 GB/s per direction     |
+///      GPU0   GPU1   GPU2   GPU3   GPU4   GPU5   GPU6   GPU7
+///       |NIC0  |NIC1  |NIC2  |NIC3  |NIC4  |NIC5  |NIC6  |NIC7
+///      sw0    sw1    sw2    sw3    sw4    sw5    sw6    sw7
+///        \______\______\_____/      \______\______\_____/
+///                 CPU0 -------- socket link ------- CPU1
+NodeDevices build_nvswitch_node(Topology& topology, const NodeSpec& spec, int node_index);
+
+/// xGMI mesh layout (AMD MI300X OAM platform): every pair of GPUs is joined directly by
+/// `xgmi_links_per_peer` Infinity Fabric links; no switch. Host side as above.
+///
+///      GPU0 ----- GPU1        every GPU has one xGMI link to each of the 7 others
+///       | \     / |           (64 GB/s per direction each): 8 GPUs, 28 links
+///       |   \ /   |
+///       |   / \   |
+///      GPU3 ----- GPU2   ...  GPU4..GPU7 likewise, all pairs connected
+///      each GPU + its NIC under a PCIe Gen5 switch; switches under CPU0 / CPU1
+NodeDevices build_xgmi_mesh_node(Topology& topology, const NodeSpec& spec, int node_index);
+
+/// PCIe box (workstations and PCIe servers): GPUs under PCIe switches under one or two
+/// CPUs; optional NVLink bridges joining GPU pairs (0,1), (2,3), ...; optional NICs.
+/// Without peer-to-peer (spec.p2p = false) GPU traffic is staged through CPU memory.
+///
+///      GPU0 ==bridge== GPU1      GPU2 ==bridge== GPU3     (bridges optional)
+///         \           /             \           /
+///          PCIe sw0                  PCIe sw1      NIC0
+///               \___________   _________/         /
+///                           CPU0 ----------------
+NodeDevices build_pcie_box_node(Topology& topology, const NodeSpec& spec, int node_index);
+
+}  // namespace ccsim::models

@@ -1,0 +1,244 @@
+#include "models/scenario.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace ccsim::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Upper bound on cluster size; far above any built system, it guards against typos.
+constexpr std::int64_t kMaxGpus = 1 << 20;
+
+/// Appends `path` and everything it includes to `layers`, the including file first.
+void load_with_includes(const std::string& path, const SourceLocation& from, std::vector<std::string>& stack,
+                        std::vector<YamlSource>& layers) {
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(fs::path(path), ec);
+  const std::string key = ec ? path : canonical.string();
+  if (std::find(stack.begin(), stack.end(), key) != stack.end()) {
+    std::string cycle;
+    for (const auto& s : stack) cycle += fs::path(s).filename().string() + " -> ";
+    cycle += fs::path(key).filename().string();
+    throw InputError(from, "include", "includes without cycles", "the cycle " + cycle);
+  }
+  if (!fs::exists(path)) {
+    if (stack.empty()) throw InputError({path, 0, 0}, "", "an existing scenario file", "no such file");
+    throw InputError(from, "include", "the path of an existing scenario file", "'" + path + "' (no such file)");
+  }
+  YamlSource doc = load_yaml_file(path);
+  if (doc.node.IsNull()) throw InputError({path, 1, 1}, "", "a scenario (a map with a cluster section)", "an empty file");
+  if (!doc.node.IsMap()) throw InputError(location_of(doc), "", "a scenario (a map of sections)", describe_node(doc.node));
+  stack.push_back(key);
+  layers.push_back(doc);
+  const YAML::Node& root = doc.node;
+  const YAML::Node includes = root["include"];
+  if (includes.IsDefined()) {
+    std::vector<YAML::Node> items;
+    if (includes.IsScalar()) {
+      items.push_back(includes);
+    } else if (includes.IsSequence()) {
+      for (const auto& i : includes) items.push_back(i);
+    } else {
+      throw InputError(location_of({includes, doc.file}), "include", "a file path or a list of file paths",
+                       describe_node(includes));
+    }
+    for (const YAML::Node& item : items) {
+      const SourceLocation where = location_of({item, doc.file});
+      if (!item.IsScalar()) throw InputError(where, "include", "a file path", describe_node(item));
+      const fs::path target = fs::path(path).parent_path() / item.Scalar();
+      load_with_includes(target.string(), where, stack, layers);
+    }
+  }
+  stack.pop_back();
+}
+
+FabricTier parse_tier(const Fields& f, const Catalog& catalog) {
+  f.reject_unknown({"link", "latency"});
+  FabricTier tier;
+  if (f.has("link")) {
+    tier.link = catalog.link(f, "link");
+    if (tier.link->link_class != LinkClass::Network) throw f.error("link", "a link of class network");
+  }
+  if (f.has("latency")) tier.latency = f.quantity("latency", Quantity::Time, false);
+  return tier;
+}
+
+FabricSpec parse_fabric(const Fields& f, const Catalog& catalog) {
+  f.reject_unknown({"kind", "wiring", "nodes_per_leaf", "spines", "oversubscription", "leaf", "spine"});
+  FabricSpec spec;
+  const std::string kind = f.choice("kind", {"single-switch", "fat-tree"});
+  spec.kind = kind == "fat-tree" ? FabricKind::FatTree : FabricKind::SingleSwitch;
+  if (spec.kind == FabricKind::SingleSwitch) {
+    for (const char* key : {"wiring", "nodes_per_leaf", "spines", "oversubscription", "spine"}) {
+      if (f.has(key)) throw f.error(key, "no '" + std::string(key) + "' key for a single-switch fabric (only kind and leaf)");
+    }
+  } else {
+    spec.wiring = f.choice("wiring", {"rail-optimized", "tor"}, "rail-optimized") == "tor" ? Wiring::Tor : Wiring::RailOptimized;
+    spec.nodes_per_leaf = static_cast<int>(f.integer("nodes_per_leaf", 1, 0));
+    spec.spines = static_cast<int>(f.integer("spines", 1, 0));
+    spec.oversubscription = f.number("oversubscription", 0.0, 1.0);
+    if (spec.oversubscription < 1.0) {
+      throw f.error("oversubscription", "a ratio of downlink to uplink bandwidth of at least 1 (2 means 2:1)");
+    }
+  }
+  if (const auto leaf = f.optional_map("leaf")) spec.leaf = parse_tier(*leaf, catalog);
+  if (const auto spine = f.optional_map("spine")) spec.spine = parse_tier(*spine, catalog);
+  return spec;
+}
+
+ClusterSpec parse_cluster(const Fields& root, const Catalog& catalog, const std::string& file) {
+  const Fields c = root.map("cluster");
+  c.reject_unknown({"name", "nodes", "fabric"});
+  ClusterSpec spec;
+  spec.name = c.optional_string("name").value_or(fs::path(file).stem().string());
+  const std::vector<YamlSource> groups = c.list("nodes");
+  if (groups.empty()) throw c.error("nodes", "a list of at least one node group");
+  std::int64_t gpus = 0;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const Fields g({groups[i]}, element_path(c.key_path("nodes"), i));
+    g.reject_unknown({"node", "count"});
+    NodeGroupSpec group;
+    group.node = catalog.node(g, "node");
+    group.count = static_cast<int>(g.integer("count", 1, 1));
+    gpus += static_cast<std::int64_t>(group.count) * group.node.gpus;
+    if (gpus > kMaxGpus) throw g.error("count", fmt::format("a cluster of at most {} GPUs", kMaxGpus));
+    spec.groups.push_back(std::move(group));
+  }
+  if (const auto fabric = c.optional_map("fabric")) {
+    spec.fabric = parse_fabric(*fabric, catalog);
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      if (spec.groups[i].node.nics == 0) {
+        const Fields g({groups[i]}, element_path(c.key_path("nodes"), i));
+        throw g.error("node", "a node with NICs to join the fabric (this template has none)");
+      }
+    }
+  } else if (spec.total_nodes() > 1) {
+    throw c.missing("fabric", fmt::format("a fabric section joining the {} nodes", spec.total_nodes()));
+  }
+  return spec;
+}
+
+WorkloadSpec parse_workload(const Fields& w) {
+  w.reject_unknown({"model", "phase", "sequence_length", "micro_batch_size", "global_batch_size", "batch_size",
+                    "context_length", "generated_tokens", "dtype", "recompute"});
+  WorkloadSpec spec;
+  spec.model = w.string("model");
+  spec.phase = w.choice("phase", {"training_step", "prefill", "decode"}, "training_step");
+  const bool needs_sequence = spec.phase != "decode";
+  spec.sequence_length = needs_sequence ? w.integer("sequence_length", 1) : w.integer("sequence_length", 1, 1);
+  spec.micro_batch_size = w.integer("micro_batch_size", 1, 1);
+  spec.global_batch_size = w.integer("global_batch_size", 1, 0);
+  spec.batch_size = w.integer("batch_size", 1, 1);
+  spec.context_length = w.integer("context_length", 0, 0);
+  spec.generated_tokens = w.integer("generated_tokens", 1, 1);
+  spec.dtype = w.choice("dtype", {"bf16", "fp16", "fp8", "fp32"}, "bf16");
+  spec.recompute = w.choice("recompute", {"none", "selective", "full"}, "none");
+  return spec;
+}
+
+StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
+  s.reject_unknown({"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "zero_stage", "pipeline_schedule",
+                    "virtual_stages", "order", "algorithms"});
+  StrategySpec spec;
+  spec.tp = static_cast<int>(s.integer("tp", 1, 1));
+  spec.pp = static_cast<int>(s.integer("pp", 1, 1));
+  spec.cp = static_cast<int>(s.integer("cp", 1, 1));
+  spec.ep = static_cast<int>(s.integer("ep", 1, 1));
+  const std::int64_t model_parallel = static_cast<std::int64_t>(spec.tp) * spec.pp * spec.cp;
+  if (s.has("dp")) {
+    spec.dp = static_cast<int>(s.integer("dp", 1));
+    if (model_parallel * spec.dp != cluster_gpus) {
+      throw s.error("dp", fmt::format("tp·pp·cp·dp equal to the cluster's {} GPUs (tp·pp·cp·dp = {}·{}·{}·{} = {})",
+                                      cluster_gpus, spec.tp, spec.pp, spec.cp, spec.dp, model_parallel * spec.dp));
+    }
+  } else {
+    if (cluster_gpus % model_parallel != 0) {
+      throw s.error("tp", fmt::format("tp·pp·cp dividing the cluster's {} GPUs (tp·pp·cp = {}·{}·{} = {})", cluster_gpus,
+                                      spec.tp, spec.pp, spec.cp, model_parallel));
+    }
+    spec.dp = static_cast<int>(cluster_gpus / model_parallel);
+  }
+  if ((static_cast<std::int64_t>(spec.dp) * spec.cp) % spec.ep != 0) {
+    throw s.error("ep", fmt::format("an expert-parallel size dividing dp·cp = {}", spec.dp * spec.cp));
+  }
+  spec.sequence_parallel = s.boolean("sequence_parallel", false);
+  if (spec.sequence_parallel && spec.tp == 1) throw s.error("sequence_parallel", "false when tp is 1 (sequence parallelism splits along TP)");
+  spec.zero_stage = static_cast<int>(s.integer("zero_stage", 0, 0));
+  if (spec.zero_stage > 3) throw s.error("zero_stage", "a ZeRO stage of 0, 1, 2 or 3");
+  spec.pipeline_schedule = s.choice("pipeline_schedule", {"1f1b", "interleaved"}, "1f1b");
+  spec.virtual_stages = static_cast<int>(s.integer("virtual_stages", 1, spec.pipeline_schedule == "interleaved" ? 2 : 1));
+  if (spec.pipeline_schedule == "interleaved" && spec.virtual_stages < 2) {
+    throw s.error("virtual_stages", "at least 2 model chunks per pipeline rank for the interleaved schedule");
+  }
+  if (spec.pipeline_schedule == "1f1b" && spec.virtual_stages != 1) {
+    throw s.error("virtual_stages", "1 for the 1f1b schedule (use pipeline_schedule: interleaved)");
+  }
+  spec.order = s.optional_string("order").value_or(spec.order);
+  {
+    std::vector<std::string> parts;
+    std::stringstream in(spec.order);
+    for (std::string part; std::getline(in, part, '-');) parts.push_back(part);
+    std::vector<std::string> sorted = parts;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted != std::vector<std::string>{"cp", "dp", "ep", "pp", "tp"}) {
+      throw s.error("order", "the five dimensions tp, cp, ep, pp, dp in some order joined by '-', innermost first");
+    }
+  }
+  if (const auto algorithms = s.optional_map("algorithms")) {
+    algorithms->reject_unknown({"allreduce", "reducescatter", "allgather", "alltoall", "broadcast", "reduce", "sendrecv"});
+    for (const YamlSource& layer : algorithms->layers()) {
+      for (const auto& entry : layer.node) {
+        const std::string key = entry.first.Scalar();
+        if (spec.algorithms.count(key) != 0) continue;  // the most specific layer wins
+        spec.algorithms[key] = algorithms->choice(
+            key, {"auto", "ring", "tree", "halving-doubling", "recursive-doubling", "bruck", "direct", "pairwise",
+                  "hierarchical", "nvls", "nvls-tree"});
+      }
+    }
+  }
+  return spec;
+}
+
+SimulationSpec parse_simulation(const Fields& f) {
+  f.reject_unknown({"engine", "granularity"});
+  SimulationSpec spec;
+  spec.engine = f.choice("engine", {"analytic", "flow"}, "analytic");
+  spec.granularity = f.choice("granularity", {"auto", "step", "phase"}, "auto");
+  return spec;
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& path, const Catalog& catalog) {
+  std::vector<YamlSource> layers;
+  std::vector<std::string> stack;
+  load_with_includes(path, {path, 0, 0}, stack, layers);
+  const Fields root(layers, "");
+  root.reject_unknown({"include", "name", "description", "cluster", "workload", "strategy", "simulation"});
+
+  Scenario scenario;
+  scenario.file = path;
+  scenario.name = root.optional_string("name").value_or(fs::path(path).stem().string());
+  if (!root.has("cluster")) throw root.missing("cluster", "a cluster section");
+  scenario.cluster = parse_cluster(root, catalog, path);
+  if (const auto w = root.optional_map("workload")) scenario.workload = parse_workload(*w);
+  if (const auto s = root.optional_map("strategy")) scenario.strategy = parse_strategy(*s, scenario.cluster.total_gpus());
+  if (const auto sim = root.optional_map("simulation")) scenario.simulation = parse_simulation(*sim);
+  if (scenario.workload && scenario.strategy && scenario.workload->phase == "training_step" &&
+      scenario.workload->global_batch_size > 0) {
+    const std::int64_t per_step = scenario.workload->micro_batch_size * scenario.strategy->dp;
+    if (scenario.workload->global_batch_size % per_step != 0) {
+      const Fields w = root.map("workload");
+      throw w.error("global_batch_size", fmt::format("a multiple of micro_batch_size·dp = {}·{} = {}",
+                                                     scenario.workload->micro_batch_size, scenario.strategy->dp, per_step));
+    }
+  }
+  return scenario;
+}
+
+}  // namespace ccsim::models

@@ -1,0 +1,66 @@
+#pragma once
+// Scenario files: one YAML document with the sections `cluster`, `workload`, `strategy` and
+// `simulation`, each loaded into a typed struct. A scenario may `include` other scenario files
+// (paths relative to the including file; the including file's keys win; maps merge, lists
+// replace) and may name catalog entries (`node: dgx-h100`, `gpu: H100-SXM5`) with overrides.
+//
+// Every rule on the input is checked here, with file, line, column, key, expected and found
+// (InputError); see README.md "Scenario files" for the schema.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "models/catalog.hpp"
+#include "models/cluster.hpp"
+
+namespace ccsim::models {
+
+/// What to simulate. Used by `ccsim run` (training steps and inference phases).
+struct WorkloadSpec {
+  std::string model;                     ///< scenarios/models entry or a path to a Hugging Face config.json
+  std::string phase = "training_step";   ///< training_step | prefill | decode
+  std::int64_t sequence_length = 0;      ///< tokens per sequence (prompt length for prefill)
+  std::int64_t micro_batch_size = 1;     ///< sequences per micro-batch
+  std::int64_t global_batch_size = 0;    ///< sequences per optimizer step (training); 0 = one micro-batch per DP rank
+  std::int64_t batch_size = 1;           ///< running sequences (decode)
+  std::int64_t context_length = 0;       ///< tokens already in the KV cache (decode)
+  std::int64_t generated_tokens = 1;     ///< tokens to generate (decode)
+  std::string dtype = "bf16";            ///< bf16 | fp16 | fp8 | fp32
+  std::string recompute = "none";        ///< none | selective | full
+};
+
+/// How the work is parallelised, in Megatron-LM's terms.
+struct StrategySpec {
+  int tp = 1;                            ///< tensor parallel size
+  int pp = 1;                            ///< pipeline parallel size
+  int dp = 1;                            ///< data parallel size (derived when absent)
+  int cp = 1;                            ///< context parallel size
+  int ep = 1;                            ///< expert parallel size (MoE layers), divides dp × cp
+  bool sequence_parallel = false;
+  int zero_stage = 0;                    ///< 0, 1, 2, 3 (3 = FSDP)
+  std::string pipeline_schedule = "1f1b";///< 1f1b | interleaved
+  int virtual_stages = 1;                ///< model chunks per pipeline rank (interleaved)
+  std::string order = "tp-cp-ep-pp-dp";  ///< rank placement, innermost first (Megatron's default)
+  std::map<std::string, std::string> algorithms;  ///< collective -> algorithm ("auto" by default)
+};
+
+struct SimulationSpec {
+  std::string engine = "analytic";       ///< analytic | flow
+  std::string granularity = "auto";      ///< auto | step | phase
+};
+
+struct Scenario {
+  std::string file;
+  std::string name;
+  ClusterSpec cluster;
+  std::optional<WorkloadSpec> workload;
+  std::optional<StrategySpec> strategy;
+  SimulationSpec simulation;
+};
+
+/// Loads and checks a scenario file against `catalog`. Throws InputError on any bad input.
+Scenario load_scenario(const std::string& path, const Catalog& catalog);
+
+}  // namespace ccsim::models

@@ -1,0 +1,304 @@
+#include "models/topology_summary.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "models/text_table.hpp"
+#include "models/units.hpp"
+
+namespace ccsim::models {
+namespace {
+
+std::string role_name(const Device& d) {
+  if (d.kind == DeviceKind::NetworkSwitch) return d.tier == 1 ? "leaf" : "spine";
+  return std::string(to_string(d.kind));
+}
+
+/// Order of endpoint roles in "between" labels: closest to the GPU first.
+int role_rank(const Device& d) {
+  switch (d.kind) {
+    case DeviceKind::Gpu: return 0;
+    case DeviceKind::NvSwitch: return 1;
+    case DeviceKind::Nic: return 2;
+    case DeviceKind::PcieSwitch: return 3;
+    case DeviceKind::Cpu: return 4;
+    case DeviceKind::NetworkSwitch: return 4 + d.tier;
+  }
+  return 9;
+}
+
+/// The leaf switch a NIC is cabled to, or kNoDevice.
+DeviceId leaf_of(const Topology& t, DeviceId nic) {
+  if (nic == kNoDevice) return kNoDevice;
+  for (LinkId id : t.out_links(nic)) {
+    if (t.link(id).link_class == LinkClass::Network) return t.link_target(id);
+  }
+  return kNoDevice;
+}
+
+/// The direct scale-up link from a to b, if any.
+std::optional<LinkId> scaleup_link_between(const Topology& t, DeviceId a, DeviceId b) {
+  for (LinkId id : t.out_links(a))
+    if (t.link_target(id) == b && t.link(id).link_class == LinkClass::ScaleUp) return id;
+  return std::nullopt;
+}
+
+/// The kind of position GPU `b` has relative to GPU `a`.
+std::string position_of(const Cluster& c, DeviceId a, DeviceId b) {
+  const Topology& t = c.topology;
+  const Device& da = t.device(a);
+  const Device& db = t.device(b);
+  if (da.node == db.node) {
+    std::vector<std::string> parts;
+    const NodeDevices& node = c.nodes[static_cast<std::size_t>(da.node)];
+    if (node.nvswitch != kNoDevice) parts.push_back("same NVSwitch");
+    else if (const auto direct = scaleup_link_between(t, a, b)) {
+      parts.push_back(t.link_kind_name(t.link(*direct)).find("xgmi") != std::string::npos ? "xGMI peer" : "NVLink peer");
+    }
+    if (da.pcie_switch != kNoDevice && da.pcie_switch == db.pcie_switch) parts.push_back("same PCIe switch");
+    else if (da.cpu == db.cpu) parts.push_back(da.pcie_switch != kNoDevice ? "other PCIe switch, same CPU" : "same CPU");
+    else parts.push_back("other CPU");
+    std::string label;
+    for (const auto& p : parts) label += (label.empty() ? "" : ", ") + p;
+    return label;
+  }
+  const DeviceId la = leaf_of(t, da.nic);
+  const DeviceId lb = leaf_of(t, db.nic);
+  std::string label = "other node";
+  if (da.rail >= 0 && da.rail == db.rail) label += ", same rail";
+  else if (da.rail >= 0 && db.rail >= 0) label += ", other rail";
+  label += la != kNoDevice && la == lb ? ", same leaf" : ", other leaf";
+  return label;
+}
+
+std::string range_label(const char* what, int first, int last) {
+  return first == last ? fmt::format("{} {}", what, first) : fmt::format("{} {}-{}", what, first, last);
+}
+
+}  // namespace
+
+TopologySummary summarize(const Cluster& c) {
+  const Topology& t = c.topology;
+  TopologySummary s;
+  s.name = c.spec.name;
+  s.nodes = static_cast<int>(c.nodes.size());
+  s.gpus = static_cast<int>(t.gpus().size());
+
+  // Fabric description.
+  const FabricSpec& f = c.spec.fabric;
+  s.fabric = std::string(to_string(f.kind));
+  if (f.kind == FabricKind::FatTree) {
+    int leaves = 0, spines = 0;
+    for (DeviceId d = 0; d < t.num_devices(); ++d) {
+      if (t.device(d).kind != DeviceKind::NetworkSwitch) continue;
+      (t.device(d).tier == 1 ? leaves : spines) += 1;
+    }
+    s.fabric += fmt::format(", {}, {} leaves, {} spines, oversubscription {}:1", to_string(f.wiring), leaves, spines,
+                            f.oversubscription);
+  }
+
+  // Node groups and injection bandwidth (from the group's first node).
+  for (std::size_t g = 0; g < c.spec.groups.size(); ++g) {
+    const NodeGroupSpec& group = c.spec.groups[g];
+    NodeGroupSummary ng{group.node.name, group.count, group.node.gpu.name, group.node.gpus, group.node.nics, 0.0};
+    const auto first = std::find(c.node_group.begin(), c.node_group.end(), static_cast<int>(g)) - c.node_group.begin();
+    double injection = 0.0;
+    for (DeviceId nic : c.nodes[static_cast<std::size_t>(first)].nics) {
+      for (LinkId id : t.out_links(nic))
+        if (t.link(id).link_class == LinkClass::Network) injection += t.link(id).bandwidth;
+    }
+    ng.injection_per_gpu = injection / group.node.gpus;
+    s.groups.push_back(ng);
+  }
+
+  // Devices by kind.
+  std::map<DeviceKind, int> devices;
+  for (DeviceId d = 0; d < t.num_devices(); ++d) {
+    devices[t.device(d).kind] += 1;
+    if (t.device(d).kind == DeviceKind::NvSwitch) s.nvswitch_chips += t.device(d).spec;
+  }
+  s.devices.assign(devices.begin(), devices.end());
+
+  // Links by (class, kind, endpoint kinds).
+  std::map<std::tuple<LinkClass, std::string, std::string>, LinkGroupSummary> groups;
+  for (LinkId id = 0; id < t.num_links(); id += 2) {
+    const Link& l = t.link(id);
+    const Device* a = &t.device(t.link_source(id));
+    const Device* b = &t.device(t.link_target(id));
+    if (role_rank(*b) < role_rank(*a)) std::swap(a, b);
+    const std::string between = role_name(*a) + "-" + role_name(*b);
+    auto& g = groups[{l.link_class, t.link_kind_name(l), between}];
+    g.kind = t.link_kind_name(l);
+    g.link_class = l.link_class;
+    g.between = between;
+    g.links += 1;
+    g.lanes += l.lanes;
+    g.bandwidth_per_link = std::max(g.bandwidth_per_link, l.bandwidth);
+    g.total_bandwidth += l.bandwidth;
+  }
+  for (auto& [key, g] : groups) {
+    g.per_gpu = s.gpus > 0 ? g.total_bandwidth / s.gpus : 0.0;
+    s.links.push_back(g);
+  }
+
+  // Bisection: max-flow between the natural halves.
+  std::vector<DeviceId> left, right;
+  if (s.nodes > 1) {
+    const int half = s.nodes / 2;
+    for (DeviceId g : t.gpus()) (t.device(g).node < half ? left : right).push_back(g);
+    s.halves = range_label("nodes", 0, half - 1) + " | " + range_label("nodes", half, s.nodes - 1);
+  } else if (s.gpus > 1) {
+    const int half = s.gpus / 2;
+    for (int r = 0; r < s.gpus; ++r) (r < half ? left : right).push_back(t.gpus()[static_cast<std::size_t>(r)]);
+    s.halves = range_label("GPUs", 0, half - 1) + " | " + range_label("GPUs", half, s.gpus - 1);
+  }
+  if (!left.empty() && !right.empty()) {
+    s.bisection = t.max_flow(left, right);
+    if (s.nodes == 1) s.bisection_scaleup = t.max_flow(left, right, 1U << static_cast<unsigned>(LinkClass::ScaleUp));
+  }
+
+  // Paths from GPU 0 to the first GPU of each kind of position.
+  if (s.gpus > 1) {
+    const DeviceId g0 = t.gpus().front();
+    std::vector<std::string> seen;
+    for (std::size_t r = 1; r < t.gpus().size(); ++r) {
+      const DeviceId g = t.gpus()[r];
+      std::string label = position_of(c, g0, g);
+      if (std::find(seen.begin(), seen.end(), label) != seen.end()) continue;
+      seen.push_back(label);
+      const Route route = t.route(g0, g, 1);
+      s.positions.push_back({label, static_cast<int>(r), t.name(g), route.path.type,
+                             static_cast<int>(route.path.links.size()), route.path.latency, route.path.bandwidth,
+                             route.ecmp_paths});
+    }
+  }
+  return s;
+}
+
+std::string render_text(const TopologySummary& s) {
+  std::string out;
+  out += fmt::format("cluster {}: {} node{}, {} GPU{}\n", s.name, s.nodes, s.nodes == 1 ? "" : "s", s.gpus,
+                     s.gpus == 1 ? "" : "s");
+  for (const auto& g : s.groups) {
+    out += fmt::format("  {} x {}: {} x {} per node, {} NIC{}\n", g.count, g.node, g.gpus_per_node, g.gpu,
+                       g.nics_per_node, g.nics_per_node == 1 ? "" : "s");
+  }
+  out += fmt::format("  fabric: {}\n", s.fabric);
+
+  out += "\ndevices\n";
+  TextTable devices({"kind", "count", ""}, {false, true, false});
+  for (const auto& [kind, count] : s.devices) {
+    std::string note;
+    if (kind == DeviceKind::NvSwitch) note = fmt::format("one logical switch per node; {} physical chips", s.nvswitch_chips);
+    devices.add_row({std::string(to_string(kind)), std::to_string(count), note});
+  }
+  out += devices.render();
+
+  out += "\nlinks (bandwidth per direction)\n";
+  TextTable links({"kind", "class", "between", "links", "lanes", "per link", "total", "per GPU"},
+                  {false, false, false, true, true, true, true, true});
+  for (const auto& l : s.links) {
+    links.add_row({l.kind, std::string(to_string(l.link_class)), l.between, std::to_string(l.links),
+                   std::to_string(l.lanes), format_bandwidth(l.bandwidth_per_link), format_bandwidth(l.total_bandwidth),
+                   format_bandwidth(l.per_gpu)});
+  }
+  out += links.render();
+
+  out += "\ninjection bandwidth into the fabric, per GPU (per direction)\n";
+  TextTable injection({"node", "per GPU", "NICs"}, {false, true, true});
+  for (const auto& g : s.groups) {
+    injection.add_row({g.node, s.fabric == "none" ? std::string("no fabric") : format_bandwidth(g.injection_per_gpu),
+                       std::to_string(g.nics_per_node)});
+  }
+  out += injection.render();
+
+  if (!s.halves.empty()) {
+    out += fmt::format("\nbisection bandwidth (max-flow, per direction): {}  [{}]\n", format_bandwidth(s.bisection), s.halves);
+    if (s.nodes == 1) out += fmt::format("  over scale-up links only: {}\n", format_bandwidth(s.bisection_scaleup));
+  }
+
+  if (!s.positions.empty()) {
+    out += "\npaths from GPU 0\n";
+    TextTable paths({"position", "rank", "device", "type", "hops", "latency", "bottleneck", "ECMP"},
+                    {false, true, false, false, true, true, true, true});
+    for (const auto& p : s.positions) {
+      paths.add_row({p.position, std::to_string(p.rank), p.device, std::string(to_string(p.type)), std::to_string(p.hops),
+                     format_time(p.latency), format_bandwidth(p.bandwidth), fmt::format("{}", p.ecmp_paths)});
+    }
+    out += paths.render();
+  }
+  return out;
+}
+
+nlohmann::json to_json(const TopologySummary& s) {
+  using nlohmann::json;
+  json j;
+  j["name"] = s.name;
+  j["nodes"] = s.nodes;
+  j["gpus"] = s.gpus;
+  j["fabric"] = s.fabric;
+  j["node_groups"] = json::array();
+  for (const auto& g : s.groups) {
+    j["node_groups"].push_back({{"node", g.node}, {"count", g.count}, {"gpu", g.gpu}, {"gpus_per_node", g.gpus_per_node},
+                                {"nics_per_node", g.nics_per_node}, {"injection_per_gpu_Bps", g.injection_per_gpu}});
+  }
+  j["devices"] = json::object();
+  for (const auto& [kind, count] : s.devices) j["devices"][std::string(to_string(kind))] = count;
+  j["nvswitch_chips"] = s.nvswitch_chips;
+  j["links"] = json::array();
+  for (const auto& l : s.links) {
+    j["links"].push_back({{"kind", l.kind}, {"class", std::string(to_string(l.link_class))}, {"between", l.between},
+                          {"links", l.links}, {"lanes", l.lanes}, {"bandwidth_per_link_Bps", l.bandwidth_per_link},
+                          {"total_bandwidth_Bps", l.total_bandwidth}, {"per_gpu_Bps", l.per_gpu}});
+  }
+  j["bisection_Bps"] = s.bisection;
+  if (s.nodes == 1) j["bisection_scaleup_Bps"] = s.bisection_scaleup;
+  j["halves"] = s.halves;
+  j["paths_from_gpu0"] = json::array();
+  for (const auto& p : s.positions) {
+    j["paths_from_gpu0"].push_back({{"position", p.position}, {"rank", p.rank}, {"device", p.device},
+                                    {"type", std::string(to_string(p.type))}, {"hops", p.hops}, {"latency_s", p.latency},
+                                    {"bandwidth_Bps", p.bandwidth}, {"ecmp_paths", p.ecmp_paths}});
+  }
+  return j;
+}
+
+void write_dot(const Cluster& c, std::ostream& out) {
+  const Topology& t = c.topology;
+  out << "graph \"" << c.spec.name << "\" {\n  graph [rankdir=TB];\n  node [fontsize=10];\n";
+  const auto shape = [](DeviceKind k) {
+    switch (k) {
+      case DeviceKind::Gpu: return "box";
+      case DeviceKind::NvSwitch: return "hexagon";
+      case DeviceKind::PcieSwitch: return "diamond";
+      case DeviceKind::Cpu: return "ellipse";
+      case DeviceKind::Nic: return "cds";
+      case DeviceKind::NetworkSwitch: return "octagon";
+    }
+    return "box";
+  };
+  for (std::size_t n = 0; n < c.nodes.size(); ++n) {
+    out << "  subgraph cluster_node" << n << " {\n    label=\"node" << n << "\";\n";
+    for (DeviceId d = 0; d < t.num_devices(); ++d) {
+      if (t.device(d).node != static_cast<int>(n)) continue;
+      out << "    d" << d << " [label=\"" << t.name(d) << "\", shape=" << shape(t.device(d).kind) << "];\n";
+    }
+    out << "  }\n";
+  }
+  for (DeviceId d = 0; d < t.num_devices(); ++d) {
+    if (t.device(d).node >= 0) continue;
+    out << "  d" << d << " [label=\"" << t.name(d) << "\", shape=" << shape(t.device(d).kind) << "];\n";
+  }
+  for (LinkId id = 0; id < t.num_links(); id += 2) {
+    const Link& l = t.link(id);
+    out << "  d" << t.link_source(id) << " -- d" << t.link_target(id) << " [label=\"" << t.link_kind_name(l) << " "
+        << format_bandwidth(l.bandwidth) << "\"];\n";
+  }
+  out << "}\n";
+}
+
+}  // namespace ccsim::models

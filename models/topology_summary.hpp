@@ -1,0 +1,74 @@
+#pragma once
+// The figures `ccsim topo` prints: what a user checks against their hardware before trusting
+// any simulated time. Pure functions of a Cluster.
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/cluster.hpp"
+
+namespace ccsim::models {
+
+/// Physical links of one kind between one pair of device kinds.
+struct LinkGroupSummary {
+  std::string kind;              ///< "nvlink4", "pcie-gen5", "ib-ndr", ...
+  LinkClass link_class = LinkClass::Network;
+  std::string between;           ///< "gpu-nvswitch", "nic-leaf", "leaf-spine", ...
+  int links = 0;                 ///< physical links (each has two directions)
+  int lanes = 0;                 ///< physical lanes bundled in them (NVLinks, switch ports)
+  double bandwidth_per_link = 0; ///< bytes/s per direction of one link (the largest, when they differ)
+  double total_bandwidth = 0;    ///< bytes/s per direction, summed over links
+  double per_gpu = 0;            ///< total_bandwidth / GPUs
+};
+
+/// The route from GPU 0 to a representative GPU of one kind of position.
+struct PositionSummary {
+  std::string position;  ///< "same NVSwitch, same PCIe switch", "other node, same rail, same leaf", ...
+  int rank = 0;          ///< global rank of the representative GPU (the first one in that position)
+  std::string device;    ///< its device name
+  PathType type = PathType::Nvl;
+  int hops = 0;
+  double latency = 0;    ///< seconds
+  double bandwidth = 0;  ///< bytes/s per direction, bottleneck of the path
+  double ecmp_paths = 0;
+};
+
+struct NodeGroupSummary {
+  std::string node;      ///< template name
+  int count = 0;
+  std::string gpu;
+  int gpus_per_node = 0;
+  int nics_per_node = 0;
+  double injection_per_gpu = 0;  ///< bytes/s per direction into the fabric, per GPU (NIC ports ÷ GPUs)
+};
+
+struct TopologySummary {
+  std::string name;
+  int nodes = 0;
+  int gpus = 0;
+  std::string fabric;  ///< one-line description
+  std::vector<NodeGroupSummary> groups;
+  std::vector<std::pair<DeviceKind, int>> devices;
+  int nvswitch_chips = 0;  ///< physical NVSwitch chips in all nodes
+  std::vector<LinkGroupSummary> links;
+  double bisection = 0;          ///< bytes/s per direction, max-flow between the halves
+  double bisection_scaleup = 0;  ///< the same over scale-up links only (single-node clusters)
+  std::string halves;            ///< "nodes 0-63 | nodes 64-127" or "GPUs 0-3 | GPUs 4-7"
+  std::vector<PositionSummary> positions;
+};
+
+/// Computes the summary. Cost: one max-flow and a few routes on the Topology.
+TopologySummary summarize(const Cluster& cluster);
+
+/// The text report (fixed layout, deterministic).
+std::string render_text(const TopologySummary& summary);
+/// The same figures as JSON (bandwidths in bytes/s, latencies in seconds).
+nlohmann::json to_json(const TopologySummary& summary);
+/// Graphviz DOT of the whole topology: one cluster per node, one edge per physical link
+/// labelled with its kind and bandwidth per direction.
+void write_dot(const Cluster& cluster, std::ostream& out);
+
+}  // namespace ccsim::models

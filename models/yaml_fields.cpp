@@ -1,0 +1,235 @@
+#include "models/yaml_fields.hpp"
+
+#include <cmath>
+#include <fstream>
+
+#include <fmt/format.h>
+
+namespace ccsim::models {
+
+YamlSource load_yaml_file(const std::string& path) {
+  auto file = std::make_shared<const std::string>(path);
+  std::ifstream in(path);
+  if (!in) throw InputError({path, 0, 0}, "", "a readable YAML file", "a file that cannot be opened");
+  try {
+    return {YAML::Load(in), file};
+  } catch (const YAML::Exception& e) {
+    SourceLocation where{path, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1};
+    throw InputError(where, "", "valid YAML", "a syntax error (" + e.msg + ")");
+  }
+}
+
+SourceLocation location_of(const YamlSource& source) {
+  const std::string file = source.file ? *source.file : std::string();
+  if (!source.node.IsDefined()) return {file, 0, 0};
+  const YAML::Mark mark = source.node.Mark();
+  if (mark.is_null()) return {file, 0, 0};
+  return {file, mark.line + 1, mark.column + 1};
+}
+
+std::string describe_node(const YAML::Node& node) {
+  if (!node.IsDefined()) return "nothing";
+  switch (node.Type()) {
+    case YAML::NodeType::Null: return "an empty value";
+    case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Undefined: return "nothing";
+  }
+  return "an unknown node";
+}
+
+std::string element_path(const std::string& path, std::size_t index) {
+  return fmt::format("{}[{}]", path, index);
+}
+
+Fields::Fields(std::vector<YamlSource> layers, std::string path)
+    : layers_(std::move(layers)), path_(std::move(path)) {
+  for (const YamlSource& layer : layers_) {
+    if (!layer.node.IsMap()) {
+      throw InputError(location_of(layer), path_, "a map of keys", describe_node(layer.node));
+    }
+  }
+}
+
+SourceLocation Fields::location() const {
+  return layers_.empty() ? SourceLocation{} : location_of(layers_.front());
+}
+
+std::string Fields::key_path(std::string_view key) const {
+  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+}
+
+void Fields::reject_unknown(std::initializer_list<std::string_view> allowed) const {
+  for (const YamlSource& layer : layers_) {
+    for (const auto& entry : layer.node) {
+      const std::string name = entry.first.Scalar();
+      bool ok = false;
+      for (std::string_view a : allowed) ok = ok || a == name;
+      if (ok) continue;
+      const std::string suggestion = closest_match(name, allowed);
+      std::string expected = "one of the keys";
+      for (std::string_view a : allowed) expected += " " + std::string(a);
+      throw InputError(location_of({entry.first, layer.file}), key_path(name), expected,
+                       "unknown key '" + name + "'",
+                       suggestion.empty() ? std::string() : "did you mean '" + suggestion + "'?");
+    }
+  }
+}
+
+std::optional<YamlSource> Fields::find(std::string_view key) const {
+  const std::string k(key);
+  for (const YamlSource& layer : layers_) {
+    const YAML::Node& map = layer.node;  // const operator[] never inserts
+    const YAML::Node value = map[k];
+    if (value.IsDefined()) return YamlSource{value, layer.file};
+  }
+  return std::nullopt;
+}
+
+bool Fields::has(std::string_view key) const { return find(key).has_value(); }
+
+SourceLocation Fields::location(std::string_view key) const {
+  const auto value = find(key);
+  return value ? location_of(*value) : location();
+}
+
+InputError Fields::error(std::string_view key, const std::string& expected, const std::string& hint) const {
+  const auto value = find(key);
+  return InputError(location(key), key_path(key), expected, value ? describe_node(value->node) : "nothing", hint);
+}
+
+InputError Fields::missing(std::string_view key, const std::string& expected) const {
+  return InputError(location(), key_path(key), expected, "no '" + std::string(key) + "' key");
+}
+
+std::string Fields::string(std::string_view key) const {
+  auto value = optional_string(key);
+  if (!value) throw missing(key, "a string");
+  return *value;
+}
+
+std::optional<std::string> Fields::optional_string(std::string_view key) const {
+  const auto value = find(key);
+  if (!value) return std::nullopt;
+  if (!value->node.IsScalar()) throw error(key, "a string");
+  return value->node.Scalar();
+}
+
+std::string Fields::choice(std::string_view key, std::initializer_list<std::string_view> choices,
+                           std::optional<std::string> fallback) const {
+  std::string expected = "one of";
+  for (std::string_view c : choices) expected += " " + std::string(c);
+  const auto value = find(key);
+  if (!value) {
+    if (fallback) return *fallback;
+    throw missing(key, expected);
+  }
+  if (!value->node.IsScalar()) throw error(key, expected);
+  const std::string s = value->node.Scalar();
+  for (std::string_view c : choices)
+    if (c == s) return s;
+  const std::string suggestion = closest_match(s, choices);
+  throw error(key, expected, suggestion.empty() ? std::string() : "did you mean '" + suggestion + "'?");
+}
+
+std::int64_t Fields::integer(std::string_view key, std::int64_t min, std::optional<std::int64_t> fallback) const {
+  const std::string expected = min == 1 ? "a positive integer" : fmt::format("an integer >= {}", min);
+  const auto value = find(key);
+  if (!value) {
+    if (fallback) return *fallback;
+    throw missing(key, expected);
+  }
+  if (!value->node.IsScalar()) throw error(key, expected);
+  std::int64_t result = 0;
+  const std::string& s = value->node.Scalar();
+  std::size_t used = 0;
+  try {
+    result = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    throw error(key, expected);
+  }
+  if (used != s.size() || result < min) throw error(key, expected);
+  return result;
+}
+
+double Fields::number(std::string_view key, double min_exclusive, std::optional<double> fallback) const {
+  const std::string expected = fmt::format("a number greater than {}", min_exclusive);
+  const auto value = find(key);
+  if (!value) {
+    if (fallback) return *fallback;
+    throw missing(key, expected);
+  }
+  if (!value->node.IsScalar()) throw error(key, expected);
+  double result = 0.0;
+  const std::string& s = value->node.Scalar();
+  std::size_t used = 0;
+  try {
+    result = std::stod(s, &used);
+  } catch (const std::exception&) {
+    throw error(key, expected);
+  }
+  if (used != s.size() || !std::isfinite(result) || !(result > min_exclusive)) throw error(key, expected);
+  return result;
+}
+
+bool Fields::boolean(std::string_view key, std::optional<bool> fallback) const {
+  const auto value = find(key);
+  if (!value) {
+    if (fallback) return *fallback;
+    throw missing(key, "true or false");
+  }
+  const std::string s = value->node.IsScalar() ? value->node.Scalar() : std::string();
+  if (s == "true" || s == "yes" || s == "on") return true;
+  if (s == "false" || s == "no" || s == "off") return false;
+  throw error(key, "true or false");
+}
+
+double Fields::quantity(std::string_view key, Quantity q, bool positive, std::optional<double> fallback) const {
+  const std::string expected = describe_quantity(q) + (positive ? ", greater than zero" : ", zero or more");
+  const auto value = find(key);
+  if (!value) {
+    if (fallback) return *fallback;
+    throw missing(key, expected);
+  }
+  if (!value->node.IsScalar()) throw error(key, expected);
+  double result = 0.0;
+  try {
+    result = parse_quantity(value->node.Scalar(), q);
+  } catch (const UnitError& e) {
+    throw error(key, expected, e.what());
+  }
+  if (positive ? !(result > 0.0) : !(result >= 0.0)) throw error(key, expected);
+  return result;
+}
+
+Fields Fields::map(std::string_view key) const {
+  auto result = optional_map(key);
+  if (!result) throw missing(key, "a map");
+  return *result;
+}
+
+std::optional<Fields> Fields::optional_map(std::string_view key) const {
+  std::vector<YamlSource> nested;
+  const std::string k(key);
+  for (const YamlSource& layer : layers_) {
+    const YAML::Node& map = layer.node;  // const operator[] never inserts
+    const YAML::Node value = map[k];
+    if (!value.IsDefined()) continue;
+    if (!value.IsMap()) throw InputError(location_of({value, layer.file}), key_path(key), "a map", describe_node(value));
+    nested.push_back({value, layer.file});
+  }
+  if (nested.empty()) return std::nullopt;
+  return Fields(std::move(nested), key_path(key));
+}
+
+std::vector<YamlSource> Fields::list(std::string_view key) const {
+  const auto value = find(key);
+  if (!value) throw missing(key, "a list");
+  if (!value->node.IsSequence()) throw error(key, "a list");
+  std::vector<YamlSource> items;
+  for (const auto& item : value->node) items.push_back({item, value->file});
+  return items;
+}
+
+}  // namespace ccsim::models

@@ -1,0 +1,94 @@
+#pragma once
+// Typed, located access to YAML maps, with layering for catalog references.
+//
+// A `Fields` is one logical map made of layers, most specific first: a scenario's inline
+// override, then the catalog entry it names, then that entry's `base`, and so on. A key is
+// read from the first layer that has it, and every error points at the file, line and column
+// of the layer the value came from. Unknown keys in any layer are errors with a "did you
+// mean" suggestion.
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "models/input_error.hpp"
+#include "models/units.hpp"
+
+namespace ccsim::models {
+
+/// One YAML node together with the file it was read from.
+struct YamlSource {
+  YAML::Node node;
+  std::shared_ptr<const std::string> file;
+};
+
+/// Reads a YAML file. Throws InputError (with the parser's line and column) when the file
+/// cannot be opened or is not valid YAML.
+YamlSource load_yaml_file(const std::string& path);
+
+/// Location of `node` in `file` (1-based line and column).
+SourceLocation location_of(const YamlSource& source);
+
+/// A short description of what a YAML node holds, for the "found" part of errors.
+std::string describe_node(const YAML::Node& node);
+
+/// A layered, located view of a YAML map. Cheap to copy.
+class Fields {
+ public:
+  /// `layers` most specific first; each must be a map (throws InputError otherwise).
+  /// `path` is the key path of this map in messages, for example "cluster.fabric".
+  Fields(std::vector<YamlSource> layers, std::string path);
+
+  const std::string& path() const noexcept { return path_; }
+  const std::vector<YamlSource>& layers() const noexcept { return layers_; }
+  SourceLocation location() const;
+
+  /// Throws InputError for the first key, in file order, that is not in `allowed`.
+  void reject_unknown(std::initializer_list<std::string_view> allowed) const;
+
+  bool has(std::string_view key) const;
+  /// The value and its file, or nullopt when no layer has the key.
+  std::optional<YamlSource> find(std::string_view key) const;
+  /// Location of the value of `key` (or of the map when absent).
+  SourceLocation location(std::string_view key) const;
+  /// Full key path, for example "cluster.fabric.spines".
+  std::string key_path(std::string_view key) const;
+
+  /// Builds the InputError for `key` with the value found there.
+  InputError error(std::string_view key, const std::string& expected, const std::string& hint = {}) const;
+  /// Builds an InputError for a missing required key.
+  InputError missing(std::string_view key, const std::string& expected) const;
+
+  std::string string(std::string_view key) const;
+  std::optional<std::string> optional_string(std::string_view key) const;
+  /// One of `choices`; throws with a suggestion otherwise.
+  std::string choice(std::string_view key, std::initializer_list<std::string_view> choices,
+                     std::optional<std::string> fallback = std::nullopt) const;
+  std::int64_t integer(std::string_view key, std::int64_t min, std::optional<std::int64_t> fallback = std::nullopt) const;
+  double number(std::string_view key, double min_exclusive, std::optional<double> fallback = std::nullopt) const;
+  bool boolean(std::string_view key, std::optional<bool> fallback = std::nullopt) const;
+  /// A quantity with units, in SI. `positive` requires > 0, otherwise >= 0.
+  double quantity(std::string_view key, Quantity q, bool positive, std::optional<double> fallback = std::nullopt) const;
+
+  /// The nested map `key`: layers are the nested maps of every layer that has the key.
+  /// Throws when required and absent, or when the value is not a map.
+  Fields map(std::string_view key) const;
+  std::optional<Fields> optional_map(std::string_view key) const;
+  /// The list `key`, from the first layer that has it (lists replace, they do not merge).
+  std::vector<YamlSource> list(std::string_view key) const;
+
+ private:
+  std::vector<YamlSource> layers_;
+  std::string path_;
+};
+
+/// Key path of list element `index` under `path`: "cluster.nodes[2]".
+std::string element_path(const std::string& path, std::size_t index);
+
+}  // namespace ccsim::models

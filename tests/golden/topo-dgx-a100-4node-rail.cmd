@@ -1,0 +1,1 @@
+topo scenarios/dgx-a100-4node-rail.yaml

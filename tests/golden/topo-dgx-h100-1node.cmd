@@ -1,0 +1,1 @@
+topo scenarios/dgx-h100-1node.yaml

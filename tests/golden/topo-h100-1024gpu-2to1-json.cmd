@@ -1,0 +1,1 @@
+topo scenarios/h100-1024gpu-2to1.yaml --format json

@@ -1,0 +1,1 @@
+topo scenarios/mi300x-1node.yaml

@@ -1,0 +1,1 @@
+topo scenarios/mixed-a100-h100.yaml

@@ -1,0 +1,1 @@
+topo scenarios/pcie-2gpu-nop2p.yaml

@@ -1,0 +1,92 @@
+#include <catch2/catch.hpp>
+
+#include "test_support.hpp"
+
+using ccsim::models::LinkClass;
+using ccsim::models::NodeLayout;
+using ccsim::test::shipped_catalog;
+
+TEST_CASE("every catalog entry names its public source", "[catalog]") {
+  const auto& c = shipped_catalog();
+  for (const auto& n : c.link_names()) CHECK_FALSE(c.link(n).source.empty());
+  for (const auto& n : c.gpu_names()) CHECK_FALSE(c.gpu(n).source.empty());
+  for (const auto& n : c.node_names()) CHECK_FALSE(c.node(n).source.empty());
+}
+
+TEST_CASE("the catalog holds the GPUs and links the issue lists", "[catalog]") {
+  const auto& c = shipped_catalog();
+  for (const char* gpu : {"A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5", "H100-PCIe", "H200-SXM", "B200", "MI300X",
+                          "L40S", "V100-SXM2", "RTX-2080Ti"}) {
+    CHECK_NOTHROW(c.gpu(gpu));
+  }
+  for (const char* link : {"nvlink2", "nvlink3", "nvlink4", "nvlink5", "xgmi", "pcie-gen3", "pcie-gen4", "pcie-gen5",
+                           "ib-hdr", "ib-ndr", "ib-xdr", "roce-100g", "roce-200g", "roce-400g"}) {
+    CHECK_NOTHROW(c.link(link));
+  }
+  for (const char* node : {"dgx-a100", "dgx-h100", "hgx-h200", "mi300x-oam", "pcie-box", "nvl72"}) CHECK_NOTHROW(c.node(node));
+}
+
+TEST_CASE("GPU figures match the datasheets", "[catalog]") {
+  const auto& c = shipped_catalog();
+  const auto h100 = c.gpu("H100-SXM5");
+  // 18 NVLink4 × 25 GB/s = 450 GB/s per direction (900 GB/s bidirectional, H100 datasheet).
+  CHECK(h100.scaleup_links == 18);
+  CHECK(h100.scaleup_bandwidth() == 450e9);
+  CHECK(h100.bf16_flops == 989e12);
+  CHECK(h100.fp8_flops == 1979e12);
+  CHECK(h100.hbm_capacity == 80e9);
+  CHECK(h100.host_link.name == "pcie-gen5");
+  // A100: 12 × 25 GB/s = 300 GB/s per direction.
+  CHECK(c.gpu("A100-SXM4-80GB").scaleup_bandwidth() == 300e9);
+  // B200: 18 × 50 GB/s = 900 GB/s per direction.
+  CHECK(c.gpu("B200").scaleup_bandwidth() == 900e9);
+  // MI300X: 7 xGMI links × 64 GB/s = 448 GB/s per direction (896 GB/s bidirectional).
+  CHECK(c.gpu("MI300X").scaleup_bandwidth() == 448e9);
+  CHECK_FALSE(c.gpu("L40S").scaleup_link.has_value());
+}
+
+TEST_CASE("entries inherit from their base and override fields", "[catalog]") {
+  const auto& c = shipped_catalog();
+  const auto h200 = c.gpu("H200-SXM");
+  CHECK(h200.name == "H200-SXM");
+  CHECK(h200.hbm_capacity == 141e9);         // overridden
+  CHECK(h200.hbm_bandwidth == 4800e9);       // overridden
+  CHECK(h200.bf16_flops == 989e12);          // inherited from H100-SXM5
+  CHECK(h200.scaleup_bandwidth() == 450e9);  // inherited
+  const auto a100_40 = c.gpu("A100-SXM4-40GB");
+  CHECK(a100_40.hbm_capacity == 40e9);
+  CHECK(a100_40.scaleup_links == 12);
+  const auto hgx = c.node("hgx-h200");
+  CHECK(hgx.gpu.name == "H200-SXM");
+  CHECK(hgx.nics == 8);
+  CHECK(hgx.nvls);
+}
+
+TEST_CASE("link figures: NICs in bytes per second per direction", "[catalog]") {
+  const auto& c = shipped_catalog();
+  CHECK(c.link("ib-hdr").bandwidth == 25e9);   // 200 Gb/s
+  CHECK(c.link("ib-ndr").bandwidth == 50e9);   // 400 Gb/s
+  CHECK(c.link("ib-xdr").bandwidth == 100e9);  // 800 Gb/s
+  CHECK(c.link("roce-100g").bandwidth == 12.5e9);
+  CHECK(c.link("pcie-gen3").bandwidth == 15.75e9);
+  CHECK(c.link("ib-ndr").link_class == LinkClass::Network);
+  CHECK(c.link("nvlink4").link_class == LinkClass::ScaleUp);
+}
+
+TEST_CASE("node templates describe the published systems", "[catalog]") {
+  const auto& c = shipped_catalog();
+  const auto a100 = c.node("dgx-a100");
+  CHECK(a100.layout == NodeLayout::NvSwitch);
+  CHECK(a100.gpus == 8);
+  CHECK(a100.pcie_switches == 4);
+  CHECK(a100.nics == 8);
+  CHECK(a100.nic_link->name == "ib-hdr");
+  CHECK_FALSE(a100.nvls);
+  const auto h100 = c.node("dgx-h100");
+  CHECK(h100.nvswitch_generation == 3);
+  CHECK(h100.nvls);
+  CHECK(h100.nic_link->bandwidth == 50e9);
+  CHECK(c.node("nvl72").gpus == 72);
+  CHECK(c.node("mi300x-oam").layout == NodeLayout::XgmiMesh);
+  CHECK_FALSE(c.node("pcie-box-2080ti").p2p);
+}

@@ -1,0 +1,144 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "models/scenario.hpp"
+#include "test_support.hpp"
+
+using namespace ccsim::models;
+using ccsim::test::shipped_catalog;
+using Catch::Matchers::Contains;
+
+namespace {
+
+/// A fresh directory under the system temp dir, removed at scope exit.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() / ("ccsim-test-" + std::to_string(::getpid()) + "-" +
+                                                     std::to_string(counter()++));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const auto file = path / name;
+    std::ofstream(file) << text;
+    return file.string();
+  }
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("inline overrides refine a catalog node and its GPU", "[scenario]") {
+  TempDir dir;
+  const std::string file = dir.write("s.yaml", R"(
+cluster:
+  nodes:
+    - node:
+        base: dgx-h100
+        gpu: {hbm_capacity: 96GB}
+        nics: {link: ib-ndr, count: 4}
+      count: 2
+  fabric: {kind: single-switch}
+)");
+  const Scenario s = load_scenario(file, shipped_catalog());
+  const NodeSpec& n = s.cluster.groups.at(0).node;
+  CHECK(n.name == "dgx-h100");
+  CHECK(n.gpu.name == "H100-SXM5");
+  CHECK(n.gpu.hbm_capacity == 96e9);      // the override
+  CHECK(n.gpu.bf16_flops == 989e12);      // from the catalog GPU
+  CHECK(n.nics == 4);                     // the override
+  CHECK(n.pcie_switches == 8);            // from the catalog node
+  CHECK(s.cluster.total_gpus() == 16);
+  CHECK(s.name == "s");
+}
+
+TEST_CASE("includes merge maps, the including file winning", "[scenario]") {
+  TempDir dir;
+  dir.write("base.yaml", R"(
+cluster:
+  name: from-base
+  nodes:
+    - node: dgx-a100
+      count: 4
+  fabric: {kind: fat-tree, oversubscription: 2}
+simulation: {engine: flow}
+)");
+  const std::string top = dir.write("top.yaml", R"(
+include: base.yaml
+cluster:
+  fabric: {oversubscription: 1}
+strategy: {tp: 8, pp: 2}
+)");
+  const Scenario s = load_scenario(top, shipped_catalog());
+  CHECK(s.cluster.name == "from-base");
+  CHECK(s.cluster.fabric.kind == FabricKind::FatTree);
+  CHECK(s.cluster.fabric.oversubscription == 1.0);
+  CHECK(s.simulation.engine == "flow");
+  REQUIRE(s.strategy);
+  // 32 GPUs / (tp 8 · pp 2 · cp 1) = dp 2.
+  CHECK(s.strategy->dp == 2);
+}
+
+TEST_CASE("strategy and workload sections are typed", "[scenario]") {
+  TempDir dir;
+  const std::string file = dir.write("s.yaml", R"(
+cluster:
+  nodes: [{node: dgx-h100, count: 8}]
+  fabric: {kind: fat-tree, wiring: rail-optimized}
+workload:
+  model: llama3-70b
+  sequence_length: 8192
+  micro_batch_size: 1
+  global_batch_size: 64
+strategy:
+  tp: 8
+  pp: 2
+  dp: 4
+  sequence_parallel: true
+  zero_stage: 1
+  pipeline_schedule: interleaved
+  virtual_stages: 4
+  algorithms: {allreduce: ring, alltoall: auto}
+)");
+  const Scenario s = load_scenario(file, shipped_catalog());
+  REQUIRE(s.workload);
+  CHECK(s.workload->model == "llama3-70b");
+  CHECK(s.workload->sequence_length == 8192);
+  CHECK(s.workload->phase == "training_step");
+  REQUIRE(s.strategy);
+  CHECK(s.strategy->tp * s.strategy->pp * s.strategy->dp == 64);
+  CHECK(s.strategy->virtual_stages == 4);
+  CHECK(s.strategy->algorithms.at("allreduce") == "ring");
+  CHECK(s.strategy->order == "tp-cp-ep-pp-dp");
+}
+
+TEST_CASE("an include cycle names the files", "[scenario]") {
+  TempDir dir;
+  dir.write("a.yaml", "include: b.yaml\ncluster: {nodes: [{node: dgx-h100}]}\n");
+  dir.write("b.yaml", "include: a.yaml\n");
+  CHECK_THROWS_WITH(load_scenario((dir.path / "a.yaml").string(), shipped_catalog()),
+                    Contains("the cycle a.yaml -> b.yaml -> a.yaml"));
+}
+
+TEST_CASE("InputError carries the location and the parts of the message", "[scenario]") {
+  TempDir dir;
+  const std::string file = dir.write("s.yaml", "cluster:\n  nodes:\n    - node: dgx-h100\n      count: zero\n");
+  try {
+    load_scenario(file, shipped_catalog());
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.where().file == file);
+    CHECK(e.where().line == 4);
+    CHECK(e.where().column == 14);
+    CHECK(e.key() == "cluster.nodes[0].count");
+    CHECK(e.expected() == "a positive integer");
+    CHECK(e.found() == "'zero'");
+  }
+}
