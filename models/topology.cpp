@@ -250,24 +250,33 @@ Route Topology::route(DeviceId src, DeviceId dst, std::size_t max_alternatives) 
   }
   const Device& s = device(src);
   const Device& d = device(dst);
-  const bool staged = (s.kind == DeviceKind::Gpu && !s.p2p) || (d.kind == DeviceKind::Gpu && !d.p2p);
-  if (!staged) return search(src, dst, max_alternatives);
+  const bool gpus = s.kind == DeviceKind::Gpu && d.kind == DeviceKind::Gpu;
 
-  // Without PCIe peer-to-peer a GPU reads and writes through its CPU's memory (NCCL's
-  // P2P-disabled SHM transport), unless the two GPUs share a direct NVLink.
-  for (LinkId id : out_links(src)) {
-    if (link_target(id) == dst && link(id).link_class == LinkClass::ScaleUp) {
-      Route r;
-      r.path = make_path({id});
-      r.alternatives = {r.path};
-      r.ecmp_paths = 1;
-      return r;
+  // Two GPUs joined by a direct scale-up link always use it (NVLink bridge, xGMI).
+  if (gpus) {
+    for (LinkId id : out_links(src)) {
+      if (link_target(id) == dst && link(id).link_class == LinkClass::ScaleUp) return search(src, dst, max_alternatives);
     }
   }
+  // Waypoints: a GPU without PCIe peer-to-peer stages through its CPU's memory (NCCL's SHM
+  // transport); traffic between nodes leaves through the source GPU's own NIC and arrives
+  // through the destination GPU's own NIC (one NIC per rank, as NCCL assigns without PXN).
   std::vector<DeviceId> stops{src};
-  if (s.kind == DeviceKind::Gpu && !s.p2p && s.cpu != kNoDevice) stops.push_back(s.cpu);
-  if (d.kind == DeviceKind::Gpu && !d.p2p && d.cpu != kNoDevice && d.cpu != stops.back()) stops.push_back(d.cpu);
-  stops.push_back(dst);
+  const auto stop = [&stops](DeviceId v) {
+    if (v != kNoDevice && v != stops.back()) stops.push_back(v);
+  };
+  const bool staged_src = s.kind == DeviceKind::Gpu && !s.p2p;
+  const bool staged_dst = d.kind == DeviceKind::Gpu && !d.p2p;
+  const bool other_node = gpus && s.node != d.node;
+  if (staged_src) stop(s.cpu);
+  if (other_node) {
+    stop(s.nic);
+    stop(d.nic);
+  }
+  if (staged_dst) stop(d.cpu);
+  stop(dst);
+  if (stops.size() == 2) return search(src, dst, max_alternatives);
+
   std::vector<LinkId> links;
   double ecmp = 1.0;
   for (std::size_t i = 0; i + 1 < stops.size(); ++i) {
@@ -307,11 +316,14 @@ double Topology::max_flow(std::span<const DeviceId> sources, std::span<const Dev
   FlowGraph g(n + 2);
   auto capacity = boost::get(boost::edge_capacity, g);
   auto reverse_edge = boost::get(boost::edge_reverse, g);
-  const auto add_pair = [&](std::size_t a, std::size_t b, std::int64_t ab, std::int64_t ba) {
+  // Boost's push-relabel wants every arc paired with a zero-capacity reverse arc, so each
+  // direction of a link becomes its own arc + residual pair.
+  const auto add_arc = [&](std::size_t a, std::size_t b, std::int64_t cap) {
+    if (cap <= 0) return;
     const auto e1 = boost::add_edge(a, b, g).first;
     const auto e2 = boost::add_edge(b, a, g).first;
-    capacity[e1] = ab;
-    capacity[e2] = ba;
+    capacity[e1] = cap;
+    capacity[e2] = 0;
     reverse_edge[e1] = e2;
     reverse_edge[e2] = e1;
   };
@@ -325,14 +337,14 @@ double Topology::max_flow(std::span<const DeviceId> sources, std::span<const Dev
   for (LinkId id = 0; id < links_.size(); id += 2) {
     const std::int64_t ab = allowed(id) ? rounded(link(id).bandwidth) : 0;
     const std::int64_t ba = allowed(id + 1) ? rounded(link(id + 1).bandwidth) : 0;
-    if (ab == 0 && ba == 0) continue;
-    add_pair(link_source(id), link_target(id), ab, ba);
+    add_arc(link_source(id), link_target(id), ab);
+    add_arc(link_target(id), link_source(id), ba);
     unbounded += std::max(ab, ba);
   }
   const std::size_t super_source = n;
   const std::size_t super_sink = n + 1;
-  for (DeviceId s : sources) add_pair(super_source, s, unbounded + 1, 0);
-  for (DeviceId t : sinks) add_pair(t, super_sink, unbounded + 1, 0);
+  for (DeviceId s : sources) add_arc(super_source, s, unbounded + 1);
+  for (DeviceId t : sinks) add_arc(t, super_sink, unbounded + 1);
   return static_cast<double>(boost::push_relabel_max_flow(g, super_source, super_sink));
 }
 

@@ -9,7 +9,9 @@
 // Routing follows NCCL's ideas (src/graph/paths.cc): a path's bandwidth is the minimum over
 // its links; GPUs are never transit devices; traffic enters the network only from the source's
 // node and leaves it only at the destination's node (no host forwarding through a third node);
-// GPUs without PCIe peer-to-peer stage data through their CPU's memory. Among allowed paths
+// GPUs without PCIe peer-to-peer stage data through their CPU's memory; traffic between two
+// GPUs of different nodes leaves through the source GPU's own NIC and enters through the
+// destination GPU's own NIC (NCCL's one-NIC-per-rank assignment, without PXN). Among allowed paths
 // the route minimises, in order: total latency, the sum of link-class ranks
 // (NVLink < PCIe < host < network, see kinds.hpp), and the hop count. Equal-cost paths are
 // ECMP alternatives.
@@ -113,7 +115,8 @@ class Topology {
   std::string name(DeviceId id) const;
 
   /// Route from `src` to `dst` (distinct devices). At most `max_alternatives` ECMP paths
-  /// are listed. Throws std::runtime_error when no path exists.
+  /// are listed; routes through waypoints (staging CPU, the GPUs' own NICs) list only the
+  /// first path but count all. Throws std::runtime_error when no path exists.
   Route route(DeviceId src, DeviceId dst, std::size_t max_alternatives = 8) const;
 
   /// Maximum flow from the device set `sources` to the disjoint set `sinks`, in bytes per

@@ -75,8 +75,14 @@ TEST_CASE("4 x DGX A100 on a rail-optimized fat tree", "[cluster]") {
   CHECK(rail.hops == 6);
   CHECK(rail.latency == Approx(4e-6));
   CHECK(rail.bandwidth == 25e9);
-  // Two NICs share GPU0's PCIe switch on a DGX A100, so two equal-cost paths exist.
-  CHECK(rail.ecmp_paths == 2.0);
+  // Each GPU uses its own NIC (two NICs share GPU0's switch, but NIC1 is GPU1's): one path.
+  CHECK(rail.ecmp_paths == 1.0);
+  // Other rail: out through NIC0 to leaf 0, over one of the 4 spines, down leaf 1 to NIC1:
+  // 4 PCIe × 0.5 us + 4 network × 1 us = 6 us, 4 equal-cost paths.
+  const auto& other = position(s, "other node, other rail, other leaf");
+  CHECK(other.hops == 8);
+  CHECK(other.latency == Approx(6e-6));
+  CHECK(other.ecmp_paths == 4.0);
   // PCIe: 2 GPUs per switch → "same PCIe switch" is a position.
   CHECK(position(s, "same NVSwitch, same PCIe switch").type == PathType::Nvl);
 }
