@@ -10,6 +10,12 @@ namespace ccsim::models {
 namespace {
 
 constexpr const char* kLinkFile = "links.yaml";
+constexpr int kCatalogDepth = 1000;  // depth of catalog layers, below any scenario layer
+
+// Ranges of counts: far above any built system, they catch typos and overflow.
+constexpr int kMaxGpusPerNode = 4096;
+constexpr int kMaxLinks = 1024;
+constexpr int kMaxDevicesPerNode = 4096;
 constexpr const char* kGpuFile = "gpus.yaml";
 constexpr const char* kNodeFile = "nodes.yaml";
 
@@ -58,7 +64,11 @@ Catalog Catalog::load(const std::string& dir) {
         throw InputError(location_of({entry.second, doc.file}), entry.first.Scalar(),
                          fmt::format("a map describing a {}", table.kind), describe_node(entry.second));
       }
-      table.entries.emplace(entry.first.Scalar(), YamlSource{entry.second, doc.file});
+      if (!table.entries.emplace(entry.first.Scalar(), YamlSource{entry.second, doc.file}).second) {
+        throw InputError(location_of({entry.first, doc.file}), entry.first.Scalar(),
+                         fmt::format("each {} name once in the catalog", table.kind),
+                         "a second entry '" + entry.first.Scalar() + "'");
+      }
     }
   };
   read(kLinkFile, catalog.links_);
@@ -103,11 +113,18 @@ void Catalog::append_chain(const Table& table, const std::string& name, const So
 
 Catalog::Resolved Catalog::resolve(const Table& table, const Fields& parent, std::string_view key) const {
   std::vector<YamlSource> layers;
+  std::vector<int> depths;
   std::vector<std::string> chain;
   const std::string path = parent.key_path(key);
   const std::string expected = fmt::format("the name of a {} in the catalog, or a map of its fields", table.kind);
   bool found = false;
-  for (const YamlSource& layer : parent.layers()) {
+  // Catalog entries are less specific than anything the scenario wrote.
+  const auto catalog_depths = [&] {
+    while (depths.size() < layers.size()) depths.push_back(kCatalogDepth + static_cast<int>(depths.size()));
+  };
+  for (std::size_t i = 0; i < parent.layers().size(); ++i) {
+    const YamlSource& layer = parent.layers()[i];
+    const int layer_depth = parent.depths()[i];
     const YAML::Node& map = layer.node;
     const YAML::Node value = map[std::string(key)];
     if (!value.IsDefined()) continue;
@@ -117,8 +134,9 @@ Catalog::Resolved Catalog::resolve(const Table& table, const Fields& parent, std
       append_chain(table, value.Scalar(), location_of(source), path, layers, chain);
       break;
     }
-    if (!value.IsMap()) throw InputError(location_of(source), path, expected, describe_node(value));
+    if (!value.IsMap()) throw InputError(value_location(layer, std::string(key)), path, expected, describe_node(value));
     layers.push_back(source);
+    depths.push_back(layer_depth);
     const YAML::Node base = value["base"];
     if (base.IsDefined()) {
       const SourceLocation where = location_of({base, layer.file});
@@ -128,7 +146,8 @@ Catalog::Resolved Catalog::resolve(const Table& table, const Fields& parent, std
     }
   }
   if (!found) throw parent.missing(key, expected);
-  Fields fields(std::move(layers), path);
+  catalog_depths();
+  Fields fields(std::move(layers), path, std::move(depths));
   // The entry's name: an explicit `name`, else the first catalog entry of the chain.
   const std::string name = fields.optional_string("name").value_or(chain.empty() ? path : chain.front());
   return {std::move(fields), name};
@@ -175,7 +194,7 @@ GpuSpec Catalog::parse_gpu(const Resolved& r) const {
     if (spec.scaleup_link->link_class != LinkClass::ScaleUp) {
       throw scaleup->error("link", "a link of class scale-up (NVLink or xGMI)");
     }
-    spec.scaleup_links = static_cast<int>(scaleup->integer("links", 1));
+    spec.scaleup_links = scaleup->count("links", 1, kMaxLinks);
   }
   spec.host_link = link(f, "host_link");
   if (spec.host_link.link_class != LinkClass::Pcie) throw f.error("host_link", "a link of class pcie");
@@ -193,13 +212,13 @@ NodeSpec Catalog::parse_node(const Resolved& r) const {
   const std::string layout = f.choice("layout", {"nvswitch", "xgmi-mesh", "pcie-box"});
   spec.layout = layout == "nvswitch" ? NodeLayout::NvSwitch : layout == "xgmi-mesh" ? NodeLayout::XgmiMesh : NodeLayout::PcieBox;
   spec.gpu = gpu(f, "gpu");
-  spec.gpus = static_cast<int>(f.integer("gpus", 1));
+  spec.gpus = f.count("gpus", 1, kMaxGpusPerNode);
 
   if (spec.layout == NodeLayout::NvSwitch) {
     const Fields nvs = f.map("nvswitch");
     nvs.reject_unknown({"chips", "generation", "nvls"});
-    spec.nvswitch_chips = static_cast<int>(nvs.integer("chips", 1));
-    spec.nvswitch_generation = static_cast<int>(nvs.integer("generation", 1));
+    spec.nvswitch_chips = nvs.count("chips", 1, kMaxDevicesPerNode);
+    spec.nvswitch_generation = nvs.count("generation", 1, 16);
     spec.nvls = nvs.boolean("nvls", false);
     if (spec.nvls && spec.nvswitch_generation < 3) {
       throw nvs.error("nvls", "false (NVLink SHARP needs NVSwitch generation 3 or later)");
@@ -213,13 +232,13 @@ NodeSpec Catalog::parse_node(const Resolved& r) const {
   if (spec.layout == NodeLayout::XgmiMesh) {
     const Fields x = f.map("xgmi");
     x.reject_unknown({"links_per_peer"});
-    spec.xgmi_links_per_peer = static_cast<int>(x.integer("links_per_peer", 1));
+    spec.xgmi_links_per_peer = x.count("links_per_peer", 1, kMaxLinks);
     if (!spec.gpu.scaleup_link) throw f.error("gpu", "a GPU with scale-up links for an xgmi-mesh layout");
     const int needed = (spec.gpus - 1) * spec.xgmi_links_per_peer;
     if (needed > spec.gpu.scaleup_links) {
-      throw x.error("links_per_peer", fmt::format("at most {} links per peer ({} GPUs share {} scale-up links each)",
-                                                  spec.gpu.scaleup_links / std::max(1, spec.gpus - 1), spec.gpus,
-                                                  spec.gpu.scaleup_links));
+      const int most = spec.gpu.scaleup_links / std::max(1, spec.gpus - 1);
+      throw x.error("links_per_peer", fmt::format("at most {} link{} per peer ({} GPUs share {} scale-up links each)", most,
+                                                  most == 1 ? "" : "s", spec.gpus, spec.gpu.scaleup_links));
     }
   } else if (f.has("xgmi")) {
     throw f.error("xgmi", "no xgmi section for layout " + layout);
@@ -227,7 +246,7 @@ NodeSpec Catalog::parse_node(const Resolved& r) const {
   if (const auto bridges = f.optional_map("bridges")) {
     if (spec.layout != NodeLayout::PcieBox) throw f.error("bridges", "no bridges section for layout " + layout);
     bridges->reject_unknown({"links"});
-    spec.bridge_links = static_cast<int>(bridges->integer("links", 1));
+    spec.bridge_links = bridges->count("links", 1, kMaxLinks);
     if (!spec.gpu.scaleup_link) throw f.error("gpu", "a GPU with NVLink when NVLink bridges are fitted");
     if (spec.gpus % 2 != 0) throw f.error("gpus", "an even number of GPUs when NVLink bridges join pairs");
   }
@@ -236,11 +255,11 @@ NodeSpec Catalog::parse_node(const Resolved& r) const {
   pcie.reject_unknown({"link", "switches", "p2p"});
   spec.pcie_link = link(pcie, "link");
   if (spec.pcie_link.link_class != LinkClass::Pcie) throw pcie.error("link", "a link of class pcie");
-  spec.pcie_switches = static_cast<int>(pcie.integer("switches", 0, 0));
+  spec.pcie_switches = pcie.count("switches", 0, kMaxDevicesPerNode, 0);
   spec.p2p = pcie.boolean("p2p", true);
 
-  spec.cpus = static_cast<int>(f.integer("cpus", 1, 1));
-  spec.cpus_per_domain = static_cast<int>(f.integer("cpus_per_domain", 1, spec.cpus));
+  spec.cpus = f.count("cpus", 1, kMaxDevicesPerNode, 1);
+  spec.cpus_per_domain = f.count("cpus_per_domain", 1, kMaxDevicesPerNode, spec.cpus);
   if (spec.cpus % spec.cpus_per_domain != 0) {
     throw f.error("cpus_per_domain", fmt::format("a divisor of cpus ({})", spec.cpus));
   }
@@ -251,7 +270,7 @@ NodeSpec Catalog::parse_node(const Resolved& r) const {
 
   if (const auto nics = f.optional_map("nics")) {
     nics->reject_unknown({"link", "count"});
-    spec.nics = static_cast<int>(nics->integer("count", 0));
+    spec.nics = nics->count("count", 0, kMaxDevicesPerNode);
     if (spec.nics > 0) {
       spec.nic_link = link(*nics, "link");
       if (spec.nic_link->link_class != LinkClass::Network) throw nics->error("link", "a link of class network");
@@ -262,6 +281,11 @@ NodeSpec Catalog::parse_node(const Resolved& r) const {
   const int attach_points = spec.pcie_switches > 0 ? spec.pcie_switches : spec.cpus;
   const char* attach_key = spec.pcie_switches > 0 ? "pcie.switches" : "cpus";
   if (spec.gpus % attach_points != 0) {
+    // Blame whichever of the two keys the user wrote more specifically (an override of the
+    // switch count in a scenario, rather than the template's GPU count).
+    if (spec.pcie_switches > 0 && pcie.depth("switches") < f.depth("gpus")) {
+      throw pcie.error("switches", fmt::format("a divisor of the node's GPU count ({}) so GPUs spread evenly", spec.gpus));
+    }
     throw f.error("gpus", fmt::format("a multiple of {} ({}) so GPUs spread evenly", attach_key, attach_points));
   }
   if (spec.nics > 0 && spec.nics % attach_points != 0 && attach_points % spec.nics != 0) {

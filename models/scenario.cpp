@@ -11,8 +11,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Upper bound on cluster size; far above any built system, it guards against typos.
-constexpr std::int64_t kMaxGpus = 1 << 20;
+/// Upper bounds; far above any built system, they guard against typos and overflow.
+constexpr int kMaxGpus = 1 << 20;
+constexpr int kMaxNodes = 1 << 20;
+constexpr int kMaxSpines = 4096;  // switch radix limits real spines to a few hundred
 
 /// Appends `path` and everything it includes to `layers`, the including file first.
 void load_with_includes(const std::string& path, const SourceLocation& from, std::vector<std::string>& stack,
@@ -26,9 +28,10 @@ void load_with_includes(const std::string& path, const SourceLocation& from, std
     cycle += fs::path(key).filename().string();
     throw InputError(from, "include", "includes without cycles", "the cycle " + cycle);
   }
-  if (!fs::exists(path)) {
+  if (!fs::is_regular_file(path)) {
     if (stack.empty()) throw InputError({path, 0, 0}, "", "an existing scenario file", "no such file");
-    throw InputError(from, "include", "the path of an existing scenario file", "'" + path + "' (no such file)");
+    throw InputError(from, "include", "the path of an existing scenario file",
+                     "'" + path + "' (" + (fs::is_directory(path) ? "a directory" : "no such file") + ")");
   }
   YamlSource doc = load_yaml_file(path);
   if (doc.node.IsNull()) throw InputError({path, 1, 1}, "", "a scenario (a map with a cluster section)", "an empty file");
@@ -79,12 +82,10 @@ FabricSpec parse_fabric(const Fields& f, const Catalog& catalog) {
     }
   } else {
     spec.wiring = f.choice("wiring", {"rail-optimized", "tor"}, "rail-optimized") == "tor" ? Wiring::Tor : Wiring::RailOptimized;
-    spec.nodes_per_leaf = static_cast<int>(f.integer("nodes_per_leaf", 1, 0));
-    spec.spines = static_cast<int>(f.integer("spines", 1, 0));
-    spec.oversubscription = f.number("oversubscription", 0.0, 1.0);
-    if (spec.oversubscription < 1.0) {
-      throw f.error("oversubscription", "a ratio of downlink to uplink bandwidth of at least 1 (2 means 2:1)");
-    }
+    spec.nodes_per_leaf = f.count("nodes_per_leaf", 1, kMaxNodes, 0);
+    spec.spines = f.count("spines", 1, kMaxSpines, 0);
+    spec.oversubscription = f.ratio("oversubscription", 1.0,
+                                    "a ratio of downlink to uplink bandwidth of at least 1, such as 2 or 2:1", 1.0);
   }
   if (const auto leaf = f.optional_map("leaf")) spec.leaf = parse_tier(*leaf, catalog);
   if (const auto spine = f.optional_map("spine")) spec.spine = parse_tier(*spine, catalog);
@@ -104,9 +105,14 @@ ClusterSpec parse_cluster(const Fields& root, const Catalog& catalog, const std:
     g.reject_unknown({"node", "count"});
     NodeGroupSpec group;
     group.node = catalog.node(g, "node");
-    group.count = static_cast<int>(g.integer("count", 1, 1));
+    group.count = g.count("count", 1, kMaxNodes, 1);
     gpus += static_cast<std::int64_t>(group.count) * group.node.gpus;
-    if (gpus > kMaxGpus) throw g.error("count", fmt::format("a cluster of at most {} GPUs", kMaxGpus));
+    if (gpus > kMaxGpus) {
+      throw InputError(g.location(g.has("count") ? "count" : "node"), g.key_path(g.has("count") ? "count" : "node"),
+                       fmt::format("a cluster of at most {} GPUs", kMaxGpus),
+                       fmt::format("{} GPUs in all ({} node{} of {} GPUs here)", gpus, group.count,
+                                   group.count == 1 ? "" : "s", group.node.gpus));
+    }
     spec.groups.push_back(std::move(group));
   }
   if (const auto fabric = c.optional_map("fabric")) {
@@ -145,13 +151,13 @@ StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   s.reject_unknown({"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "zero_stage", "pipeline_schedule",
                     "virtual_stages", "order", "algorithms"});
   StrategySpec spec;
-  spec.tp = static_cast<int>(s.integer("tp", 1, 1));
-  spec.pp = static_cast<int>(s.integer("pp", 1, 1));
-  spec.cp = static_cast<int>(s.integer("cp", 1, 1));
-  spec.ep = static_cast<int>(s.integer("ep", 1, 1));
+  spec.tp = s.count("tp", 1, kMaxGpus, 1);
+  spec.pp = s.count("pp", 1, kMaxGpus, 1);
+  spec.cp = s.count("cp", 1, kMaxGpus, 1);
+  spec.ep = s.count("ep", 1, kMaxGpus, 1);
   const std::int64_t model_parallel = static_cast<std::int64_t>(spec.tp) * spec.pp * spec.cp;
   if (s.has("dp")) {
-    spec.dp = static_cast<int>(s.integer("dp", 1));
+    spec.dp = s.count("dp", 1, kMaxGpus);
     if (model_parallel * spec.dp != cluster_gpus) {
       throw s.error("dp", fmt::format("tp·pp·cp·dp equal to the cluster's {} GPUs (tp·pp·cp·dp = {}·{}·{}·{} = {})",
                                       cluster_gpus, spec.tp, spec.pp, spec.cp, spec.dp, model_parallel * spec.dp));
@@ -168,10 +174,10 @@ StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   }
   spec.sequence_parallel = s.boolean("sequence_parallel", false);
   if (spec.sequence_parallel && spec.tp == 1) throw s.error("sequence_parallel", "false when tp is 1 (sequence parallelism splits along TP)");
-  spec.zero_stage = static_cast<int>(s.integer("zero_stage", 0, 0));
+  spec.zero_stage = s.count("zero_stage", 0, kMaxGpus, 0);
   if (spec.zero_stage > 3) throw s.error("zero_stage", "a ZeRO stage of 0, 1, 2 or 3");
   spec.pipeline_schedule = s.choice("pipeline_schedule", {"1f1b", "interleaved"}, "1f1b");
-  spec.virtual_stages = static_cast<int>(s.integer("virtual_stages", 1, spec.pipeline_schedule == "interleaved" ? 2 : 1));
+  spec.virtual_stages = s.count("virtual_stages", 1, 1024, spec.pipeline_schedule == "interleaved" ? 2 : 1);
   if (spec.pipeline_schedule == "interleaved" && spec.virtual_stages < 2) {
     throw s.error("virtual_stages", "at least 2 model chunks per pipeline rank for the interleaved schedule");
   }

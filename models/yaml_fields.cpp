@@ -1,6 +1,7 @@
 #include "models/yaml_fields.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -27,13 +28,23 @@ SourceLocation location_of(const YamlSource& source) {
   return {file, mark.line + 1, mark.column + 1};
 }
 
+SourceLocation value_location(const YamlSource& map, const std::string& key) {
+  if (map.node.IsMap()) {
+    for (const auto& entry : map.node) {
+      if (!entry.first.IsScalar() || entry.first.Scalar() != key) continue;
+      return location_of({entry.second.IsNull() ? entry.first : entry.second, map.file});
+    }
+  }
+  return location_of(map);
+}
+
 std::string describe_node(const YAML::Node& node) {
   if (!node.IsDefined()) return "nothing";
   switch (node.Type()) {
     case YAML::NodeType::Null: return "an empty value";
     case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return node.size() == 0 ? "an empty list" : "a list";
+    case YAML::NodeType::Map: return node.size() == 0 ? "an empty map" : "a map";
     case YAML::NodeType::Undefined: return "nothing";
   }
   return "an unknown node";
@@ -43,8 +54,12 @@ std::string element_path(const std::string& path, std::size_t index) {
   return fmt::format("{}[{}]", path, index);
 }
 
-Fields::Fields(std::vector<YamlSource> layers, std::string path)
-    : layers_(std::move(layers)), path_(std::move(path)) {
+Fields::Fields(std::vector<YamlSource> layers, std::string path, std::vector<int> depths)
+    : layers_(std::move(layers)), path_(std::move(path)), depths_(std::move(depths)) {
+  if (depths_.size() != layers_.size()) {
+    depths_.clear();
+    for (std::size_t i = 0; i < layers_.size(); ++i) depths_.push_back(static_cast<int>(i));
+  }
   for (const YamlSource& layer : layers_) {
     if (!layer.node.IsMap()) {
       throw InputError(location_of(layer), path_, "a map of keys", describe_node(layer.node));
@@ -62,8 +77,18 @@ std::string Fields::key_path(std::string_view key) const {
 
 void Fields::reject_unknown(std::initializer_list<std::string_view> allowed) const {
   for (const YamlSource& layer : layers_) {
+    std::vector<std::string> seen;
     for (const auto& entry : layer.node) {
+      if (!entry.first.IsScalar()) {
+        throw InputError(location_of({entry.first, layer.file}), path_, "key names", describe_node(entry.first) + " as a key");
+      }
       const std::string name = entry.first.Scalar();
+      // yaml-cpp keeps the first of two equal keys silently; a repeated key is a mistake.
+      if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+        throw InputError(location_of({entry.first, layer.file}), key_path(name), "each key once in a map",
+                         "duplicate key '" + name + "'");
+      }
+      seen.push_back(name);
       bool ok = false;
       for (std::string_view a : allowed) ok = ok || a == name;
       if (ok) continue;
@@ -90,8 +115,21 @@ std::optional<YamlSource> Fields::find(std::string_view key) const {
 bool Fields::has(std::string_view key) const { return find(key).has_value(); }
 
 SourceLocation Fields::location(std::string_view key) const {
-  const auto value = find(key);
-  return value ? location_of(*value) : location();
+  const std::string k(key);
+  for (const YamlSource& layer : layers_) {
+    const YAML::Node& map = layer.node;
+    if (map[k].IsDefined()) return value_location(layer, k);
+  }
+  return location();
+}
+
+int Fields::depth(std::string_view key) const {
+  const std::string k(key);
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const YAML::Node& map = layers_[i].node;
+    if (map[k].IsDefined()) return depths_[i];
+  }
+  throw missing(key, "a value");
 }
 
 InputError Fields::error(std::string_view key, const std::string& expected, const std::string& hint) const {
@@ -153,6 +191,56 @@ std::int64_t Fields::integer(std::string_view key, std::int64_t min, std::option
   return result;
 }
 
+int Fields::count(std::string_view key, int min, int max, std::optional<int> fallback) const {
+  const std::string expected = fmt::format("an integer from {} to {}", min, max);
+  const auto value = find(key);
+  if (!value) {
+    if (fallback) return *fallback;
+    throw missing(key, expected);
+  }
+  if (!value->node.IsScalar()) throw error(key, expected);
+  const std::string& s = value->node.Scalar();
+  std::size_t used = 0;
+  long long result = 0;
+  try {
+    result = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    throw error(key, expected);
+  }
+  if (used != s.size() || result < min || result > max) throw error(key, expected);
+  return static_cast<int>(result);
+}
+
+double Fields::ratio(std::string_view key, double min, const std::string& expected, std::optional<double> fallback) const {
+  const auto value = find(key);
+  if (!value) {
+    if (fallback) return *fallback;
+    throw missing(key, expected);
+  }
+  if (!value->node.IsScalar()) throw error(key, expected);
+  const std::string& s = value->node.Scalar();
+  const auto parse = [](const std::string& text, double& out) {
+    std::size_t used = 0;
+    try {
+      out = std::stod(text, &used);
+    } catch (const std::exception&) {
+      return false;
+    }
+    return used == text.size() && std::isfinite(out);
+  };
+  double result = 0.0;
+  const std::size_t colon = s.find(':');
+  if (colon == std::string::npos) {
+    if (!parse(s, result)) throw error(key, expected);
+  } else {
+    double a = 0.0, b = 0.0;
+    if (!parse(s.substr(0, colon), a) || !parse(s.substr(colon + 1), b) || !(b > 0.0)) throw error(key, expected);
+    result = a / b;
+  }
+  if (!(result >= min)) throw error(key, expected);
+  return result;
+}
+
 double Fields::number(std::string_view key, double min_exclusive, std::optional<double> fallback) const {
   const std::string expected = fmt::format("a number greater than {}", min_exclusive);
   const auto value = find(key);
@@ -180,8 +268,11 @@ bool Fields::boolean(std::string_view key, std::optional<bool> fallback) const {
     throw missing(key, "true or false");
   }
   const std::string s = value->node.IsScalar() ? value->node.Scalar() : std::string();
-  if (s == "true" || s == "yes" || s == "on") return true;
-  if (s == "false" || s == "no" || s == "off") return false;
+  // YAML 1.1 spellings, as yaml-cpp itself accepts them.
+  for (const char* t : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"})
+    if (s == t) return true;
+  for (const char* f : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"})
+    if (s == f) return false;
   throw error(key, "true or false");
 }
 
@@ -211,16 +302,19 @@ Fields Fields::map(std::string_view key) const {
 
 std::optional<Fields> Fields::optional_map(std::string_view key) const {
   std::vector<YamlSource> nested;
+  std::vector<int> depths;
   const std::string k(key);
-  for (const YamlSource& layer : layers_) {
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const YamlSource& layer = layers_[i];
     const YAML::Node& map = layer.node;  // const operator[] never inserts
     const YAML::Node value = map[k];
     if (!value.IsDefined()) continue;
-    if (!value.IsMap()) throw InputError(location_of({value, layer.file}), key_path(key), "a map", describe_node(value));
+    if (!value.IsMap()) throw InputError(value_location(layer, k), key_path(key), "a map", describe_node(value));
     nested.push_back({value, layer.file});
+    depths.push_back(depths_[i]);
   }
   if (nested.empty()) return std::nullopt;
-  return Fields(std::move(nested), key_path(key));
+  return Fields(std::move(nested), key_path(key), std::move(depths));
 }
 
 std::vector<YamlSource> Fields::list(std::string_view key) const {

@@ -34,6 +34,9 @@ YamlSource load_yaml_file(const std::string& path);
 
 /// Location of `node` in `file` (1-based line and column).
 SourceLocation location_of(const YamlSource& source);
+/// Location of the value of `key` in the map `map`; for an empty value (`key:` alone) the
+/// key's own position, since the parser places empty values at the next token.
+SourceLocation value_location(const YamlSource& map, const std::string& key);
 
 /// A short description of what a YAML node holds, for the "found" part of errors.
 std::string describe_node(const YAML::Node& node);
@@ -43,10 +46,11 @@ class Fields {
  public:
   /// `layers` most specific first; each must be a map (throws InputError otherwise).
   /// `path` is the key path of this map in messages, for example "cluster.fabric".
-  Fields(std::vector<YamlSource> layers, std::string path);
+  Fields(std::vector<YamlSource> layers, std::string path, std::vector<int> depths = {});
 
   const std::string& path() const noexcept { return path_; }
   const std::vector<YamlSource>& layers() const noexcept { return layers_; }
+  const std::vector<int>& depths() const noexcept { return depths_; }
   SourceLocation location() const;
 
   /// Throws InputError for the first key, in file order, that is not in `allowed`.
@@ -71,7 +75,15 @@ class Fields {
   std::string choice(std::string_view key, std::initializer_list<std::string_view> choices,
                      std::optional<std::string> fallback = std::nullopt) const;
   std::int64_t integer(std::string_view key, std::int64_t min, std::optional<std::int64_t> fallback = std::nullopt) const;
+  /// An integer in [min, max] (counts of devices, parallel sizes); the range is part of the message.
+  int count(std::string_view key, int min, int max, std::optional<int> fallback = std::nullopt) const;
   double number(std::string_view key, double min_exclusive, std::optional<double> fallback = std::nullopt) const;
+  /// A ratio written as a number (`2`) or as `A:B` (`2:1`), at least `min`; `expected` describes it.
+  double ratio(std::string_view key, double min, const std::string& expected, std::optional<double> fallback = std::nullopt) const;
+  /// Nesting depth of the layer that supplies `key`: 0 for the most specific (the user's own
+  /// file), larger for includes, catalog entries and their bases. Used to blame the more
+  /// specific of two keys that break a rule together. Throws when absent.
+  int depth(std::string_view key) const;
   bool boolean(std::string_view key, std::optional<bool> fallback = std::nullopt) const;
   /// A quantity with units, in SI. `positive` requires > 0, otherwise >= 0.
   double quantity(std::string_view key, Quantity q, bool positive, std::optional<double> fallback = std::nullopt) const;
@@ -86,6 +98,7 @@ class Fields {
  private:
   std::vector<YamlSource> layers_;
   std::string path_;
+  std::vector<int> depths_;  ///< depth of each layer, see depth()
 };
 
 /// Key path of list element `index` under `path`: "cluster.nodes[2]".

@@ -138,7 +138,7 @@ TEST_CASE("InputError carries the location and the parts of the message", "[scen
     CHECK(e.where().line == 4);
     CHECK(e.where().column == 14);
     CHECK(e.key() == "cluster.nodes[0].count");
-    CHECK(e.expected() == "a positive integer");
+    CHECK(e.expected() == "an integer from 1 to 1048576");
     CHECK(e.found() == "'zero'");
   }
 }
