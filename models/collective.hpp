@@ -1,0 +1,35 @@
+#pragma once
+// Collective operations and nccl-tests' definitions of size and bus bandwidth
+// (nccl-tests doc/PERFORMANCE.md; shared/reference/nccl-model.md).
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace ccsim::models {
+
+enum class Collective : std::uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, AlltoAll, SendRecv };
+
+std::string_view to_string(Collective c);  ///< "AllReduce", ...
+/// Accepts "allreduce", "all_reduce", "AllReduce" (case-insensitive, '_' and '-' ignored).
+std::optional<Collective> parse_collective(std::string_view s);
+/// nccl-tests' binary name stem: "all_reduce", "reduce_scatter", "sendrecv", ...
+std::string_view nccl_tests_name(Collective c);
+
+/// busbw = algbw × factor (nccl-tests): AllReduce 2(n−1)/n; ReduceScatter, AllGather,
+/// AlltoAll (n−1)/n; Broadcast, Reduce, SendRecv 1.
+double busbw_factor(Collective c, int nranks);
+
+/// Per-rank buffer sizes, bytes, for a collective of nccl-tests size S over n ranks. S is
+/// count × type size for AllReduce, Broadcast, Reduce and SendRecv, and the total buffer
+/// (per-rank count × type size × n) for ReduceScatter, AllGather and AlltoAll.
+struct BufferSizes {
+  std::uint64_t input = 0;
+  std::uint64_t output = 0;
+};
+BufferSizes buffer_sizes(Collective c, std::uint64_t bytes, int nranks);
+
+/// True when the collective has a root rank (Broadcast, Reduce).
+bool has_root(Collective c);
+
+}  // namespace ccsim::models

@@ -1,0 +1,120 @@
+#include "planner/algorithms/algorithms.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "planner/algorithms/builder.hpp"
+
+namespace ccsim::planner {
+
+using models::Collective;
+
+std::string_view to_string(Algorithm a) {
+  switch (a) {
+    case Algorithm::Ring: return "ring";
+    case Algorithm::Tree: return "tree";
+    case Algorithm::HalvingDoubling: return "halving-doubling";
+    case Algorithm::RecursiveDoubling: return "recursive-doubling";
+    case Algorithm::Bruck: return "bruck";
+    case Algorithm::Direct: return "direct";
+    case Algorithm::Pairwise: return "pairwise";
+    case Algorithm::Hierarchical: return "hierarchical";
+    case Algorithm::Nvls: return "nvls";
+  }
+  return "?";
+}
+
+const std::vector<Algorithm>& all_algorithms() {
+  static const std::vector<Algorithm> all{Algorithm::Ring,         Algorithm::Tree,   Algorithm::HalvingDoubling,
+                                          Algorithm::RecursiveDoubling, Algorithm::Bruck, Algorithm::Direct,
+                                          Algorithm::Pairwise,     Algorithm::Hierarchical, Algorithm::Nvls};
+  return all;
+}
+
+std::optional<Algorithm> parse_algorithm(std::string_view s) {
+  for (Algorithm a : all_algorithms())
+    if (to_string(a) == s) return a;
+  if (s == "rabenseifner") return Algorithm::HalvingDoubling;
+  return std::nullopt;
+}
+
+namespace {
+bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+}  // namespace
+
+std::string unsupported_reason(Algorithm a, const AlgorithmRequest& r) {
+  const Collective c = r.collective;
+  const std::string name(to_string(a));
+  const std::string coll(models::to_string(c));
+  if (r.nranks < 1) return "needs at least one rank";
+  if (r.element_size == 0 || r.bytes % r.element_size != 0) return "the size must be a whole number of elements";
+  if ((c == Collective::ReduceScatter || c == Collective::AllGather || c == Collective::AlltoAll) &&
+      r.bytes % (static_cast<std::uint64_t>(r.nranks) * r.element_size) != 0) {
+    return coll + " needs a size that is a multiple of ranks × element size";
+  }
+  if (r.root < 0 || r.root >= r.nranks) return "root outside the ranks";
+  if (r.channels < 1 || r.pipeline_chunks < 1) return "channels and pipeline chunks must be at least 1";
+  const bool phase = r.granularity == models::Granularity::Phase;
+  switch (a) {
+    case Algorithm::Ring:
+      if (c == Collective::AlltoAll || c == Collective::SendRecv) return "ring does not implement " + coll;
+      if (phase && (c == Collective::Broadcast || c == Collective::Reduce)) return "ring chains have no phase granularity";
+      return {};
+    case Algorithm::Tree:
+      if (c != Collective::AllReduce) return "tree implements AllReduce only (as in NCCL)";
+      if (phase) return "tree has no phase granularity";
+      return {};
+    case Algorithm::HalvingDoubling:
+      if (c == Collective::AllReduce) return phase ? "halving-doubling has no phase granularity" : "";
+      if ((c == Collective::ReduceScatter || c == Collective::AllGather) && power_of_two(r.nranks)) {
+        return phase ? "halving-doubling has no phase granularity" : "";
+      }
+      return "halving-doubling implements AllReduce, and ReduceScatter/AllGather on powers of two";
+    case Algorithm::RecursiveDoubling:
+      if (c != Collective::AllReduce && c != Collective::AllGather) return "recursive doubling implements AllReduce and AllGather";
+      return phase ? "recursive doubling has no phase granularity" : "";
+    case Algorithm::Bruck:
+      if (c != Collective::AllGather && c != Collective::AlltoAll) return "bruck implements AllGather and AlltoAll";
+      return phase ? "bruck has no phase granularity" : "";
+    case Algorithm::Direct:
+      if (c != Collective::AlltoAll && c != Collective::AllGather && c != Collective::SendRecv) {
+        return "direct implements AlltoAll, AllGather and SendRecv";
+      }
+      return {};
+    case Algorithm::Pairwise:
+      if (c != Collective::AlltoAll) return "pairwise implements AlltoAll";
+      return phase ? "pairwise has no phase granularity" : "";
+    case Algorithm::Hierarchical:
+      if (c != Collective::AllReduce) return "hierarchical implements AllReduce";
+      if (r.ranks_per_node < 1 || r.nranks % r.ranks_per_node != 0) return "hierarchical needs ranks in whole nodes";
+      return {};
+    case Algorithm::Nvls:
+      if (c != Collective::AllReduce && c != Collective::ReduceScatter && c != Collective::AllGather) {
+        return "nvls implements AllReduce, ReduceScatter and AllGather";
+      }
+      return phase ? "nvls has no phase granularity" : "";
+  }
+  return "unknown algorithm";
+}
+
+models::Schedule generate(Algorithm a, const AlgorithmRequest& request) {
+  if (const std::string why = unsupported_reason(a, request); !why.empty()) {
+    throw std::invalid_argument(std::string(to_string(a)) + " " + std::string(models::to_string(request.collective)) +
+                                " on " + std::to_string(request.nranks) + " ranks: " + why);
+  }
+  detail::Builder b(request, std::string(to_string(a)));
+  switch (a) {
+    case Algorithm::Ring: detail::ring(b); break;
+    case Algorithm::Tree: detail::tree(b); break;
+    case Algorithm::HalvingDoubling: detail::halving_doubling(b); break;
+    case Algorithm::RecursiveDoubling: detail::recursive_doubling(b); break;
+    case Algorithm::Bruck: detail::bruck(b); break;
+    case Algorithm::Direct: detail::direct(b); break;
+    case Algorithm::Pairwise: detail::pairwise(b); break;
+    case Algorithm::Hierarchical: detail::hierarchical(b); break;
+    case Algorithm::Nvls: detail::nvls(b); break;
+  }
+  return b.take();
+}
+
+}  // namespace ccsim::planner

@@ -1,0 +1,59 @@
+#pragma once
+// Collective algorithms: each turns a request into a Schedule (models/schedule.hpp).
+//
+//   ring               AllReduce, ReduceScatter, AllGather, Broadcast, Reduce; multi-channel
+//   tree               AllReduce as NCCL's double binary tree (two trees, half the data each)
+//   halving-doubling   AllReduce (Rabenseifner: recursive-halving ReduceScatter + recursive-
+//                      doubling AllGather, any rank count); ReduceScatter, AllGather (powers of 2)
+//   recursive-doubling AllReduce, AllGather (any rank count)
+//   bruck              AllGather, AlltoAll
+//   direct             AlltoAll, AllGather, SendRecv (every pair at once)
+//   pairwise           AlltoAll (n−1 exchange steps)
+//   hierarchical       AllReduce: intra-node ReduceScatter → inter-node AllReduce per rail →
+//                      intra-node AllGather (ranks node-major, `ranks_per_node` each)
+//   nvls               AllReduce, ReduceScatter, AllGather through NVSwitch in-switch reduction
+//                      and multicast (one NVLink domain)
+//
+// Non-powers of two (recursive algorithms) use the standard fold: the first n − 2^⌊log2 n⌋
+// ranks above the power of two hand their data to a partner first and get the result last
+// (Thakur, Rabenseifner, Gropp, "Optimization of Collective Communication Operations in
+// MPICH", IJHPCA 2005). The double binary tree follows Sanders, Speck, Träff (2009) as NCCL
+// implements it (NCCL 2.4).
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "models/schedule.hpp"
+
+namespace ccsim::planner {
+
+enum class Algorithm : std::uint8_t {
+  Ring, Tree, HalvingDoubling, RecursiveDoubling, Bruck, Direct, Pairwise, Hierarchical, Nvls
+};
+
+std::string_view to_string(Algorithm a);  ///< "ring", "tree", "halving-doubling", ...
+std::optional<Algorithm> parse_algorithm(std::string_view s);
+const std::vector<Algorithm>& all_algorithms();
+
+struct AlgorithmRequest {
+  models::Collective collective = models::Collective::AllReduce;
+  int nranks = 1;
+  int root = 0;                      ///< Broadcast and Reduce
+  std::uint64_t bytes = 0;           ///< nccl-tests size S
+  std::uint32_t element_size = 4;    ///< bytes per element
+  int channels = 1;                  ///< independent rings / tree pairs, each with 1/channels of the data
+  int pipeline_chunks = 1;           ///< chunks per channel for pipelined trees, chains and NVLS
+  int ranks_per_node = 0;            ///< hierarchical: ranks node-major in blocks of this size
+  models::Granularity granularity = models::Granularity::Step;
+};
+
+/// Why `a` cannot run `request`, or empty when it can.
+std::string unsupported_reason(Algorithm a, const AlgorithmRequest& request);
+
+/// Generates the Schedule. Throws std::invalid_argument with unsupported_reason() when the
+/// algorithm does not apply (collective, rank count, granularity).
+models::Schedule generate(Algorithm a, const AlgorithmRequest& request);
+
+}  // namespace ccsim::planner

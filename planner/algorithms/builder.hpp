@@ -1,0 +1,95 @@
+#pragma once
+// Helpers for algorithm generators: a Schedule under construction and even data splits.
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "models/schedule.hpp"
+#include "planner/algorithms/algorithms.hpp"
+
+namespace ccsim::planner::detail {
+
+using models::BufferKind;
+using models::Op;
+using models::OpKind;
+using models::Slice;
+
+/// A byte range of the collective's vector.
+struct Range {
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+};
+
+/// Part i of n near-equal parts of `range` in whole elements (the first parts get one more).
+Range part(Range range, std::uint32_t element_size, int n, int i);
+
+inline Slice in(Range r) { return {BufferKind::Input, r.offset, r.bytes}; }
+inline Slice out(Range r) { return {BufferKind::Output, r.offset, r.bytes}; }
+inline Slice scratch(Range r) { return {BufferKind::Scratch, r.offset, r.bytes}; }
+
+constexpr std::uint32_t kNone = ~0U;  ///< "no dependency" in dep lists
+
+class Builder {
+ public:
+  Builder(const AlgorithmRequest& request, std::string algorithm);
+
+  int nranks() const { return schedule_.nranks; }
+  std::uint32_t element_size() const { return schedule_.element_size; }
+  models::Granularity granularity() const { return schedule_.granularity; }
+  const AlgorithmRequest& request() const { return request_; }
+
+  /// Each returns the new op's index in `rank`'s program. Dependencies equal to kNone are skipped.
+  std::uint32_t send(int rank, int peer, Slice src, int channel, std::initializer_list<std::uint32_t> deps = {},
+                     std::uint32_t steps = 1);
+  std::uint32_t recv(int rank, int peer, Slice dst, int channel, std::initializer_list<std::uint32_t> deps = {},
+                     std::uint32_t steps = 1);
+  std::uint32_t recv_reduce(int rank, int peer, Slice local, Slice dst, int channel,
+                            std::initializer_list<std::uint32_t> deps = {});
+  std::uint32_t copy(int rank, Slice src, Slice dst, std::initializer_list<std::uint32_t> deps = {});
+  std::uint32_t reduce(int rank, Slice src, Slice dst, std::initializer_list<std::uint32_t> deps = {});
+  std::uint32_t switch_send(int rank, std::uint32_t group, Slice src, int channel,
+                            std::initializer_list<std::uint32_t> deps = {});
+  std::uint32_t switch_recv(int rank, std::uint32_t group, Slice dst, int channel,
+                            std::initializer_list<std::uint32_t> deps = {});
+  /// A new in-switch group with `contributors` senders; returns its tag.
+  std::uint32_t switch_group(int contributors);
+  void need_scratch(int rank, std::uint64_t bytes);
+
+  models::Schedule take() { return std::move(schedule_); }
+
+ private:
+  std::uint32_t add(int rank, Op op, std::initializer_list<std::uint32_t> deps);
+
+  AlgorithmRequest request_;
+  models::Schedule schedule_;
+};
+
+// Generators, one per algorithm family (ring.cpp, tree.cpp, recursive.cpp, bruck.cpp,
+// direct.cpp, hierarchical.cpp, nvls.cpp).
+void ring(Builder& b);
+void tree(Builder& b);
+void halving_doubling(Builder& b);
+void recursive_doubling(Builder& b);
+void bruck(Builder& b);
+void direct(Builder& b);
+void pairwise(Builder& b);
+void hierarchical(Builder& b);
+void nvls(Builder& b);
+
+/// Ring building blocks shared by ring and hierarchical. `members` are ranks in ring order;
+/// `entry[i]` is the op member i must wait for first (kNone for none); the returned vector
+/// holds each member's last op. All work on `region` of the output buffer.
+///
+/// AllReduce-style ring ReduceScatter: afterwards member i holds the sum over members of
+/// chunk (i + 1) mod L of `region` in its output. The first send and the reductions read
+/// `local` (Input for a fresh collective, Output when the data is already there).
+std::vector<std::uint32_t> ring_reduce_scatter(Builder& b, const std::vector<int>& members, Range region,
+                                               BufferKind local, int channel, const std::vector<std::uint32_t>& entry);
+/// Ring AllGather of the chunks left by ring_reduce_scatter: afterwards every member holds
+/// all of `region` in its output.
+std::vector<std::uint32_t> ring_all_gather(Builder& b, const std::vector<int>& members, Range region, int channel,
+                                           const std::vector<std::uint32_t>& entry);
+
+}  // namespace ccsim::planner::detail

@@ -1,0 +1,55 @@
+// Direct and pairwise exchanges: every rank talks to every other rank, all at once (direct)
+// or in n−1 steps of one partner each (pairwise, as MPI implementations do for large AlltoAll).
+
+#include "planner/algorithms/builder.hpp"
+
+namespace ccsim::planner::detail {
+namespace {
+int mod(int a, int n) { return ((a % n) + n) % n; }
+}  // namespace
+
+void direct(Builder& b) {
+  const int n = b.nranks();
+  const auto c = b.request().collective;
+  if (c == models::Collective::SendRecv) {
+    const Range all{0, b.request().bytes};
+    for (int r = 0; r < n; ++r) {
+      if (n == 1) {
+        b.copy(r, in(all), out(all));
+        continue;
+      }
+      b.send(r, mod(r + 1, n), in(all), 0);
+      b.recv(r, mod(r - 1, n), out(all), 0);
+    }
+    return;
+  }
+  const std::uint64_t block = b.request().bytes / static_cast<std::uint64_t>(n);
+  const auto blk = [&](int j) { return Range{static_cast<std::uint64_t>(j) * block, block}; };
+  const bool gather = c == models::Collective::AllGather;
+  for (int r = 0; r < n; ++r) {
+    b.copy(r, in(gather ? Range{0, block} : blk(r)), out(blk(r)));
+    for (int k = 1; k < n; ++k) {
+      const int j = mod(r + k, n);
+      b.send(r, j, in(gather ? Range{0, block} : blk(j)), 0);
+    }
+    for (int k = 1; k < n; ++k) {
+      const int j = mod(r - k, n);
+      b.recv(r, j, out(blk(j)), 0);
+    }
+  }
+}
+
+void pairwise(Builder& b) {
+  const int n = b.nranks();
+  const std::uint64_t block = b.request().bytes / static_cast<std::uint64_t>(n);
+  const auto blk = [&](int j) { return Range{static_cast<std::uint64_t>(j) * block, block}; };
+  for (int r = 0; r < n; ++r) {
+    std::uint32_t last = b.copy(r, in(blk(r)), out(blk(r)));
+    for (int k = 1; k < n; ++k) {
+      const std::uint32_t s = b.send(r, mod(r + k, n), in(blk(mod(r + k, n))), 0, {last});
+      last = b.recv(r, mod(r - k, n), out(blk(mod(r - k, n))), 0, {last, s});
+    }
+  }
+}
+
+}  // namespace ccsim::planner::detail

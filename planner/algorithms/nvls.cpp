@@ -1,0 +1,51 @@
+// NVLS: NVLink SHARP in-switch reduction and multicast on NVSwitch gen3+ (NCCL ≥ 2.18,
+// SM90+). AllReduce as NCCL runs it: rank p reduces part p of the data in the switch
+// (multimem.ld_reduce: every GPU's copy of part p crosses its uplink once) and multicasts the
+// result (multimem.st: part p goes up once from rank p and down to every GPU). Per GPU and
+// direction that is S (1 + 1/n) bytes, against 2 S (n − 1)/n for a ring.
+// ReduceScatter keeps only the reduction, AllGather only the multicast.
+
+#include "planner/algorithms/builder.hpp"
+
+namespace ccsim::planner::detail {
+
+void nvls(Builder& b) {
+  const int n = b.nranks();
+  const int chunks = b.request().pipeline_chunks;
+  const auto c = b.request().collective;
+  const std::uint64_t block = c == models::Collective::AllReduce ? 0 : b.request().bytes / static_cast<std::uint64_t>(n);
+  for (int ch = 0; ch < b.request().channels; ++ch) {
+    for (int k = 0; k < chunks; ++k) {
+      for (int p = 0; p < n; ++p) {
+        if (c == models::Collective::AllReduce) {
+          const Range mine = part({0, b.request().bytes}, b.element_size(), b.request().channels, ch);
+          const Range piece = part(part(mine, b.element_size(), chunks, k), b.element_size(), n, p);
+          const std::uint32_t reduce = b.switch_group(n);
+          for (int r = 0; r < n; ++r) b.switch_send(r, reduce, in(piece), ch);
+          const std::uint32_t got = b.switch_recv(p, reduce, out(piece), ch);
+          const std::uint32_t cast = b.switch_group(1);
+          b.switch_send(p, cast, out(piece), ch, {got});
+          for (int r = 0; r < n; ++r)
+            if (r != p) b.switch_recv(r, cast, out(piece), ch);
+        } else if (c == models::Collective::ReduceScatter) {
+          const Range blk{static_cast<std::uint64_t>(p) * block, block};
+          const Range piece = part(part(blk, b.element_size(), b.request().channels, ch), b.element_size(), chunks, k);
+          const std::uint32_t reduce = b.switch_group(n);
+          for (int r = 0; r < n; ++r) b.switch_send(r, reduce, in(piece), ch);
+          b.switch_recv(p, reduce, out({piece.offset - static_cast<std::uint64_t>(p) * block, piece.bytes}), ch);
+        } else {  // AllGather
+          const Range local = part(part({0, block}, b.element_size(), b.request().channels, ch), b.element_size(), chunks, k);
+          const std::uint32_t cast = b.switch_group(1);
+          b.switch_send(p, cast, in(local), ch);
+          const Range dst{static_cast<std::uint64_t>(p) * block + local.offset, local.bytes};
+          for (int r = 0; r < n; ++r) {
+            if (r == p) b.copy(r, in(local), out(dst));
+            else b.switch_recv(r, cast, out(dst), ch);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace ccsim::planner::detail

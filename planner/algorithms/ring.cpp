@@ -1,0 +1,211 @@
+// Ring algorithms (Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters
+// of workstations", JPDC 2009; NCCL's ring): n−1 ReduceScatter steps and n−1 AllGather steps
+// around the ring, each moving 1/n of the data; chains for Broadcast and Reduce.
+
+#include <numeric>
+
+#include "planner/algorithms/builder.hpp"
+
+namespace ccsim::planner::detail {
+namespace {
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+std::uint64_t total(const std::vector<Range>& chunks, int first, int count, int step, int n) {
+  // Sum of the sizes of chunks first, first+step, ... (count of them, indices mod n).
+  std::uint64_t sum = 0;
+  for (int s = 0; s < count; ++s) sum += chunks[static_cast<std::size_t>(mod(first + s * step, n))].bytes;
+  return sum;
+}
+
+/// ReduceScatter with nccl-tests semantics (rank r ends with the sum of block r).
+void ring_reduce_scatter_collective(Builder& b, int c) {
+  const int n = b.nranks();
+  const std::uint64_t block = b.request().bytes / static_cast<std::uint64_t>(n);
+  const auto piece = [&](int j) { return part({static_cast<std::uint64_t>(j) * block, block}, b.element_size(), b.request().channels, c); };
+  const auto own = [&](int r) {
+    Range p = piece(r);
+    p.offset -= static_cast<std::uint64_t>(r) * block;
+    return p;
+  };
+  for (int r = 0; r < n; ++r) {
+    if (n == 1) {
+      b.copy(r, in(piece(0)), out(own(0)));
+      continue;
+    }
+    const int next = mod(r + 1, n), prev = mod(r - 1, n);
+    if (b.granularity() == models::Granularity::Phase) {
+      std::uint64_t sent = 0, received = 0;
+      for (int s = 0; s < n - 1; ++s) {
+        sent += piece(mod(r - s - 1, n)).bytes;
+        received += piece(mod(r - s - 2, n)).bytes;
+      }
+      b.send(r, next, in({0, sent}), c, {}, static_cast<std::uint32_t>(n - 1));
+      b.recv(r, prev, out({0, received}), c, {}, static_cast<std::uint32_t>(n - 1));
+      continue;
+    }
+    b.need_scratch(r, b.request().bytes);
+    std::uint32_t last = kNone;
+    for (int s = 0; s < n - 1; ++s) {
+      const int k = mod(r - s - 1, n);
+      b.send(r, next, s == 0 ? in(piece(k)) : scratch(piece(k)), c, {last});
+      const int k2 = mod(r - s - 2, n);
+      last = s == n - 2 ? b.recv_reduce(r, prev, in(piece(k2)), out(own(r)), c)
+                        : b.recv_reduce(r, prev, in(piece(k2)), scratch(piece(k2)), c);
+    }
+  }
+}
+
+/// AllGather with nccl-tests semantics (every rank ends with all blocks in rank order).
+void ring_all_gather_collective(Builder& b, int c) {
+  const int n = b.nranks();
+  const std::uint64_t block = b.request().bytes / static_cast<std::uint64_t>(n);
+  const Range local = part({0, block}, b.element_size(), b.request().channels, c);
+  const auto piece = [&](int j) { return Range{static_cast<std::uint64_t>(j) * block + local.offset, local.bytes}; };
+  for (int r = 0; r < n; ++r) {
+    const int next = mod(r + 1, n), prev = mod(r - 1, n);
+    b.copy(r, in(local), out(piece(r)));
+    if (n == 1) continue;
+    if (b.granularity() == models::Granularity::Phase) {
+      const auto bytes = local.bytes * static_cast<std::uint64_t>(n - 1);
+      b.send(r, next, in({0, bytes}), c, {}, static_cast<std::uint32_t>(n - 1));
+      b.recv(r, prev, out({0, bytes}), c, {}, static_cast<std::uint32_t>(n - 1));
+      continue;
+    }
+    std::uint32_t last = kNone;
+    for (int s = 0; s < n - 1; ++s) {
+      b.send(r, next, s == 0 ? in(local) : out(piece(mod(r - s, n))), c, {last});
+      last = b.recv(r, prev, out(piece(mod(r - s - 1, n))), c);
+    }
+  }
+}
+
+/// Pipelined chain from the root (Broadcast) or towards it (Reduce).
+void ring_chain(Builder& b, int c, bool broadcast) {
+  const int n = b.nranks();
+  const int root = b.request().root;
+  const Range mine = part({0, b.request().bytes}, b.element_size(), b.request().channels, c);
+  const int chunks = b.request().pipeline_chunks;
+  for (int r = 0; r < n; ++r) {
+    if (n == 1) {
+      b.copy(r, in(mine), out(mine));
+      continue;
+    }
+    if (broadcast) {
+      const int p = mod(r - root, n);
+      const int prev = mod(r - 1, n), next = mod(r + 1, n);
+      if (p == 0) b.copy(r, in(mine), out(mine));
+      for (int k = 0; k < chunks; ++k) {
+        const Range chunk = part(mine, b.element_size(), chunks, k);
+        if (p == 0) {
+          b.send(r, next, in(chunk), c);
+        } else {
+          const std::uint32_t got = b.recv(r, prev, out(chunk), c);
+          if (p < n - 1) b.send(r, next, out(chunk), c, {got});
+        }
+      }
+    } else {
+      const int p = mod(r - root - 1, n);  // the root is last in the chain
+      const int prev = mod(r - 1, n), next = mod(r + 1, n);
+      if (p > 0 && p < n - 1) b.need_scratch(r, b.request().bytes);
+      for (int k = 0; k < chunks; ++k) {
+        const Range chunk = part(mine, b.element_size(), chunks, k);
+        if (p == 0) {
+          b.send(r, next, in(chunk), c);
+        } else if (p < n - 1) {
+          const std::uint32_t got = b.recv_reduce(r, prev, in(chunk), scratch(chunk), c);
+          b.send(r, next, scratch(chunk), c, {got});
+        } else {
+          b.recv_reduce(r, prev, in(chunk), out(chunk), c);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> ring_reduce_scatter(Builder& b, const std::vector<int>& members, Range region,
+                                               BufferKind local, int channel, const std::vector<std::uint32_t>& entry) {
+  const int n = static_cast<int>(members.size());
+  std::vector<std::uint32_t> exit(entry);
+  const auto chunk = [&](int k) { return part(region, b.element_size(), n, k); };
+  const auto at = [&](BufferKind kind, Range r) { return Slice{kind, r.offset, r.bytes}; };
+  std::vector<Range> chunks;
+  for (int k = 0; k < n; ++k) chunks.push_back(chunk(k));
+  for (int i = 0; i < n; ++i) {
+    const int rank = members[static_cast<std::size_t>(i)];
+    if (n == 1) {
+      if (local == BufferKind::Input) exit[0] = b.copy(rank, in(region), out(region), {entry[0]});
+      continue;
+    }
+    const int next = members[static_cast<std::size_t>(mod(i + 1, n))];
+    const int prev = members[static_cast<std::size_t>(mod(i - 1, n))];
+    if (b.granularity() == models::Granularity::Phase) {
+      const auto steps = static_cast<std::uint32_t>(n - 1);
+      b.send(rank, next, at(local, {region.offset, total(chunks, i, n - 1, -1, n)}), channel, {entry[i]}, steps);
+      exit[i] = b.recv(rank, prev, out({region.offset, total(chunks, i - 1, n - 1, -1, n)}), channel, {entry[i]}, steps);
+      continue;
+    }
+    std::uint32_t last = kNone;
+    for (int s = 0; s < n - 1; ++s) {
+      const int k = mod(i - s, n);
+      b.send(rank, next, s == 0 ? at(local, chunks[k]) : out(chunks[k]), channel, {s == 0 ? entry[i] : last});
+      const int k2 = mod(i - s - 1, n);
+      last = b.recv_reduce(rank, prev, at(local, chunks[k2]), out(chunks[k2]), channel, {entry[i]});
+    }
+    exit[i] = last;
+  }
+  return exit;
+}
+
+std::vector<std::uint32_t> ring_all_gather(Builder& b, const std::vector<int>& members, Range region, int channel,
+                                           const std::vector<std::uint32_t>& entry) {
+  const int n = static_cast<int>(members.size());
+  std::vector<std::uint32_t> exit(entry);
+  if (n == 1) return exit;
+  std::vector<Range> chunks;
+  for (int k = 0; k < n; ++k) chunks.push_back(part(region, b.element_size(), n, k));
+  for (int i = 0; i < n; ++i) {
+    const int rank = members[static_cast<std::size_t>(i)];
+    const int next = members[static_cast<std::size_t>(mod(i + 1, n))];
+    const int prev = members[static_cast<std::size_t>(mod(i - 1, n))];
+    if (b.granularity() == models::Granularity::Phase) {
+      const auto steps = static_cast<std::uint32_t>(n - 1);
+      b.send(rank, next, out({region.offset, total(chunks, i + 1, n - 1, -1, n)}), channel, {entry[i]}, steps);
+      exit[i] = b.recv(rank, prev, out({region.offset, total(chunks, i, n - 1, -1, n)}), channel, {entry[i]}, steps);
+      continue;
+    }
+    std::uint32_t last = kNone;
+    for (int s = 0; s < n - 1; ++s) {
+      b.send(rank, next, out(chunks[static_cast<std::size_t>(mod(i + 1 - s, n))]), channel, {s == 0 ? entry[i] : last});
+      last = b.recv(rank, prev, out(chunks[static_cast<std::size_t>(mod(i - s, n))]), channel, {entry[i]});
+    }
+    exit[i] = last;
+  }
+  return exit;
+}
+
+void ring(Builder& b) {
+  const int n = b.nranks();
+  std::vector<int> members(static_cast<std::size_t>(n));
+  std::iota(members.begin(), members.end(), 0);
+  for (int c = 0; c < b.request().channels; ++c) {
+    switch (b.request().collective) {
+      case models::Collective::AllReduce: {
+        const Range region = part({0, b.request().bytes}, b.element_size(), b.request().channels, c);
+        const std::vector<std::uint32_t> none(static_cast<std::size_t>(n), kNone);
+        const auto reduced = ring_reduce_scatter(b, members, region, BufferKind::Input, c, none);
+        ring_all_gather(b, members, region, c, reduced);
+        break;
+      }
+      case models::Collective::ReduceScatter: ring_reduce_scatter_collective(b, c); break;
+      case models::Collective::AllGather: ring_all_gather_collective(b, c); break;
+      case models::Collective::Broadcast: ring_chain(b, c, true); break;
+      case models::Collective::Reduce: ring_chain(b, c, false); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace ccsim::planner::detail
