@@ -118,11 +118,11 @@ TEST_CASE("verify catches broken schedules", "[algorithms]") {
   CHECK_FALSE(models::verify(broken).ok);
   // Redirect a reduction to the wrong chunk: some output is wrong or never written.
   auto wrong = s;
-  // (rank 1's second reduction is chunk (1 − 1 − 1) mod 4 = 3, at offset 12; move it to chunk 0)
+  // (rank 1's second reduction is chunk (1 − 1 − 1) mod 4 = 3 of 16 bytes, at offset 48; move it to chunk 0)
   int seen = 0;
   for (auto& op : wrong.ranks[1].ops) {
     if (op.kind == models::OpKind::RecvReduce && ++seen == 2) {
-      REQUIRE(op.dst.offset == 12);
+      REQUIRE(op.dst.offset == 48);
       op.dst.offset = 0;
       op.src.offset = 0;
     }
