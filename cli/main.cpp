@@ -1,16 +1,19 @@
 // ccsim: collective-communication simulator and what-if planner for GPU clusters.
-// Exit codes: 0 success, 2 bad input (scenario, catalog or command line), 1 internal error.
+// Exit codes: 0 success, 2 bad input (scenario, catalog, command line, unwritable output path),
+// 1 internal error or failure to write standard output.
 
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/topo_command.hpp"
+#include "models/atomic_file.hpp"
 #include "models/input_error.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"ccsim: simulate collective communication and LLM workloads on GPU clusters"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", std::string("ccsim ") + CCSIM_VERSION);
   ccsim::cli::TopoOptions topo;
   CLI::App* topo_cmd = ccsim::cli::add_topo_command(app, topo);
 
@@ -24,10 +27,24 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 2;
   }
+  if (app.get_subcommands().empty()) {
+    std::cerr << "ccsim: a subcommand is required (topo); see ccsim --help\n";
+    return 2;
+  }
   try {
-    if (topo_cmd->parsed()) return ccsim::cli::run_topo(topo);
+    int rc = 0;
+    if (topo_cmd->parsed()) rc = ccsim::cli::run_topo(topo);
+    std::cout.flush();
+    if (!std::cout) {
+      std::cerr << "ccsim: error: cannot write to standard output\n";
+      return 1;
+    }
+    return rc;
   } catch (const ccsim::models::InputError& e) {
     std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const ccsim::models::OutputError& e) {
+    std::cerr << "ccsim: error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "ccsim: internal error: " << e.what() << "\n";

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <stdexcept>
 
 #include <unistd.h>
 
@@ -18,13 +17,13 @@ void write_file_atomic(const std::string& path, std::string_view content) {
   const fs::path temp = dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()));
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+    if (!out) throw OutputError("cannot write " + path + ": " + std::strerror(errno));
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
     out.flush();
     if (!out) {
       std::error_code ignored;
       fs::remove(temp, ignored);
-      throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+      throw OutputError("cannot write " + path + ": " + std::strerror(errno));
     }
   }
   std::error_code ec;
@@ -32,7 +31,7 @@ void write_file_atomic(const std::string& path, std::string_view content) {
   if (ec) {
     std::error_code ignored;
     fs::remove(temp, ignored);
-    throw std::runtime_error("cannot write " + path + ": " + ec.message());
+    throw OutputError("cannot write " + path + ": " + ec.message());
   }
 }
 

@@ -51,6 +51,10 @@ std::string Catalog::default_dir() {
 }
 
 Catalog Catalog::load(const std::string& dir) {
+  if (!std::filesystem::is_directory(dir)) {
+    throw InputError({dir, 0, 0}, "", "a hardware catalog directory (with links.yaml, gpus.yaml, nodes.yaml)",
+                     std::filesystem::exists(dir) ? "not a directory" : "no such directory");
+  }
   Catalog catalog;
   const auto read = [&](const char* file, Table& table) {
     const std::string path = (std::filesystem::path(dir) / file).string();

@@ -29,9 +29,9 @@ void load_with_includes(const std::string& path, const SourceLocation& from, std
     throw InputError(from, "include", "includes without cycles", "the cycle " + cycle);
   }
   if (!fs::is_regular_file(path)) {
-    if (stack.empty()) throw InputError({path, 0, 0}, "", "an existing scenario file", "no such file");
-    throw InputError(from, "include", "the path of an existing scenario file",
-                     "'" + path + "' (" + (fs::is_directory(path) ? "a directory" : "no such file") + ")");
+    const char* what = fs::is_directory(path) ? "a directory" : fs::exists(path) ? "not a regular file" : "no such file";
+    if (stack.empty()) throw InputError({path, 0, 0}, "", "a scenario file", what);
+    throw InputError(from, "include", "the path of a scenario file", "'" + path + "' (" + what + ")");
   }
   YamlSource doc = load_yaml_file(path);
   if (doc.node.IsNull()) throw InputError({path, 1, 1}, "", "a scenario (a map with a cluster section)", "an empty file");

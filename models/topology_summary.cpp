@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
+#include <cmath>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -123,15 +125,27 @@ TopologySummary summarize(const Cluster& c) {
   }
   s.devices.assign(devices.begin(), devices.end());
 
-  // Links by (class, kind, endpoint kinds).
-  std::map<std::tuple<LinkClass, std::string, std::string>, LinkGroupSummary> groups;
+  // Links by (class, kind, endpoint kinds, bandwidth): every row's links are alike.
+  std::map<std::tuple<LinkClass, std::string, std::string, double>, LinkGroupSummary> groups;
+  std::map<std::tuple<LinkClass, std::string, std::string, double>, std::set<DeviceId>> group_gpus;
+  std::map<std::tuple<LinkClass, std::string, std::string, double>, std::set<int>> group_nodes;
+  std::map<std::tuple<LinkClass, std::string, std::string, double>, double> gpu_endpoint_bandwidth;
   for (LinkId id = 0; id < t.num_links(); id += 2) {
     const Link& l = t.link(id);
     const Device* a = &t.device(t.link_source(id));
     const Device* b = &t.device(t.link_target(id));
     if (role_rank(*b) < role_rank(*a)) std::swap(a, b);
     const std::string between = role_name(*a) + "-" + role_name(*b);
-    auto& g = groups[{l.link_class, t.link_kind_name(l), between}];
+    const auto key = std::make_tuple(l.link_class, t.link_kind_name(l), between, l.bandwidth);
+    auto& g = groups[key];
+    for (DeviceId end : {t.link_source(id), t.link_target(id)}) {
+      const Device& dev = t.device(end);
+      if (dev.kind == DeviceKind::Gpu) {
+        group_gpus[key].insert(end);
+        gpu_endpoint_bandwidth[key] += l.bandwidth;
+      }
+      if (dev.node >= 0) group_nodes[key].insert(dev.node);
+    }
     g.kind = t.link_kind_name(l);
     g.link_class = l.link_class;
     g.between = between;
@@ -140,8 +154,20 @@ TopologySummary summarize(const Cluster& c) {
     g.bandwidth_per_link = std::max(g.bandwidth_per_link, l.bandwidth);
     g.total_bandwidth += l.bandwidth;
   }
+  // Per GPU: for links that end at GPUs, the bandwidth each such GPU has on them (both ends of
+  // a GPU-GPU link count); for other links, the total shared by the GPUs of the nodes they
+  // serve (all GPUs for switch-to-switch links).
+  std::vector<int> gpus_in_node(c.nodes.size(), 0);
+  for (std::size_t n = 0; n < c.nodes.size(); ++n) gpus_in_node[n] = static_cast<int>(c.nodes[n].gpus.size());
   for (auto& [key, g] : groups) {
-    g.per_gpu = s.gpus > 0 ? g.total_bandwidth / s.gpus : 0.0;
+    if (!group_gpus[key].empty()) {
+      g.per_gpu = gpu_endpoint_bandwidth[key] / static_cast<double>(group_gpus[key].size());
+    } else {
+      int served = 0;
+      for (int n : group_nodes[key]) served += gpus_in_node[static_cast<std::size_t>(n)];
+      if (served == 0) served = s.gpus;
+      g.per_gpu = served > 0 ? g.total_bandwidth / served : 0.0;
+    }
     s.links.push_back(g);
   }
 
@@ -244,7 +270,8 @@ nlohmann::json to_json(const TopologySummary& s) {
   j["node_groups"] = json::array();
   for (const auto& g : s.groups) {
     j["node_groups"].push_back({{"node", g.node}, {"count", g.count}, {"gpu", g.gpu}, {"gpus_per_node", g.gpus_per_node},
-                                {"nics_per_node", g.nics_per_node}, {"injection_per_gpu_Bps", g.injection_per_gpu}});
+                                {"nics_per_node", g.nics_per_node},
+                                {"injection_per_gpu_Bps", s.fabric == "none" ? json(nullptr) : json(g.injection_per_gpu)}});
   }
   j["devices"] = json::object();
   for (const auto& [kind, count] : s.devices) j["devices"][std::string(to_string(kind))] = count;
@@ -261,8 +288,10 @@ nlohmann::json to_json(const TopologySummary& s) {
   j["paths_from_gpu0"] = json::array();
   for (const auto& p : s.positions) {
     j["paths_from_gpu0"].push_back({{"position", p.position}, {"rank", p.rank}, {"device", p.device},
-                                    {"type", std::string(to_string(p.type))}, {"hops", p.hops}, {"latency_s", p.latency},
-                                    {"bandwidth_Bps", p.bandwidth}, {"ecmp_paths", p.ecmp_paths}});
+                                    {"type", std::string(to_string(p.type))}, {"hops", p.hops},
+                                    {"latency_s", std::round(p.latency * 1e12) / 1e12},  // whole picoseconds
+                                    {"bandwidth_Bps", p.bandwidth},
+                                    {"ecmp_paths", static_cast<std::uint64_t>(std::llround(p.ecmp_paths))}});
   }
   return j;
 }

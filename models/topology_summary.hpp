@@ -19,9 +19,12 @@ struct LinkGroupSummary {
   std::string between;           ///< "gpu-nvswitch", "nic-leaf", "leaf-spine", ...
   int links = 0;                 ///< physical links (each has two directions)
   int lanes = 0;                 ///< physical lanes bundled in them (NVLinks, switch ports)
-  double bandwidth_per_link = 0; ///< bytes/s per direction of one link (the largest, when they differ)
+  double bandwidth_per_link = 0; ///< bytes/s per direction of one link (all links of a group are alike)
   double total_bandwidth = 0;    ///< bytes/s per direction, summed over links
-  double per_gpu = 0;            ///< total_bandwidth / GPUs
+  /// bytes/s per direction per GPU: for links ending at GPUs, what each such GPU has on them;
+  /// for other links, the total divided by the GPUs of the nodes they serve (all GPUs for
+  /// switch-to-switch links)
+  double per_gpu = 0;
 };
 
 /// The route from GPU 0 to a representative GPU of one kind of position.

@@ -42,7 +42,13 @@ std::string describe_node(const YAML::Node& node) {
   if (!node.IsDefined()) return "nothing";
   switch (node.Type()) {
     case YAML::NodeType::Null: return "an empty value";
-    case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Scalar: {
+      // Quote the value; a huge scalar (a wrong file passed as a scenario) is cut short.
+      const std::string& v = node.Scalar();
+      constexpr std::size_t kMax = 80;
+      if (v.size() <= kMax) return "'" + v + "'";
+      return "'" + v.substr(0, kMax) + "...' (" + std::to_string(v.size()) + " characters)";
+    }
     case YAML::NodeType::Sequence: return node.size() == 0 ? "an empty list" : "a list";
     case YAML::NodeType::Map: return node.size() == 0 ? "an empty map" : "a map";
     case YAML::NodeType::Undefined: return "nothing";

@@ -130,6 +130,10 @@ TEST_CASE("heterogeneous cluster keeps each group's hardware", "[cluster]") {
   // HDR NICs into NDR leaf ports run at the slower 25 GB/s; NDR NICs at 50 GB/s.
   CHECK(s.groups[0].injection_per_gpu == 25e9);
   CHECK(s.groups[1].injection_per_gpu == 50e9);
+  // Per-GPU link figures are per GPU that has such links, not diluted by the other group.
+  CHECK(link_group(s, "nvlink3", "gpu-nvswitch").per_gpu == 300e9);
+  CHECK(link_group(s, "nvlink4", "gpu-nvswitch").per_gpu == 450e9);
+  CHECK(link_group(s, "ib-hdr", "nic-leaf").per_gpu == 25e9);
   // GPU models are recorded per device: rank 0 is an A100, rank 255 an H100.
   const Topology& t = c.topology;
   CHECK(t.gpu_models().at(t.device(t.gpus().front()).spec) == "A100-SXM4-80GB");
@@ -138,11 +142,12 @@ TEST_CASE("heterogeneous cluster keeps each group's hardware", "[cluster]") {
 
 TEST_CASE("xGMI mesh: one link per GPU pair", "[cluster]") {
   const TopologySummary s = summarize(shipped_cluster("mi300x-1node.yaml"));
-  // 8 GPUs fully connected: 8·7/2 = 28 links of 64 GB/s; per GPU 7 × 64 = 448 GB/s,
-  // i.e. 28 × 64 / 8 = 224 GB/s of link capacity per GPU counted once per link.
+  // 8 GPUs fully connected: 8·7/2 = 28 links of 64 GB/s; each GPU has 7 × 64 = 448 GB/s
+  // (both ends of a GPU-GPU link count for per-GPU figures).
   const auto& x = link_group(s, "xgmi", "gpu-gpu");
   CHECK(x.links == 28);
   CHECK(x.total_bandwidth == 28 * 64e9);
+  CHECK(x.per_gpu == 448e9);
   // Bisection over xGMI: 4 × 4 cross pairs × 64 GB/s = 1.024 TB/s.
   CHECK(s.bisection_scaleup == Approx(1.024e12));
   CHECK(position(s, "xGMI peer, other PCIe switch, same CPU").hops == 1);

@@ -1,0 +1,116 @@
+#include "models/router.hpp"
+
+#include <stdexcept>
+
+namespace ccsim::models {
+
+namespace {
+constexpr LinkId kNoLink = ~0U;
+std::uint64_t key3(std::uint64_t a, std::uint64_t b, std::uint64_t c) { return (a << 48) ^ (b << 24) ^ c; }
+}  // namespace
+
+Router::Router(const Cluster& cluster) : cluster_(cluster) {
+  const Topology& t = cluster.topology;
+  nodes_.resize(cluster.nodes.size());
+  // Devices and links of node n are contiguous and created before the next node's.
+  std::vector<char> seen(cluster.nodes.size(), 0);
+  for (DeviceId d = 0; d < t.num_devices(); ++d) {
+    const int n = t.device(d).node;
+    if (n >= 0 && !seen[static_cast<std::size_t>(n)]) {
+      seen[static_cast<std::size_t>(n)] = 1;
+      nodes_[static_cast<std::size_t>(n)].first_device = d;
+      nodes_[static_cast<std::size_t>(n)].first_link = kNoLink;
+      nodes_[static_cast<std::size_t>(n)].group = cluster.node_group[static_cast<std::size_t>(n)];
+    }
+  }
+  for (LinkId id = 0; id < t.num_links(); ++id) {
+    const int n = t.device(t.link_source(id)).node;
+    if (n >= 0 && t.device(t.link_target(id)).node == n && nodes_[static_cast<std::size_t>(n)].first_link == kNoLink) {
+      nodes_[static_cast<std::size_t>(n)].first_link = id;
+    }
+  }
+  group_first_node_.assign(cluster.spec.groups.size(), -1);
+  for (std::size_t n = cluster.nodes.size(); n-- > 0;) group_first_node_[static_cast<std::size_t>(cluster.node_group[n])] = static_cast<int>(n);
+  nic_uplink_.assign(t.num_devices(), kNoLink);
+  leaf_up_.resize(t.num_devices());
+  spine_down_.resize(t.num_devices());
+  for (LinkId id = 0; id < t.num_links(); ++id) {
+    const Device& a = t.device(t.link_source(id));
+    const Device& b = t.device(t.link_target(id));
+    if (a.kind == DeviceKind::Nic && b.kind == DeviceKind::NetworkSwitch) nic_uplink_[t.link_source(id)] = id;
+    if (a.kind == DeviceKind::NetworkSwitch && b.kind == DeviceKind::NetworkSwitch) {
+      if (a.tier == 1 && b.tier == 2) leaf_up_[t.link_source(id)].push_back(id);
+      if (a.tier == 2 && b.tier == 1) {
+        auto& down = spine_down_[t.link_source(id)];
+        if (down.size() <= static_cast<std::size_t>(b.local)) down.resize(static_cast<std::size_t>(b.local) + 1, kNoLink);
+        down[static_cast<std::size_t>(b.local)] = id;
+      }
+    }
+  }
+}
+
+const Path& Router::fallback(DeviceId src, DeviceId dst) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | dst;
+  auto it = fallback_cache_.find(key);
+  if (it == fallback_cache_.end()) it = fallback_cache_.emplace(key, topology().route(src, dst, 1).path).first;
+  return it->second;
+}
+
+const Path& Router::local(DeviceId src, DeviceId dst) {
+  const Topology& t = topology();
+  const int n = t.device(src).node;
+  const NodeLayout& node = nodes_[static_cast<std::size_t>(n)];
+  // The first node of the group is the template whose routes are cached.
+  const NodeLayout* rep = &nodes_[static_cast<std::size_t>(group_first_node_[static_cast<std::size_t>(node.group)])];
+  const std::uint64_t key = key3(static_cast<std::uint64_t>(node.group), src - node.first_device, dst - node.first_device);
+  auto it = local_cache_.find(key);
+  if (it == local_cache_.end()) {
+    Path p = t.route(rep->first_device + (src - node.first_device), rep->first_device + (dst - node.first_device), 1).path;
+    for (LinkId& id : p.links) {
+      const int owner = t.device(t.link_source(id)).node;
+      if (owner != t.device(rep->first_device).node || t.device(t.link_target(id)).node != owner) {
+        return fallback(src, dst);  // leaves the node: not shiftable
+      }
+      id -= rep->first_link;
+    }
+    it = local_cache_.emplace(key, std::move(p)).first;
+  }
+  scratch_ = it->second;
+  for (LinkId& id : scratch_.links) id += node.first_link;
+  return scratch_;
+}
+
+const Path& Router::route(DeviceId src, DeviceId dst, std::uint64_t flow) {
+  const Topology& t = topology();
+  const Device& s = t.device(src);
+  const Device& d = t.device(dst);
+  if (s.node >= 0 && s.node == d.node) return local(src, dst);
+  const bool structured = s.kind == DeviceKind::Gpu && d.kind == DeviceKind::Gpu && s.nic != kNoDevice && d.nic != kNoDevice &&
+                          nic_uplink_[s.nic] != kNoLink && nic_uplink_[d.nic] != kNoLink;
+  if (!structured) return fallback(src, dst);
+  std::vector<LinkId> links;
+  compose(links, local(src, s.nic));
+  const LinkId up = nic_uplink_[s.nic];
+  const LinkId down = Topology::reverse(nic_uplink_[d.nic]);
+  const DeviceId leaf_a = t.link_target(up);
+  const DeviceId leaf_b = t.link_source(down);
+  links.push_back(up);
+  if (leaf_a != leaf_b) {
+    const auto& ups = leaf_up_[leaf_a];
+    if (ups.empty()) return fallback(src, dst);
+    const LinkId to_spine = ups[flow % ups.size()];
+    const DeviceId spine = t.link_target(to_spine);
+    const auto& downs = spine_down_[spine];
+    const auto leaf_b_local = static_cast<std::size_t>(t.device(leaf_b).local);
+    if (leaf_b_local >= downs.size() || downs[leaf_b_local] == kNoLink) return fallback(src, dst);
+    links.push_back(to_spine);
+    links.push_back(downs[leaf_b_local]);
+  }
+  links.push_back(down);
+  const Path& tail = local(d.nic, dst);
+  links.insert(links.end(), tail.links.begin(), tail.links.end());
+  scratch_ = t.make_path(std::move(links));
+  return scratch_;
+}
+
+}  // namespace ccsim::models

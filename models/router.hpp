@@ -1,0 +1,49 @@
+#pragma once
+// Fast routes for engines: the same answers as Topology::route() for the pairs engines ask
+// about, at scale. Routes inside a node are computed once per node template and position and
+// shifted to other nodes of the same group (their devices and links are laid out
+// identically); routes between nodes are composed from the GPU -> NIC route, the NIC's leaf
+// link, a leaf-spine-leaf hop chosen among the ECMP spines by a flow hash, and the NIC ->
+// GPU route. Anything else falls back to Topology::route() with a cache.
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "models/cluster.hpp"
+
+namespace ccsim::models {
+
+class Router {
+ public:
+  explicit Router(const Cluster& cluster);
+
+  /// Path from device `src` to device `dst` (GPU, NIC or NVSwitch). `flow` selects among
+  /// equal-cost spine paths (flows with equal hashes take the same spine). The reference is
+  /// valid until the next call. Throws std::runtime_error when no path exists.
+  const Path& route(DeviceId src, DeviceId dst, std::uint64_t flow = 0);
+
+  const Topology& topology() const { return cluster_.topology; }
+
+ private:
+  struct NodeLayout {
+    DeviceId first_device = 0;
+    LinkId first_link = 0;
+    int group = 0;
+  };
+  const Path& local(DeviceId src, DeviceId dst);
+  const Path& fallback(DeviceId src, DeviceId dst);
+  void compose(std::vector<LinkId>& out, const Path& p) const { out.insert(out.end(), p.links.begin(), p.links.end()); }
+
+  const Cluster& cluster_;
+  std::vector<NodeLayout> nodes_;
+  std::vector<int> group_first_node_;             ///< per node group: its first node
+  std::vector<LinkId> nic_uplink_;                 ///< per device: NIC -> leaf link (or ~0)
+  std::vector<std::vector<LinkId>> leaf_up_;       ///< per device (leaf): links to each spine, spine order
+  std::vector<std::vector<LinkId>> spine_down_;    ///< per device (spine): links to each leaf, indexed by leaf local
+  std::unordered_map<std::uint64_t, Path> local_cache_;    ///< (group, local src, local dst) -> links relative to the node
+  std::unordered_map<std::uint64_t, Path> fallback_cache_;
+  Path scratch_;
+};
+
+}  // namespace ccsim::models
