@@ -20,7 +20,8 @@ void bruck_all_gather(Builder& b) {
     for (int d = 1; d < n; d *= 2) {
       const int count = std::min(d, n - d);
       const std::uint32_t s = b.send(r, mod(r - d, n), scratch(blocks(0, count)), 0, {last});
-      last = b.recv(r, mod(r + d, n), scratch(blocks(d, count)), 0, {last, s});
+      const std::uint32_t got = b.recv(r, mod(r + d, n), scratch(blocks(d, count)), 0, {last});  // disjoint from the send
+      last = b.join(r, {s, got});
     }
     for (int i = 0; i < n; ++i) b.copy(r, scratch(blocks(i, 1)), out(blocks(mod(r + i, n), 1)), {last});
   }
@@ -44,7 +45,8 @@ void bruck_all_to_all(Builder& b) {
       for (std::size_t j = 0; j < moving.size(); ++j) last = b.copy(r, scratch(blk(0, moving[j])), scratch(blk(pack, static_cast<int>(j))), {last});
       const Range packed{pack, moving.size() * block};
       const std::uint32_t s = b.send(r, mod(r + d, n), scratch(packed), 0, {last});
-      last = b.recv(r, mod(r - d, n), scratch({unpack, packed.bytes}), 0, {s});
+      const std::uint32_t got = b.recv(r, mod(r - d, n), scratch({unpack, packed.bytes}), 0, {last});
+      last = b.join(r, {s, got});
       for (std::size_t j = 0; j < moving.size(); ++j) last = b.copy(r, scratch(blk(unpack, static_cast<int>(j))), scratch(blk(0, moving[j])), {last});
     }
     // Phase 3: output block (r − i) mod n = scratch block i.

@@ -53,6 +53,9 @@ class Builder {
                             std::initializer_list<std::uint32_t> deps = {});
   std::uint32_t switch_recv(int rank, std::uint32_t group, Slice dst, int channel,
                             std::initializer_list<std::uint32_t> deps = {});
+  /// A zero-byte local op that completes when all `deps` have: orders the next step of an
+  /// exchange after both its send and its receive.
+  std::uint32_t join(int rank, std::initializer_list<std::uint32_t> deps) { return copy(rank, out({0, 0}), out({0, 0}), deps); }
   /// A new in-switch group with `contributors` senders; returns its tag.
   std::uint32_t switch_group(int contributors);
   void need_scratch(int rank, std::uint64_t bytes);

@@ -47,7 +47,8 @@ void pairwise(Builder& b) {
     std::uint32_t last = b.copy(r, in(blk(r)), out(blk(r)));
     for (int k = 1; k < n; ++k) {
       const std::uint32_t s = b.send(r, mod(r + k, n), in(blk(mod(r + k, n))), 0, {last});
-      last = b.recv(r, mod(r - k, n), out(blk(mod(r - k, n))), 0, {last, s});
+      const std::uint32_t got = b.recv(r, mod(r - k, n), out(blk(mod(r - k, n))), 0, {last});
+      last = b.join(r, {s, got});  // next step after both
     }
   }
 }

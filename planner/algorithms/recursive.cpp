@@ -46,10 +46,15 @@ void rd_allreduce(Builder& b) {
   const int m = floor_pow2(n);
   const Range all{0, b.request().bytes};
   auto last = fold_in(b, all, m);
+  // Each step sends the running sum and receives the partner's into scratch; the reduction
+  // waits for both, so the send never reads a half-updated buffer.
   for (int d = 1; d < m; d *= 2) {
     for (int r = 0; r < m; ++r) {
-      const std::uint32_t s = b.send(r, r ^ d, out(all), 0, {last[static_cast<std::size_t>(r)]});
-      last[static_cast<std::size_t>(r)] = b.recv_reduce(r, r ^ d, out(all), out(all), 0, {s});
+      b.need_scratch(r, b.request().bytes);
+      auto& l = last[static_cast<std::size_t>(r)];
+      const std::uint32_t s = b.send(r, r ^ d, out(all), 0, {l});
+      const std::uint32_t got = b.recv(r, r ^ d, scratch(all), 0, {l});
+      l = b.reduce(r, scratch(all), out(all), {s, got});
     }
   }
   fold_out(b, all, m, last);
@@ -71,8 +76,9 @@ void hd_allreduce(Builder& b) {
       const bool lower = (r & d) == 0;
       const Range give = lower ? span(parts, mid, h) : span(parts, l, mid);
       const Range keep = lower ? span(parts, l, mid) : span(parts, mid, h);
-      const std::uint32_t s = b.send(r, r ^ d, out(give), 0, {last[static_cast<std::size_t>(r)]});
-      last[static_cast<std::size_t>(r)] = b.recv_reduce(r, r ^ d, out(keep), out(keep), 0, {s});
+      auto& prev = last[static_cast<std::size_t>(r)];
+      b.send(r, r ^ d, out(give), 0, {prev});
+      prev = b.recv_reduce(r, r ^ d, out(keep), out(keep), 0, {prev});  // keep and give are disjoint
       (lower ? h : l) = mid;
     }
   }
@@ -83,8 +89,10 @@ void hd_allreduce(Builder& b) {
       const int width = h - l;
       const bool lower = (r & d) == 0;
       const Range theirs = lower ? span(parts, h, h + width) : span(parts, l - width, l);
-      const std::uint32_t s = b.send(r, r ^ d, out(span(parts, l, h)), 0, {last[static_cast<std::size_t>(r)]});
-      last[static_cast<std::size_t>(r)] = b.recv(r, r ^ d, out(theirs), 0, {s});
+      auto& prev = last[static_cast<std::size_t>(r)];
+      const std::uint32_t s = b.send(r, r ^ d, out(span(parts, l, h)), 0, {prev});
+      const std::uint32_t got = b.recv(r, r ^ d, out(theirs), 0, {prev});
+      prev = b.join(r, {s, got});  // joins both: the next step sends both halves
       (lower ? h : l) += lower ? width : -width;
     }
   }
@@ -113,7 +121,8 @@ void hd_reduce_scatter(Builder& b) {
       const bool first = d == n / 2;
       const std::uint32_t s = b.send(r, r ^ d, first ? in(give) : scratch(give), 0, {last});
       const Slice dst = d == 1 ? out({0, block}) : scratch(keep);
-      last = b.recv_reduce(r, r ^ d, first ? in(keep) : scratch(keep), dst, 0, {s});
+      const std::uint32_t got = b.recv_reduce(r, r ^ d, first ? in(keep) : scratch(keep), dst, 0, {last});
+      last = b.join(r, {s, got});  // joins both halves of the step
       (lower ? h : l) = mid;
     }
   }
@@ -148,10 +157,11 @@ void rd_all_gather(Builder& b) {
     for (int r = 0; r < m; ++r) {
       const int p = r ^ d;
       auto& l = last[static_cast<std::size_t>(r)];
-      std::uint32_t s = b.send(r, p, out(group(r, d)), 0, {l});
-      if (extras(r, d).bytes > 0) s = b.send(r, p, out(extras(r, d)), 0, {s});
-      l = b.recv(r, p, out(group(p, d)), 0, {s});
-      if (extras(p, d).bytes > 0) l = b.recv(r, p, out(extras(p, d)), 0, {l});
+      const std::uint32_t s1 = b.send(r, p, out(group(r, d)), 0, {l});
+      const std::uint32_t s2 = extras(r, d).bytes > 0 ? b.send(r, p, out(extras(r, d)), 0, {l}) : kNone;
+      const std::uint32_t r1 = b.recv(r, p, out(group(p, d)), 0, {l});
+      const std::uint32_t r2 = extras(p, d).bytes > 0 ? b.recv(r, p, out(extras(p, d)), 0, {l}) : kNone;
+      l = b.join(r, {s1, s2, r1, r2});  // the step is done when all four are
     }
   }
   for (int e = m; e < n; ++e) {

@@ -1,0 +1,199 @@
+#include "sim/execution.hpp"
+
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace ccsim::sim::detail {
+
+using models::OpKind;
+
+const models::Op& ExecutionGraph::op(std::uint32_t id) const {
+  const auto r = static_cast<std::size_t>(op_rank_[id]);
+  return plan_.schedule->ranks[r].ops[id - rank_first_op_[r]];
+}
+
+ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_(plan) {
+  const models::Schedule& s = *plan.schedule;
+  const models::Topology& topo = router.topology();
+  if (static_cast<int>(plan.rank_gpu.size()) != s.nranks) {
+    throw std::invalid_argument(fmt::format("plan maps {} ranks to GPUs, schedule has {}", plan.rank_gpu.size(), s.nranks));
+  }
+  // Global op ids, rank by rank.
+  std::uint32_t total = 0;
+  for (int r = 0; r < s.nranks; ++r) {
+    rank_first_op_.push_back(total);
+    total += static_cast<std::uint32_t>(s.ranks[static_cast<std::size_t>(r)].ops.size());
+  }
+  rank_first_op_.push_back(total);
+  op_rank_.resize(total);
+  for (int r = 0; r < s.nranks; ++r)
+    for (std::uint32_t i = rank_first_op_[r]; i < rank_first_op_[r + 1]; ++i) op_rank_[i] = r;
+
+  // Dependencies (CSR of dependents).
+  dep_count.assign(total, 0);
+  std::vector<std::uint32_t> fan(total + 1, 0);
+  for (int r = 0; r < s.nranks; ++r) {
+    const auto& prog = s.ranks[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < prog.ops.size(); ++i) {
+      const auto deps = prog.deps(i);
+      dep_count[rank_first_op_[r] + i] = static_cast<std::uint32_t>(deps.size());
+      for (std::uint32_t d : deps) ++fan[rank_first_op_[r] + d + 1];
+    }
+  }
+  for (std::uint32_t i = 0; i < total; ++i) fan[i + 1] += fan[i];
+  dependents_begin = fan;
+  dependents.resize(fan[total]);
+  for (int r = 0; r < s.nranks; ++r) {
+    const auto& prog = s.ranks[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < prog.ops.size(); ++i)
+      for (std::uint32_t d : prog.deps(i)) dependents[fan[rank_first_op_[r] + d]++] = rank_first_op_[r] + static_cast<std::uint32_t>(i);
+  }
+
+  // Match sends and receives FIFO per (src, dst, channel).
+  const CostParams& cost = plan.cost;
+  const auto add_transfer = [&](Transfer t, const models::Path& path, std::uint32_t steps, std::uint64_t data_bytes) {
+    models::LinkClass worst = models::LinkClass::ScaleUp;
+    for (models::LinkId id : path.links) worst = std::max(worst, topo.link(id).link_class);
+    // Whole bytes, as SimGrid's payloads are: both engines see the same transfer.
+    t.bytes = std::round(static_cast<double>(data_bytes) * cost.wire_factor);
+    t.latency = steps * (path.latency + cost.step_latency[static_cast<std::size_t>(worst)]);
+    t.path_begin = static_cast<std::uint32_t>(path_links.size());
+    t.path_count = static_cast<std::uint32_t>(path.links.size());
+    path_links.insert(path_links.end(), path.links.begin(), path.links.end());
+    transfers.push_back(t);
+    return static_cast<std::uint32_t>(transfers.size() - 1);
+  };
+  op_transfer.assign(total, kNoOp);
+  group_size.assign(s.switch_groups.begin(), s.switch_groups.end());
+  group_receivers.assign(s.switch_groups.size(), {});
+  std::map<std::tuple<int, int, int>, std::vector<std::uint32_t>> sends;
+  for (int r = 0; r < s.nranks; ++r) {
+    const auto& prog = s.ranks[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < prog.ops.size(); ++i)
+      if (prog.ops[i].kind == OpKind::Send) sends[{r, prog.ops[i].peer, prog.ops[i].channel}].push_back(rank_first_op_[r] + static_cast<std::uint32_t>(i));
+  }
+  std::map<std::tuple<int, int, int>, std::size_t> next_send;
+  const auto nvswitch_of = [&](int rank) {
+    const models::DeviceId gpu = plan.rank_gpu[static_cast<std::size_t>(rank)];
+    for (models::LinkId id : topo.out_links(gpu))
+      if (topo.device(topo.link_target(id)).kind == models::DeviceKind::NvSwitch) return topo.link_target(id);
+    throw std::invalid_argument(fmt::format("NVLS: rank {} ({}) has no NVSwitch", rank, topo.name(gpu)));
+  };
+  for (int r = 0; r < s.nranks; ++r) {
+    const auto& prog = s.ranks[static_cast<std::size_t>(r)];
+    const models::DeviceId gpu = plan.rank_gpu[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < prog.ops.size(); ++i) {
+      const models::Op& op = prog.ops[i];
+      const std::uint32_t id = rank_first_op_[r] + static_cast<std::uint32_t>(i);
+      if (op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) {
+        const auto key = std::make_tuple(op.peer, r, static_cast<int>(op.channel));
+        auto& k = next_send[key];
+        const auto it = sends.find(key);
+        if (it == sends.end() || k >= it->second.size()) {
+          throw std::invalid_argument(fmt::format("rank {} op {} receives from rank {} but nothing is sent", r, i, op.peer));
+        }
+        const std::uint32_t send_id = it->second[k++];
+        const models::DeviceId src = plan.rank_gpu[static_cast<std::size_t>(op.peer)];
+        Transfer t;
+        t.send_op = send_id;
+        t.recv_op = id;
+        t.src = src;
+        t.dst = gpu;
+        const models::Op& send = this->op(send_id);
+        const auto flow = static_cast<std::uint64_t>(op.peer) * 1000003ULL + static_cast<std::uint64_t>(r);
+        const std::uint32_t tid = src == gpu ? add_transfer(t, models::Path{}, send.steps, send.src.bytes)
+                                             : add_transfer(t, router.route(src, gpu, flow), send.steps, send.src.bytes);
+        op_transfer[send_id] = tid;
+        op_transfer[id] = tid;
+      } else if (op.kind == OpKind::SwitchSend || op.kind == OpKind::SwitchRecv) {
+        const models::DeviceId sw = nvswitch_of(r);
+        Transfer t;
+        t.group = op.tag;
+        const bool up = op.kind == OpKind::SwitchSend;
+        (up ? t.send_op : t.recv_op) = id;
+        t.src = up ? gpu : sw;
+        t.dst = up ? sw : gpu;
+        const std::uint32_t tid = add_transfer(t, router.route(t.src, t.dst), op.steps, op.bytes());
+        op_transfer[id] = tid;
+        if (!up) group_receivers[op.tag].push_back(tid);
+      }
+    }
+  }
+  for (const auto& [key, list] : sends) {
+    if (next_send[key] != list.size()) {
+      throw std::invalid_argument(fmt::format("rank {} sends to rank {} on channel {} with no matching receive",
+                                              std::get<0>(key), std::get<1>(key), std::get<2>(key)));
+    }
+  }
+}
+
+DagState::DagState(const ExecutionGraph& graph)
+    : g_(graph),
+      pending_(graph.dep_count),
+      side_ready_(graph.transfers.size(), 0),
+      group_arrived_(graph.group_size.size(), 0),
+      recv_waiting_(graph.transfers.size(), 0),
+      finished_(graph.op_count(), 0) {}
+
+void DagState::start(Events& out) {
+  // Collect first: readying one op can cascade into later ops reaching zero dependencies.
+  std::vector<std::uint32_t> initial;
+  for (std::uint32_t op = 0; op < g_.op_count(); ++op)
+    if (g_.dep_count[op] == 0) initial.push_back(op);
+  for (std::uint32_t op : initial) ready(op, out);
+}
+
+void DagState::ready(std::uint32_t op, Events& out) {
+  const std::uint32_t t = g_.op_transfer[op];
+  if (t == kNoOp) {  // local op: completes at once
+    finish(op, out);
+    return;
+  }
+  const Transfer& tr = g_.transfers[t];
+  if (tr.group != kNoOp && tr.send_op == kNoOp) {  // switch -> GPU: needs the whole group
+    if (group_arrived_[tr.group] >= g_.group_size[tr.group]) out.startable.push_back(t);
+    else recv_waiting_[t] = 1;
+    return;
+  }
+  if (tr.group != kNoOp) {  // GPU -> switch
+    out.startable.push_back(t);
+    return;
+  }
+  side_ready_[t] |= op == tr.send_op ? 1 : 2;
+  if (side_ready_[t] == 3) out.startable.push_back(t);
+}
+
+void DagState::finish(std::uint32_t op, Events& out) {
+  if (finished_[op]) {
+    throw std::logic_error(fmt::format("engine bug: rank {} op {} finished twice", g_.rank_of(op), g_.local_index(op)));
+  }
+  finished_[op] = 1;
+  out.finished.push_back(op);
+  ++done_count_;
+  for (std::uint32_t i = g_.dependents_begin[op]; i < g_.dependents_begin[op + 1]; ++i) {
+    const std::uint32_t d = g_.dependents[i];
+    if (--pending_[d] == 0) ready(d, out);
+  }
+}
+
+void DagState::transfer_done(std::uint32_t t, Events& out) {
+  const Transfer& tr = g_.transfers[t];
+  if (tr.group != kNoOp && tr.recv_op == kNoOp) {
+    if (++group_arrived_[tr.group] == g_.group_size[tr.group]) {
+      for (std::uint32_t r : g_.group_receivers[tr.group]) {
+        if (recv_waiting_[r]) {
+          recv_waiting_[r] = 0;
+          out.startable.push_back(r);
+        }
+      }
+    }
+  }
+  if (tr.send_op != kNoOp) finish(tr.send_op, out);
+  if (tr.recv_op != kNoOp) finish(tr.recv_op, out);
+}
+
+}  // namespace ccsim::sim::detail

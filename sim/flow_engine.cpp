@@ -1,0 +1,250 @@
+#include "sim/flow_engine.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <simgrid/kernel/Timer.hpp>
+#include <simgrid/s4u.hpp>
+
+#include "sim/execution.hpp"
+
+namespace ccsim::sim {
+
+using detail::DagState;
+using detail::ExecutionGraph;
+
+FlowEngine::FlowEngine(const models::Cluster& cluster) : cluster_(cluster), router_(cluster) {}
+
+std::vector<std::string> simgrid_configuration() {
+  return {"--cfg=network/model:CM02",          "--cfg=network/crosstraffic:0", "--cfg=network/TCP-gamma:0",
+          "--cfg=network/latency-factor:1",    "--cfg=network/bandwidth-factor:1", "--cfg=network/weight-S:0",
+          "--log=root.thres:critical",         "--log=no_loc"};
+}
+
+namespace {
+
+// Results travel from the child as raw doubles and integers.
+void write_all(int fd, const void* data, std::size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      _exit(4);
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+template <typename T>
+void put(int fd, const T& v) {
+  write_all(fd, &v, sizeof v);
+}
+
+class Reader {
+ public:
+  explicit Reader(const std::string& data) : data_(data) {}
+  template <typename T>
+  T get() {
+    if (pos_ + sizeof(T) > data_.size()) throw std::runtime_error("flow engine: truncated result from the simulation process");
+    T v{};
+    std::memcpy(&v, data_.data() + pos_, sizeof v);
+    pos_ += sizeof v;
+    return v;
+  }
+  std::string rest() const { return data_.substr(pos_); }
+
+ private:
+  const std::string& data_;
+  std::size_t pos_ = 0;
+};
+
+/// Runs in the child: simulate and write [status=0, makespan, op times, link bytes].
+void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g, int fd) {
+  std::vector<std::string> args{"ccsim-flow"};
+  for (const auto& c : simgrid_configuration()) args.push_back(c);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  simgrid::s4u::Engine engine(&argc, argv.data());
+  auto* zone = simgrid::s4u::create_star_zone("ccsim");
+
+  const auto capacity = [&](models::LinkId id) {
+    const models::Link& l = topo.link(id);
+    const double eff = l.kind < plan.cost.link_efficiency.size() ? plan.cost.link_efficiency[l.kind] : 1.0;
+    return l.bandwidth * eff;
+  };
+  std::vector<simgrid::s4u::Link*> links(topo.num_links(), nullptr);
+  std::map<std::pair<models::DeviceId, models::DeviceId>, simgrid::s4u::Host*> pair_host;
+  std::vector<simgrid::s4u::Host*> transfer_host(g.transfers.size(), nullptr);
+  for (std::size_t t = 0; t < g.transfers.size(); ++t) {
+    const auto& tr = g.transfers[t];
+    if (tr.path_count == 0) continue;
+    auto [it, fresh] = pair_host.try_emplace({tr.src, tr.dst}, nullptr);
+    if (fresh) {
+      std::vector<simgrid::s4u::LinkInRoute> route;
+      for (std::uint32_t k = 0; k < tr.path_count; ++k) {
+        const models::LinkId id = g.path_links[tr.path_begin + k];
+        if (links[id] == nullptr) links[id] = zone->create_link("l" + std::to_string(id), capacity(id))->set_latency(0)->seal();
+        route.emplace_back(links[id]);
+      }
+      it->second = zone->create_host("p" + std::to_string(pair_host.size()), 1e9);
+      zone->add_route(it->second->get_netpoint(), nullptr, nullptr, nullptr, route, false);
+    }
+    transfer_host[t] = it->second;
+  }
+  auto* sink = zone->create_host("sink", 1e9);
+  auto* pipe = zone->create_link("sink-pipe", 1e30)->set_sharing_policy(simgrid::s4u::Link::SharingPolicy::FATPIPE)->seal();
+  zone->add_route(nullptr, sink->get_netpoint(), nullptr, nullptr, {simgrid::s4u::LinkInRoute(pipe)}, false);
+  zone->seal();
+
+  DagState dag(g);
+  std::vector<double> op_start(g.op_count(), -1.0), op_end(g.op_count(), -1.0);
+  std::vector<double> link_bytes(topo.num_links(), 0.0);
+  std::map<const simgrid::s4u::Activity*, std::uint32_t> in_flight;
+  std::vector<simgrid::s4u::CommPtr> keep(g.transfers.size());
+  DagState::Events ev;
+  const double t0 = plan.cost.base_latency;
+
+  std::function<void()> handle;
+  std::function<void(std::uint32_t)> done = [&](std::uint32_t t) {
+    const auto& tr = g.transfers[t];
+    for (std::uint32_t k = 0; k < tr.path_count; ++k) link_bytes[g.path_links[tr.path_begin + k]] += tr.bytes;
+    dag.transfer_done(t, ev);
+    handle();
+  };
+  const auto launch = [&](std::uint32_t t) {
+    const auto& tr = g.transfers[t];
+    if (transfer_host[t] == nullptr || tr.bytes <= 0.0) {
+      done(t);
+      return;
+    }
+    auto comm = simgrid::s4u::Comm::sendto_init(transfer_host[t], sink);
+    comm->set_payload_size(static_cast<std::uint64_t>(tr.bytes));
+    in_flight[comm.get()] = t;
+    keep[t] = comm;
+    comm->start();
+  };
+  handle = [&]() {
+    const double now = simgrid::s4u::Engine::get_clock() + t0;
+    for (std::uint32_t op : ev.finished) {
+      if (op_start[op] < 0) op_start[op] = now;
+      op_end[op] = now;
+    }
+    std::vector<std::uint32_t> start = std::move(ev.startable);
+    ev.startable.clear();
+    ev.finished.clear();
+    for (std::uint32_t t : start) {
+      const auto& tr = g.transfers[t];
+      for (std::uint32_t op : {tr.send_op, tr.recv_op})
+        if (op != detail::kNoOp) op_start[op] = now;
+      if (tr.latency > 0) {
+        simgrid::kernel::timer::Timer::set(simgrid::s4u::Engine::get_clock() + tr.latency, [&launch, t]() { launch(t); });
+      } else {
+        launch(t);
+      }
+    }
+  };
+  simgrid::s4u::Activity::on_completion_cb([&](const simgrid::s4u::Activity& a) {
+    const auto it = in_flight.find(&a);
+    if (it == in_flight.end()) return;
+    const std::uint32_t t = it->second;
+    in_flight.erase(it);
+    done(t);
+  });
+  dag.start(ev);
+  handle();
+  engine.run();
+
+  if (dag.ops_done() != g.op_count()) {
+    const std::string msg = "schedule deadlocks: " + std::to_string(g.op_count() - dag.ops_done()) + " ops never ran";
+    put<std::uint8_t>(fd, 1);
+    write_all(fd, msg.data(), msg.size());
+    return;
+  }
+  double makespan = t0;
+  for (double e : op_end) makespan = std::max(makespan, e);
+  put<std::uint8_t>(fd, 0);
+  put<double>(fd, makespan);
+  put<std::uint64_t>(fd, g.op_count());
+  for (std::uint32_t op = 0; op < g.op_count(); ++op) {
+    put<double>(fd, op_start[op]);
+    put<double>(fd, op_end[op]);
+  }
+  std::uint64_t used = 0;
+  for (double b : link_bytes) used += b > 0 ? 1 : 0;
+  put<std::uint64_t>(fd, used);
+  for (models::LinkId id = 0; id < link_bytes.size(); ++id) {
+    if (link_bytes[id] > 0) {
+      put<std::uint32_t>(fd, id);
+      put<double>(fd, link_bytes[id]);
+    }
+  }
+}
+
+}  // namespace
+
+Timeline FlowEngine::run(const Plan& plan) {
+  ExecutionGraph g(plan, router_);  // built in the parent: bad plans fail here, not in the child
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error(std::string("flow engine: pipe: ") + std::strerror(errno));
+  std::fflush(nullptr);  // the child must not replay the parent's buffered output
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("flow engine: fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::close(fds[0]);
+    try {
+      simulate(plan, cluster_.topology, g, fds[1]);
+    } catch (const std::exception& e) {
+      put<std::uint8_t>(fds[1], 1);
+      write_all(fds[1], e.what(), std::strlen(e.what()));
+    }
+    ::close(fds[1]);
+    _exit(0);
+  }
+  ::close(fds[1]);
+  std::string data;
+  char buf[65536];
+  while (true) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (data.empty()) {
+    throw std::runtime_error("flow engine: the simulation process died (status " + std::to_string(status) + ")");
+  }
+  Reader in(data);
+  if (in.get<std::uint8_t>() != 0) throw std::runtime_error("flow engine: " + in.rest());
+  Timeline tl;
+  tl.transfers = g.transfers.size();
+  tl.makespan = in.get<double>();
+  const auto nops = in.get<std::uint64_t>();
+  tl.ops.reserve(nops);
+  for (std::uint32_t op = 0; op < nops; ++op) {
+    const double start = in.get<double>();
+    const double end = in.get<double>();
+    tl.ops.push_back({g.rank_of(op), g.local_index(op), start, end});
+  }
+  const auto nlinks = in.get<std::uint64_t>();
+  for (std::uint64_t i = 0; i < nlinks; ++i) {
+    const auto id = in.get<std::uint32_t>();
+    tl.links.push_back({id, in.get<double>(), 0.0, 0.0});
+  }
+  return tl;
+}
+
+}  // namespace ccsim::sim

@@ -1,0 +1,41 @@
+#pragma once
+// The flow engine: the same Plan executed by SimGrid's flow-level network model (CM02:
+// max-min fair sharing of every link, Casanova & Legrand), the fidelity engine of DESIGN.md.
+//
+// SimGrid's Engine is a process-wide singleton, so each run() forks a child process that
+// builds a platform, simulates and sends the Timeline back through a pipe.
+//
+// Platform. One SimGrid link per topology link a transfer uses (capacity = bandwidth ×
+// efficiency, latency 0) in a star zone; one virtual host per (source, destination) device
+// pair whose "up" route is exactly that pair's path, and one sink host behind a fat pipe. A
+// transfer is a Comm from its pair's host to the sink, started from completion callbacks as
+// its dependencies finish (SimGrid pitfall: activities created up front are scanned at every
+// event). Its latency (steps × (path latency + step overhead)) is a kernel timer before the
+// Comm starts, so every transfer pays exactly its own α whatever its step count.
+//
+// Configuration (set in one place, configure_simgrid(), tested): network/model:CM02,
+// network/crosstraffic:0, network/TCP-gamma:0, latency and bandwidth factors 1, weight-S 0.
+// Payloads are whole bytes (SimGrid truncates fractions); the analytic engine rounds the same.
+// Link busy time and peak utilisation are not measured by this engine (reported as 0).
+
+#include "models/router.hpp"
+#include "sim/engine.hpp"
+
+namespace ccsim::sim {
+
+class FlowEngine final : public Engine {
+ public:
+  explicit FlowEngine(const models::Cluster& cluster);
+  std::string_view name() const override { return "flow"; }
+  /// Throws std::runtime_error when the child simulation fails (with its message).
+  Timeline run(const Plan& plan) override;
+
+ private:
+  const models::Cluster& cluster_;
+  models::Router router_;
+};
+
+/// The SimGrid command-line configuration ccsim uses (the exact α + S/B network).
+std::vector<std::string> simgrid_configuration();
+
+}  // namespace ccsim::sim

@@ -1,0 +1,170 @@
+// One test suite, run against every engine (as ns-3 runs one scheduler test against all its
+// event lists). Expected values are closed-form α-β times computed by hand in the comments.
+
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "planner/algorithms/algorithms.hpp"
+#include "sim/engine.hpp"
+#include "sim/maxmin.hpp"
+#include "test_support.hpp"
+
+using namespace ccsim;
+using models::Collective;
+using planner::Algorithm;
+
+namespace {
+
+sim::Plan plan_for(const models::Cluster& c, const models::Schedule& s) {
+  sim::Plan p;
+  p.schedule = &s;
+  for (int r = 0; r < s.nranks; ++r) p.rank_gpu.push_back(c.topology.gpus()[static_cast<std::size_t>(r)]);
+  return p;
+}
+
+double simulate(const char* engine, const models::Cluster& c, Algorithm a, planner::AlgorithmRequest req) {
+  const auto schedule = planner::generate(a, req);
+  return sim::make_engine(engine, c)->run(plan_for(c, schedule)).makespan;
+}
+
+const models::Cluster& h100_node() {
+  static const models::Cluster c = test::shipped_cluster("dgx-h100-1node.yaml");
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("max-min solver: textbook cases", "[maxmin]") {
+  // One link of capacity 10 shared by 2 flows: 5 each.
+  sim::MaxMinProblem p;
+  p.capacity = {10.0};
+  const std::uint32_t r0[] = {0};
+  p.add_flow(r0);
+  p.add_flow(r0);
+  auto rates = sim::solve_max_min(p);
+  CHECK(rates[0] == 5.0);
+  CHECK(rates[1] == 5.0);
+  // Parking lot: links A (cap 10) and B (cap 4); flow 0 uses A and B, flow 1 uses A only,
+  // flow 2 uses B only. B saturates first at 4/2 = 2 for flows 0 and 2; flow 1 gets 10 − 2 = 8.
+  sim::MaxMinProblem q;
+  q.capacity = {10.0, 4.0};
+  const std::uint32_t both[] = {0, 1}, a_only[] = {0}, b_only[] = {1};
+  q.add_flow(both);
+  q.add_flow(a_only);
+  q.add_flow(b_only);
+  rates = sim::solve_max_min(q);
+  CHECK(rates[0] == Approx(2.0));
+  CHECK(rates[1] == Approx(8.0));
+  CHECK(rates[2] == Approx(2.0));
+}
+
+TEST_CASE("engines: ring AllReduce matches 2(N-1)(alpha + S/(N B))", "[engine]") {
+  // 8 × H100 on NVSwitch: every ring hop is GPU -> NVSwitch -> GPU, α = 2 × 0.3 us, and
+  // B = 450 GB/s per direction; each GPU sends one flow and receives one, so nothing contends.
+  // S = 8 MiB = 8,388,608 bytes: T = 14 × (0.6e-6 + 8388608 / (8 × 450e9)) = 14 × 2.930...e-6.
+  const double alpha = 0.6e-6, bw = 450e9, n = 8, s = 8388608;
+  const double expected = 2 * (n - 1) * (alpha + s / (n * bw));
+  planner::AlgorithmRequest req;
+  req.nranks = 8;
+  req.bytes = 8388608;
+  for (const char* engine : {"analytic", "flow"}) {
+    INFO(engine);
+    CHECK(simulate(engine, h100_node(), Algorithm::Ring, req) == Approx(expected).epsilon(1e-9));
+    req.granularity = models::Granularity::Phase;
+    CHECK(simulate(engine, h100_node(), Algorithm::Ring, req) == Approx(expected).epsilon(1e-9));
+    req.granularity = models::Granularity::Step;
+  }
+}
+
+TEST_CASE("engines: two flows into one port each get half", "[engine]") {
+  // SendRecv-like pattern by hand: ranks 1 and 2 both send S to rank 0. Rank 0's NVSwitch
+  // downlink (450 GB/s) is shared: each flow gets 225 GB/s, T = α + S / 225e9.
+  models::Schedule s;
+  s.collective = Collective::SendRecv;
+  s.algorithm = "fan-in";
+  s.nranks = 3;
+  s.bytes = 450000000;
+  s.ranks.resize(3);
+  const models::Slice all{models::BufferKind::Input, 0, s.bytes};
+  models::Op send;
+  send.kind = models::OpKind::Send;
+  send.peer = 0;
+  send.src = all;
+  s.ranks[1].add(send);
+  s.ranks[2].add(send);
+  models::Op recv;
+  recv.kind = models::OpKind::Recv;
+  recv.dst = all;
+  recv.peer = 1;
+  s.ranks[0].add(recv);
+  recv.peer = 2;
+  s.ranks[0].add(recv);
+  const double expected = 0.6e-6 + 450e6 / 225e9;
+  for (const char* engine : {"analytic", "flow"}) {
+    INFO(engine);
+    const auto tl = sim::make_engine(engine, h100_node())->run(plan_for(h100_node(), s));
+    CHECK(tl.makespan == Approx(expected).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("engines agree on contention-free schedules of every algorithm", "[engine]") {
+  // Three topologies: one DGX H100 (NVSwitch), one MI300X node (xGMI mesh), 4 × DGX A100 on
+  // a rail-optimized fat tree. Every algorithm, every collective it supports, 8 ranks (32 on
+  // the fat tree for the ring): both engines must give the same time to 1e-9.
+  const models::Cluster a100 = test::shipped_cluster("dgx-a100-4node-rail.yaml");
+  const models::Cluster mi300x = test::shipped_cluster("mi300x-1node.yaml");
+  for (const models::Cluster* c : {&h100_node(), &mi300x, &a100}) {
+    for (Algorithm a : planner::all_algorithms()) {
+      for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
+                              Collective::Broadcast, Collective::Reduce, Collective::AlltoAll, Collective::SendRecv}) {
+        planner::AlgorithmRequest req;
+        req.collective = coll;
+        req.nranks = 8;
+        req.bytes = 8 * 4 * 4096;
+        req.pipeline_chunks = 2;
+        req.ranks_per_node = 4;
+        if (!planner::unsupported_reason(a, req).empty()) continue;
+        if (a == Algorithm::Nvls && c != &h100_node()) continue;  // needs an NVSwitch
+        const auto schedule = planner::generate(a, req);
+        const double analytic = sim::make_engine("analytic", *c)->run(plan_for(*c, schedule)).makespan;
+        const double flow = sim::make_engine("flow", *c)->run(plan_for(*c, schedule)).makespan;
+        INFO(fmt::format("{} {} on {}", planner::to_string(a), models::to_string(coll), c->spec.name));
+        CHECK(flow == Approx(analytic).epsilon(1e-9));
+        CHECK(analytic > 0.0);
+      }
+    }
+  }
+}
+
+TEST_CASE("phase and step granularity agree on uniform links", "[engine]") {
+  // Ring AllReduce on 32 A100 GPUs of 4 nodes: the inter-node hops are the bottleneck, and
+  // every hop of one ring phase repeats the same per-step time, so the folded phase equals
+  // the sum of its steps.
+  const models::Cluster a100 = test::shipped_cluster("dgx-a100-4node-rail.yaml");
+  planner::AlgorithmRequest req;
+  req.nranks = 8;
+  req.bytes = 8 * 4 * 100000;
+  const double step = simulate("analytic", h100_node(), Algorithm::Ring, req);
+  req.granularity = models::Granularity::Phase;
+  const double phase = simulate("analytic", h100_node(), Algorithm::Ring, req);
+  CHECK(phase == Approx(step).epsilon(1e-9));
+}
+
+TEST_CASE("protocol costs: wire factor, step latency, base latency", "[engine]") {
+  // Ring AllReduce, 8 ranks, S = 8 MB, with LL-like costs: wire bytes × 2, 1 us extra per
+  // NVLink step, 5 us base: T = 5e-6 + 14 × (0.6e-6 + 1e-6 + 2 × S / (8 × 450e9)).
+  planner::AlgorithmRequest req;
+  req.nranks = 8;
+  req.bytes = 8000000;
+  const auto schedule = planner::generate(Algorithm::Ring, req);
+  sim::Plan p = plan_for(h100_node(), schedule);
+  p.cost.wire_factor = 2.0;
+  p.cost.step_latency[static_cast<std::size_t>(models::LinkClass::ScaleUp)] = 1e-6;
+  p.cost.base_latency = 5e-6;
+  const double expected = 5e-6 + 14 * (0.6e-6 + 1e-6 + 2 * 8e6 / (8 * 450e9));
+  for (const char* engine : {"analytic", "flow"}) {
+    INFO(engine);
+    CHECK(sim::make_engine(engine, h100_node())->run(p).makespan == Approx(expected).epsilon(1e-9));
+  }
+}
