@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/collective_command.hpp"
+#include "cli/compare_command.hpp"
 #include "cli/topo_command.hpp"
 #include "models/atomic_file.hpp"
 #include "models/input_error.hpp"
@@ -16,6 +18,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("ccsim ") + CCSIM_VERSION);
   ccsim::cli::TopoOptions topo;
   CLI::App* topo_cmd = ccsim::cli::add_topo_command(app, topo);
+  ccsim::cli::CollectiveCliOptions collective;
+  CLI::App* collective_cmd = ccsim::cli::add_collective_command(app, collective);
+  ccsim::cli::CompareCliOptions compare;
+  CLI::App* compare_cmd = ccsim::cli::add_compare_command(app, compare);
 
   try {
     app.parse(argc, argv);
@@ -28,12 +34,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "ccsim: a subcommand is required (topo); see ccsim --help\n";
+    std::cerr << "ccsim: a subcommand is required (topo, collective, compare); see ccsim --help\n";
     return 2;
   }
   try {
     int rc = 0;
     if (topo_cmd->parsed()) rc = ccsim::cli::run_topo(topo);
+    if (collective_cmd->parsed()) rc = ccsim::cli::run_collective(collective);
+    if (compare_cmd->parsed()) rc = ccsim::cli::run_compare(compare);
     std::cout.flush();
     if (!std::cout) {
       std::cerr << "ccsim: error: cannot write to standard output\n";

@@ -137,7 +137,10 @@ Timeline AnalyticEngine::run(const Plan& plan) {
     std::vector<std::uint32_t> still;
     still.reserve(active.size());
     for (std::uint32_t t : active) {
-      const bool done = rate[t] == kInf || remaining[t] <= 1e-12 * g.transfers[t].bytes + 1e-9;
+      // Done when nothing is left up to rounding, or when what is left would finish within
+      // the clock's resolution at this time (now + rem/rate == now), which would stall time.
+      const bool done = rate[t] == kInf || remaining[t] <= 1e-12 * g.transfers[t].bytes + 1e-9 ||
+                        now + remaining[t] / rate[t] <= now;
       (done ? finished : still).push_back(t);
     }
     active.swap(still);

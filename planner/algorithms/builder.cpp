@@ -84,8 +84,9 @@ std::uint32_t Builder::reduce(int rank, Slice src, Slice dst, std::initializer_l
 }
 
 std::uint32_t Builder::switch_send(int rank, std::uint32_t group, Slice src, int channel,
-                                   std::initializer_list<std::uint32_t> deps) {
+                                   std::initializer_list<std::uint32_t> deps, std::uint32_t steps) {
   Op op;
+  op.steps = steps;
   op.kind = OpKind::SwitchSend;
   op.peer = models::kSwitch;
   op.tag = group;
@@ -95,8 +96,9 @@ std::uint32_t Builder::switch_send(int rank, std::uint32_t group, Slice src, int
 }
 
 std::uint32_t Builder::switch_recv(int rank, std::uint32_t group, Slice dst, int channel,
-                                   std::initializer_list<std::uint32_t> deps) {
+                                   std::initializer_list<std::uint32_t> deps, std::uint32_t steps) {
   Op op;
+  op.steps = steps;
   op.kind = OpKind::SwitchRecv;
   op.peer = models::kSwitch;
   op.tag = group;

@@ -22,6 +22,10 @@ struct Range {
   std::uint64_t bytes = 0;
 };
 
+/// Latency multiplier of pipeline chunk k: the first chunk through a hop pays the hop's
+/// latency, later chunks stream behind it and pay only bandwidth (T = depth·α + (K + depth − 1)·c/B).
+inline std::uint32_t chunk_steps(int k) { return k == 0 ? 1 : 0; }
+
 /// Part i of n near-equal parts of `range` in whole elements (the first parts get one more).
 Range part(Range range, std::uint32_t element_size, int n, int i);
 
@@ -50,9 +54,9 @@ class Builder {
   std::uint32_t copy(int rank, Slice src, Slice dst, std::initializer_list<std::uint32_t> deps = {});
   std::uint32_t reduce(int rank, Slice src, Slice dst, std::initializer_list<std::uint32_t> deps = {});
   std::uint32_t switch_send(int rank, std::uint32_t group, Slice src, int channel,
-                            std::initializer_list<std::uint32_t> deps = {});
+                            std::initializer_list<std::uint32_t> deps = {}, std::uint32_t steps = 1);
   std::uint32_t switch_recv(int rank, std::uint32_t group, Slice dst, int channel,
-                            std::initializer_list<std::uint32_t> deps = {});
+                            std::initializer_list<std::uint32_t> deps = {}, std::uint32_t steps = 1);
   /// A zero-byte local op that completes when all `deps` have: orders the next step of an
   /// exchange after both its send and its receive.
   std::uint32_t join(int rank, std::initializer_list<std::uint32_t> deps) { return copy(rank, out({0, 0}), out({0, 0}), deps); }

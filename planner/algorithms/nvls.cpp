@@ -5,6 +5,8 @@
 // direction that is S (1 + 1/n) bytes, against 2 S (n − 1)/n for a ring.
 // ReduceScatter keeps only the reduction, AllGather only the multicast.
 
+#include <vector>
+
 #include "planner/algorithms/builder.hpp"
 
 namespace ccsim::planner::detail {
@@ -14,6 +16,18 @@ void nvls(Builder& b) {
   const int chunks = b.request().pipeline_chunks;
   const auto c = b.request().collective;
   const std::uint64_t block = c == models::Collective::AllReduce ? 0 : b.request().bytes / static_cast<std::uint64_t>(n);
+  // Each rank keeps at most kWindow in-switch operations in flight, issued in buffer order
+  // (NCCL's NCCL_STEPS = 8 buffer slots), so reductions of early chunks finish early and
+  // their multicasts overlap with later reductions.
+  constexpr std::size_t kWindow = 8;
+  std::vector<std::vector<std::uint32_t>> issued(static_cast<std::size_t>(n));
+  std::vector<std::uint32_t> last(static_cast<std::size_t>(n), kNone);  // op that frees a slot for the next issue
+  const auto issue = [&](int r, std::uint32_t op) {
+    auto& list = issued[static_cast<std::size_t>(r)];
+    list.push_back(op);
+    last[static_cast<std::size_t>(r)] = list.size() >= kWindow ? list[list.size() - kWindow] : kNone;
+    return op;
+  };
   for (int ch = 0; ch < b.request().channels; ++ch) {
     for (int k = 0; k < chunks; ++k) {
       for (int p = 0; p < n; ++p) {
@@ -21,26 +35,26 @@ void nvls(Builder& b) {
           const Range mine = part({0, b.request().bytes}, b.element_size(), b.request().channels, ch);
           const Range piece = part(part(mine, b.element_size(), chunks, k), b.element_size(), n, p);
           const std::uint32_t reduce = b.switch_group(n);
-          for (int r = 0; r < n; ++r) b.switch_send(r, reduce, in(piece), ch);
-          const std::uint32_t got = b.switch_recv(p, reduce, out(piece), ch);
+          for (int r = 0; r < n; ++r) issue(r, b.switch_send(r, reduce, in(piece), ch, {last[static_cast<std::size_t>(r)]}, chunk_steps(k)));
+          const std::uint32_t got = b.switch_recv(p, reduce, out(piece), ch, {}, chunk_steps(k));
           const std::uint32_t cast = b.switch_group(1);
-          b.switch_send(p, cast, out(piece), ch, {got});
+          issue(p, b.switch_send(p, cast, out(piece), ch, {got, last[static_cast<std::size_t>(p)]}, chunk_steps(k)));
           for (int r = 0; r < n; ++r)
-            if (r != p) b.switch_recv(r, cast, out(piece), ch);
+            if (r != p) b.switch_recv(r, cast, out(piece), ch, {}, chunk_steps(k));
         } else if (c == models::Collective::ReduceScatter) {
           const Range blk{static_cast<std::uint64_t>(p) * block, block};
           const Range piece = part(part(blk, b.element_size(), b.request().channels, ch), b.element_size(), chunks, k);
           const std::uint32_t reduce = b.switch_group(n);
-          for (int r = 0; r < n; ++r) b.switch_send(r, reduce, in(piece), ch);
-          b.switch_recv(p, reduce, out({piece.offset - static_cast<std::uint64_t>(p) * block, piece.bytes}), ch);
+          for (int r = 0; r < n; ++r) issue(r, b.switch_send(r, reduce, in(piece), ch, {last[static_cast<std::size_t>(r)]}, chunk_steps(k)));
+          b.switch_recv(p, reduce, out({piece.offset - static_cast<std::uint64_t>(p) * block, piece.bytes}), ch, {}, chunk_steps(k));
         } else {  // AllGather
           const Range local = part(part({0, block}, b.element_size(), b.request().channels, ch), b.element_size(), chunks, k);
           const std::uint32_t cast = b.switch_group(1);
-          b.switch_send(p, cast, in(local), ch);
+          issue(p, b.switch_send(p, cast, in(local), ch, {last[static_cast<std::size_t>(p)]}, chunk_steps(k)));
           const Range dst{static_cast<std::uint64_t>(p) * block + local.offset, local.bytes};
           for (int r = 0; r < n; ++r) {
             if (r == p) b.copy(r, in(local), out(dst));
-            else b.switch_recv(r, cast, out(dst), ch);
+            else b.switch_recv(r, cast, out(dst), ch, {}, chunk_steps(k));
           }
         }
       }

@@ -98,10 +98,10 @@ void ring_chain(Builder& b, int c, bool broadcast) {
       for (int k = 0; k < chunks; ++k) {
         const Range chunk = part(mine, b.element_size(), chunks, k);
         if (p == 0) {
-          b.send(r, next, in(chunk), c);
+          b.send(r, next, in(chunk), c, {}, chunk_steps(k));
         } else {
           const std::uint32_t got = b.recv(r, prev, out(chunk), c);
-          if (p < n - 1) b.send(r, next, out(chunk), c, {got});
+          if (p < n - 1) b.send(r, next, out(chunk), c, {got}, chunk_steps(k));
         }
       }
     } else {
@@ -111,10 +111,10 @@ void ring_chain(Builder& b, int c, bool broadcast) {
       for (int k = 0; k < chunks; ++k) {
         const Range chunk = part(mine, b.element_size(), chunks, k);
         if (p == 0) {
-          b.send(r, next, in(chunk), c);
+          b.send(r, next, in(chunk), c, {}, chunk_steps(k));
         } else if (p < n - 1) {
           const std::uint32_t got = b.recv_reduce(r, prev, in(chunk), scratch(chunk), c);
-          b.send(r, next, scratch(chunk), c, {got});
+          b.send(r, next, scratch(chunk), c, {got}, chunk_steps(k));
         } else {
           b.recv_reduce(r, prev, in(chunk), out(chunk), c);
         }

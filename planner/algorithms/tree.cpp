@@ -69,12 +69,12 @@ void tree(Builder& b) {
             first = false;
           }
           if (up >= 0) {
-            const std::uint32_t sent = b.send(r, up, kids.empty() ? in(chunk) : out(chunk), channel, {last});
+            const std::uint32_t sent = b.send(r, up, kids.empty() ? in(chunk) : out(chunk), channel, {last}, chunk_steps(k));
             last = b.recv(r, up, out(chunk), channel, {sent});  // the final sum comes back down
           } else if (kids.empty()) {
             last = b.copy(r, in(chunk), out(chunk));
           }
-          for (int child : kids) b.send(r, child, out(chunk), channel, {last});
+          for (int child : kids) b.send(r, child, out(chunk), channel, {last}, chunk_steps(k));
         }
       }
     }

@@ -69,19 +69,19 @@ TEST_CASE("4 x DGX A100 on a rail-optimized fat tree", "[cluster]") {
   // Bisection nodes 0-1 | 2-3 = 2 nodes × 8 × 25 GB/s = 400 GB/s (no oversubscription).
   CHECK(s.bisection == Approx(400e9));
   // Same rail, other node: GPU - PCIe sw - NIC - leaf - NIC - PCIe sw - GPU:
-  // 4 PCIe × 0.5 us + 2 network × 1 us = 4 us; bottleneck the 25 GB/s NIC port.
+  // 4 PCIe × 0.5 us + 2 network × 0.35 us = 2.7 us; bottleneck the 25 GB/s NIC port.
   const auto& rail = position(s, "other node, same rail, same leaf");
   CHECK(rail.type == PathType::Net);
   CHECK(rail.hops == 6);
-  CHECK(rail.latency == Approx(4e-6));
+  CHECK(rail.latency == Approx(2.7e-6));
   CHECK(rail.bandwidth == 25e9);
   // Each GPU uses its own NIC (two NICs share GPU0's switch, but NIC1 is GPU1's): one path.
   CHECK(rail.ecmp_paths == 1.0);
   // Other rail: out through NIC0 to leaf 0, over one of the 4 spines, down leaf 1 to NIC1:
-  // 4 PCIe × 0.5 us + 4 network × 1 us = 6 us, 4 equal-cost paths.
+  // 4 PCIe × 0.5 us + 4 network × 0.35 us = 3.4 us, 4 equal-cost paths.
   const auto& other = position(s, "other node, other rail, other leaf");
   CHECK(other.hops == 8);
-  CHECK(other.latency == Approx(6e-6));
+  CHECK(other.latency == Approx(3.4e-6));
   CHECK(other.ecmp_paths == 4.0);
   // PCIe: 2 GPUs per switch → "same PCIe switch" is a position.
   CHECK(position(s, "same NVSwitch, same PCIe switch").type == PathType::Nvl);
@@ -111,7 +111,8 @@ TEST_CASE("1,024 H100 GPUs with a 2:1 oversubscribed spine", "[cluster]") {
   CHECK(s.bisection == Approx(64 * 8 * 50e9 / 2));
   CHECK(s.bisection == Approx(12.8e12));
   // Same rail in another leaf group crosses the spine: 16 equal-cost paths, one per spine;
-  // latency 4 PCIe × 0.5 us + 4 network × 1 us = 6 us. Each leaf-spine bundle carries
+  // latency 4 PCIe × 0.5 us + 4 network × 1 us (the scenario sets 1 us per tier) = 6 us.
+  // Each leaf-spine bundle carries
   // 32 × 50 GB/s / 2 / 16 = 50 GB/s.
   const auto& far = position(s, "other node, same rail, other leaf");
   CHECK(far.ecmp_paths == 16.0);

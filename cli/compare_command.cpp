@@ -1,0 +1,92 @@
+#include "cli/compare_command.hpp"
+
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/collective_command.hpp"
+#include "cli/common.hpp"
+#include "models/input_error.hpp"
+#include "validate/compare.hpp"
+
+namespace ccsim::cli {
+
+using models::InputError;
+
+CLI::App* add_compare_command(CLI::App& app, CompareCliOptions& o) {
+  CLI::App* c = app.add_subcommand("compare", "Compare a real nccl-tests / rccl-tests log with ccsim's prediction (error per size, MAPE)");
+  c->add_option("log", o.log, "nccl-tests stdout log")->required();
+  c->add_option("--scenario", o.scenario, "scenario describing the measured system")->required();
+  c->add_option("--engine", o.engine, "analytic or flow")->check(CLI::IsMember({"analytic", "flow"}));
+  c->add_option("--ranks", o.ranks, "rank count when the log does not say");
+  c->add_option("--algo", o.algo, "auto (NCCL's choice) or an algorithm name");
+  c->add_option("--protocol", o.protocol, "auto, LL, LL128, Simple");
+  c->add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  c->add_option("--calibration", o.calibration, "calibration table (default: scenarios/calibration/nccl.yaml)");
+  c->add_option("--catalog", o.catalog, "hardware catalog directory");
+  return c;
+}
+
+int run_compare(const CompareCliOptions& o) {
+  std::ifstream in(o.log);
+  if (!in) throw InputError({o.log, 0, 0}, "", "a readable nccl-tests log", "a file that cannot be opened");
+  const auto tests = validate::parse_nccl_tests_log(in, o.log);
+  const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path() : o.calibration);
+  validate::CompareOptions opts;
+  opts.engine = o.engine;
+  if (o.ranks > 0) opts.nranks = o.ranks;
+  if (o.algo != "auto") {
+    opts.algorithm = planner::parse_algorithm(o.algo);
+    if (!opts.algorithm) throw InputError({"<command line>", 0, 0}, "--algo", "auto or an algorithm name", "'" + o.algo + "'");
+  }
+  if (o.protocol != "auto") {
+    opts.protocol = planner::parse_protocol(o.protocol);
+    if (!opts.protocol) throw InputError({"<command line>", 0, 0}, "--protocol", "auto, LL, LL128 or Simple", "'" + o.protocol + "'");
+  }
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& test : tests) {
+    validate::CompareResult r;
+    try {
+      r = validate::compare(test, cluster, costs, opts);
+    } catch (const std::invalid_argument& e) {
+      throw InputError({o.log, test.rows.empty() ? 0 : test.rows.front().line, 0}, "", "a log ccsim can replay on this scenario",
+                       "'" + test.name + "'", e.what());
+    }
+    if (o.format == "json") {
+      nlohmann::json j;
+      j["test"] = r.test;
+      j["collective"] = std::string(models::to_string(r.collective));
+      j["ranks"] = r.nranks;
+      j["rows"] = nlohmann::json::array();
+      for (const auto& row : r.rows) {
+        j["rows"].push_back({{"size_B", row.size}, {"measured_us", row.measured_us}, {"simulated_us", row.simulated_us},
+                             {"error_pct", row.error_pct}, {"algorithm", std::string(planner::to_string(row.algorithm))},
+                             {"protocol", std::string(planner::to_string(row.protocol))}});
+      }
+      j["mape_pct"] = r.mape;
+      j["mape_ge_1MiB_pct"] = r.large > 0 ? nlohmann::json(r.mape_large) : nlohmann::json(nullptr);
+      all.push_back(j);
+      continue;
+    }
+    std::cout << fmt::format("# ccsim compare: {} ({}) over {} ranks, measured {} vs scenario {} ({} engine)\n", r.test,
+                             models::to_string(r.collective), r.nranks, o.log, cluster.spec.name, o.engine);
+    std::cout << fmt::format("#{:>11}  {:>10}  {:>10}  {:>8}  {:<18}  {:<8}\n", "size", "measured", "simulated", "error", "algorithm",
+                             "protocol");
+    std::cout << fmt::format("#{:>11}  {:>10}  {:>10}  {:>8}  {:<18}  {:<8}\n", "(B)", "(us)", "(us)", "(%)", "", "");
+    for (const auto& row : r.rows) {
+      std::cout << fmt::format("{:>12}  {:>10}  {:>10}  {:>+8.1f}  {:<18}  {:<8}\n", row.size, format_time_us(row.measured_us),
+                               format_time_us(row.simulated_us), row.error_pct, planner::to_string(row.algorithm),
+                               planner::to_string(row.protocol));
+    }
+    std::cout << fmt::format("# MAPE, all {} sizes     : {:.1f} %\n", r.rows.size(), r.mape);
+    if (r.large > 0) std::cout << fmt::format("# MAPE, {} sizes >= 1 MiB: {:.1f} %\n", r.large, r.mape_large);
+  }
+  if (o.format == "json") std::cout << all.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace ccsim::cli

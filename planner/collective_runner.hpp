@@ -1,0 +1,75 @@
+#pragma once
+// Plans and simulates one collective at a sweep of sizes: picks the algorithm and protocol
+// (`auto`: the least predicted time among NCCL's eligible choices, as NCCL's tuner does),
+// places ranks, generates the Schedule at the chosen granularity, runs the engine, and checks
+// the result against the lower bound.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/cluster.hpp"
+#include "models/router.hpp"
+#include "planner/algorithms/algorithms.hpp"
+#include "planner/bounds.hpp"
+#include "planner/cost_model.hpp"
+#include "sim/engine.hpp"
+
+namespace ccsim::planner {
+
+struct CollectiveOptions {
+  models::Collective collective = models::Collective::AllReduce;
+  std::optional<Algorithm> algorithm;   ///< nullopt: auto
+  std::optional<Protocol> protocol;     ///< nullopt: auto
+  std::vector<models::DeviceId> gpus;   ///< GPU of each rank, in rank order
+  int root = 0;
+  std::uint32_t element_size = 4;
+  int channels = 1;
+  std::string granularity = "auto";     ///< auto | step | phase
+  std::string engine = "analytic";      ///< analytic | flow
+};
+
+struct CollectiveResult {
+  std::uint64_t bytes = 0;
+  Algorithm algorithm = Algorithm::Ring;
+  Protocol protocol = Protocol::Simple;
+  models::Granularity granularity = models::Granularity::Step;
+  double time = 0;    ///< seconds
+  double bound = 0;   ///< seconds, lower bound
+  std::size_t transfers = 0;
+};
+
+class CollectiveRunner {
+ public:
+  /// Throws std::invalid_argument for options that cannot run (no ranks, explicit algorithm
+  /// that does not implement the collective, NVLS without NVSwitch).
+  CollectiveRunner(const models::Cluster& cluster, const CostModel& costs, CollectiveOptions options);
+
+  /// Simulates size `bytes` (nccl-tests size S). Throws std::logic_error when the simulated
+  /// time is below the lower bound.
+  CollectiveResult run(std::uint64_t bytes);
+
+  /// NCCL's eligible (algorithm, protocol) pairs for this collective and placement.
+  std::vector<std::pair<Algorithm, Protocol>> candidates() const;
+  const CollectiveOptions& options() const { return options_; }
+  int ranks_per_node() const { return ranks_per_node_; }
+
+ private:
+  double simulate(Algorithm a, Protocol p, std::uint64_t bytes, sim::Engine& engine, models::Granularity& g,
+                  std::size_t& transfers);
+  AlgorithmRequest request(Algorithm a, Protocol p, std::uint64_t bytes, models::Granularity g) const;
+  std::vector<models::DeviceId> placement(Algorithm a) const;
+
+  const models::Cluster& cluster_;
+  const CostModel& costs_;
+  CollectiveOptions options_;
+  models::Router router_;
+  std::unique_ptr<sim::Engine> analytic_;
+  std::unique_ptr<sim::Engine> engine_;
+  LowerBound bound_;
+  int ranks_per_node_ = 0;
+  bool one_nvls_domain_ = false;
+};
+
+}  // namespace ccsim::planner

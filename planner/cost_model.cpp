@@ -1,0 +1,124 @@
+#include "planner/cost_model.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace ccsim::planner {
+
+using models::Fields;
+using models::Quantity;
+
+std::string_view to_string(Protocol p) {
+  switch (p) {
+    case Protocol::LL: return "LL";
+    case Protocol::LL128: return "LL128";
+    case Protocol::Simple: return "Simple";
+  }
+  return "?";
+}
+
+std::optional<Protocol> parse_protocol(std::string_view s) {
+  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple})
+    if (to_string(p) == s) return p;
+  return std::nullopt;
+}
+
+std::string CostModel::default_path() {
+  const char* env = std::getenv("CCSIM_DATA_DIR");
+  const std::filesystem::path base = env != nullptr && *env != '\0' ? env : CCSIM_DEFAULT_DATA_DIR;
+  return (base / "calibration" / "nccl.yaml").string();
+}
+
+CostModel CostModel::load(const std::string& path) {
+  const models::YamlSource doc = models::load_yaml_file(path);
+  const Fields root({doc}, "");
+  root.reject_unknown({"source", "protocols", "algorithms", "link_efficiency"});
+  CostModel m;
+  m.source_ = root.optional_string("source").value_or("");
+  const Fields protocols = root.map("protocols");
+  protocols.reject_unknown({"LL", "LL128", "Simple"});
+  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    const Fields f = protocols.map(to_string(p));
+    f.reject_unknown({"chunk"});
+    m.chunk_[static_cast<std::size_t>(p)] = f.quantity("chunk", Quantity::Bytes, true);
+  }
+  const Fields algorithms = root.map("algorithms");
+  algorithms.reject_unknown({"ring", "tree", "nvls", "default"});
+  for (const char* name : {"ring", "tree", "nvls", "default"}) {
+    auto& entries = m.algorithms_[name];
+    const auto a = algorithms.optional_map(name);
+    if (!a) {
+      if (std::string(name) == "default") throw algorithms.missing("default", "figures for the other algorithms");
+      continue;
+    }
+    a->reject_unknown({"base_latency", "step_overhead", "bandwidth_factor"});
+    const Fields base = a->map("base_latency");
+    const Fields factor = a->map("bandwidth_factor");
+    const Fields overhead = a->map("step_overhead");
+    base.reject_unknown({"LL", "LL128", "Simple"});
+    factor.reject_unknown({"LL", "LL128", "Simple"});
+    overhead.reject_unknown({"scale-up", "pcie", "host", "network"});
+    for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+      const std::string_view pn = to_string(p);
+      if (!base.has(pn)) continue;
+      Entry& e = entries[static_cast<std::size_t>(p)];
+      e.present = true;
+      e.base_latency = base.quantity(pn, Quantity::Time, false);
+      e.bandwidth_factor = factor.number(pn, 0.0);
+      if (e.bandwidth_factor > 1.0) throw factor.error(pn, "a fraction of link bandwidth in (0, 1]");
+      for (models::LinkClass c : {models::LinkClass::ScaleUp, models::LinkClass::Pcie, models::LinkClass::Host,
+                                  models::LinkClass::Network}) {
+        // Host (socket) hops take the PCIe figures unless given.
+        const std::string_view cls = models::to_string(c);
+        const std::string_view from = c == models::LinkClass::Host && !overhead.has("host") ? "pcie" : cls;
+        if (const auto per = overhead.optional_map(from)) {
+          per->reject_unknown({"LL", "LL128", "Simple"});
+          e.step_overhead[static_cast<std::size_t>(c)] = per->quantity(pn, Quantity::Time, false, 0.0);
+        }
+      }
+    }
+  }
+  if (const auto eff = root.optional_map("link_efficiency")) {
+    for (const auto& layer : eff->layers()) {
+      for (const auto& kv : layer.node) {
+        const std::string kind = kv.first.Scalar();
+        const double v = eff->number(kind, 0.0);
+        if (v > 1.0) throw eff->error(kind, "a fraction of the raw bandwidth in (0, 1]");
+        m.link_efficiency_[kind] = v;
+      }
+    }
+  }
+  return m;
+}
+
+const CostModel::Entry& CostModel::entry(Algorithm a, Protocol p) const {
+  const std::string key = a == Algorithm::Ring ? "ring" : a == Algorithm::Tree ? "tree" : a == Algorithm::Nvls ? "nvls" : "default";
+  const auto it = algorithms_.find(key);
+  static const Entry missing;
+  if (it == algorithms_.end()) return missing;
+  return it->second[static_cast<std::size_t>(p)];
+}
+
+bool CostModel::supports(Algorithm a, Protocol p) const { return entry(a, p).present; }
+
+sim::CostParams CostModel::params(Algorithm a, Protocol p, const models::Topology& topology) const {
+  const Entry& e = entry(a, p);
+  if (!e.present) {
+    throw std::invalid_argument(fmt::format("the calibration table has no figures for {} with {}", to_string(a), to_string(p)));
+  }
+  sim::CostParams c;
+  c.wire_factor = 1.0 / e.bandwidth_factor;
+  c.step_latency = e.step_overhead;
+  c.base_latency = e.base_latency;
+  c.link_efficiency.assign(topology.link_kinds().size(), 1.0);
+  for (std::size_t k = 0; k < topology.link_kinds().size(); ++k) {
+    const auto it = link_efficiency_.find(topology.link_kinds()[k]);
+    if (it != link_efficiency_.end()) c.link_efficiency[k] = it->second;
+  }
+  return c;
+}
+
+}  // namespace ccsim::planner
