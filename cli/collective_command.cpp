@@ -34,7 +34,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
   c->add_option("--ranks", o.ranks, "use the first N GPUs (default: all)");
   c->add_option("--group", o.group, "use these global GPU ranks, e.g. 0-7,16-23");
   c->add_option("--root", o.root, "root rank of Broadcast and Reduce");
-  c->add_option("--channels", o.channels, "channels (independent rings / trees)")->check(CLI::Range(1, 64));
+  c->add_option("--channels", o.channels, "channels: independent rings / trees (default: one per NIC rail across nodes, one per link stride on a mesh, else 1)")->check(CLI::Range(1, 64));
   c->add_option("--granularity", o.granularity, "auto, step or phase")->check(CLI::IsMember({"auto", "step", "phase"}));
   c->add_option("-d,--datatype", o.datatype, "element type: float, half, bfloat16, double, int8");
   c->add_option("--format", o.format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));

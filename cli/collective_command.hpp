@@ -21,7 +21,7 @@ struct CollectiveCliOptions {
   int ranks = 0;
   std::string group;
   int root = 0;
-  int channels = 1;
+  int channels = 0;
   std::string granularity = "auto";
   std::string datatype = "float";
   std::string format = "text";

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -53,6 +54,7 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
     throw std::invalid_argument("nvls needs all ranks on one NVSwitch with NVLink SHARP (NVSwitch gen3+)");
   }
   bound_ = lower_bound(cluster, router_, options_.collective, options_.gpus, options_.root);
+  plan_rings();
 }
 
 std::vector<std::pair<Algorithm, Protocol>> CollectiveRunner::candidates() const {
@@ -60,7 +62,12 @@ std::vector<std::pair<Algorithm, Protocol>> CollectiveRunner::candidates() const
   const Collective c = options_.collective;
   std::vector<Algorithm> algos;
   switch (c) {
-    case Collective::AllReduce: algos = {Algorithm::Ring, Algorithm::Tree}; break;
+    case Collective::AllReduce:
+      algos = {Algorithm::Ring, Algorithm::Tree};
+      // Across nodes NCCL's Tree / NVLSTree reduce inside each node and cross the network
+      // once per node; ccsim's hierarchical AllReduce stands in for them.
+      if (ranks_per_node_ > 1 && static_cast<int>(options_.gpus.size()) > ranks_per_node_) algos.push_back(Algorithm::Hierarchical);
+      break;
     case Collective::ReduceScatter:
     case Collective::AllGather:
     case Collective::Broadcast:
@@ -87,19 +94,49 @@ std::vector<std::pair<Algorithm, Protocol>> CollectiveRunner::candidates() const
   return out;
 }
 
-std::vector<models::DeviceId> CollectiveRunner::placement(Algorithm a) const {
-  if (a != Algorithm::Ring || ranks_per_node_ == 0 || ranks_per_node_ == static_cast<int>(options_.gpus.size())) {
-    return options_.gpus;
+void CollectiveRunner::plan_rings() {
+  // Channels and their ring orders, as NCCL spreads channels over NICs and links.
+  const models::Topology& t = cluster_.topology;
+  const int n = static_cast<int>(options_.gpus.size());
+  const int per = ranks_per_node_;
+  const int nodes = per > 0 ? n / per : 0;
+  int auto_channels = 1;
+  if (per > 1 && nodes > 1) {
+    // Across nodes: channel c walks every node from local c+1 round to local c, every other
+    // node backwards, so each node-to-node hop joins GPUs of the same local index — the same
+    // NIC rail — and successive channels use successive rails.
+    auto_channels = std::min(16, per);
+    for (int c = 0; c < auto_channels; ++c) {
+      std::vector<int> order;
+      for (int node = 0; node < nodes; ++node) {
+        std::vector<int> seq;
+        for (int k = 1; k <= per; ++k) seq.push_back(node * per + (c + k) % per);
+        if (node % 2 == 1) std::reverse(seq.begin(), seq.end());
+        order.insert(order.end(), seq.begin(), seq.end());
+      }
+      ring_orders_.push_back(std::move(order));
+    }
+  } else if (nodes == 1 && n > 2) {
+    // One node whose GPUs are joined pairwise (xGMI mesh): one ring per stride coprime with n,
+    // so the channels' rings use different direct links.
+    bool mesh = true;
+    for (int r = 1; r < n && mesh; ++r) {
+      bool linked = false;
+      for (models::LinkId id : t.out_links(options_.gpus[0]))
+        linked = linked || (t.link_target(id) == options_.gpus[static_cast<std::size_t>(r)] && t.link(id).link_class == models::LinkClass::ScaleUp);
+      mesh = linked;
+    }
+    if (mesh) {
+      for (int stride = 1; stride < n; ++stride) {
+        if (std::gcd(stride, n) != 1) continue;
+        std::vector<int> order;
+        for (int k = 0; k < n; ++k) order.push_back(k * stride % n);
+        ring_orders_.push_back(std::move(order));
+      }
+      auto_channels = static_cast<int>(ring_orders_.size());
+    }
   }
-  // Snake ring: every other node is walked backwards, so the ring leaves node i and enters
-  // node i+1 through GPUs of the same local index — the same NIC rail — instead of crossing
-  // the spine (as NCCL's rail-aware rings do).
-  std::vector<models::DeviceId> order(options_.gpus);
-  const auto per = static_cast<std::size_t>(ranks_per_node_);
-  for (std::size_t node = 1; node * per < order.size(); node += 2) {
-    std::reverse(order.begin() + static_cast<std::ptrdiff_t>(node * per), order.begin() + static_cast<std::ptrdiff_t>((node + 1) * per));
-  }
-  return order;
+  channels_ = options_.channels > 0 ? options_.channels : auto_channels;
 }
 
 AlgorithmRequest CollectiveRunner::request(Algorithm a, Protocol p, std::uint64_t bytes, Granularity g) const {
@@ -109,14 +146,14 @@ AlgorithmRequest CollectiveRunner::request(Algorithm a, Protocol p, std::uint64_
   r.root = options_.root;
   r.bytes = bytes;
   r.element_size = options_.element_size;
-  r.channels = options_.channels;
+  r.channels = channels_;
   r.ranks_per_node = ranks_per_node_;
+  if (a == Algorithm::Ring) r.ring_orders = ring_orders_;
   r.granularity = g;
-  const double per_channel = static_cast<double>(bytes) / options_.channels;
+  const double per_channel = static_cast<double>(bytes) / channels_;
   const int wanted = static_cast<int>(std::ceil(per_channel / costs_.chunk_bytes(p)));
   const int budget = std::max(1, kChunkBudget / r.nranks);
   r.pipeline_chunks = std::clamp(wanted, 1, std::min(kMaxChunks, budget));
-  (void)a;
   return r;
 }
 
@@ -135,7 +172,7 @@ double CollectiveRunner::simulate(Algorithm a, Protocol p, std::uint64_t bytes, 
   const models::Schedule schedule = generate(a, req);
   sim::Plan plan;
   plan.schedule = &schedule;
-  plan.rank_gpu = placement(a);
+  plan.rank_gpu = options_.gpus;
   plan.cost = costs_.params(a, p, cluster_.topology);
   const sim::Timeline tl = engine.run(plan);
   transfers = tl.transfers;

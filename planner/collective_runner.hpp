@@ -25,7 +25,7 @@ struct CollectiveOptions {
   std::vector<models::DeviceId> gpus;   ///< GPU of each rank, in rank order
   int root = 0;
   std::uint32_t element_size = 4;
-  int channels = 1;
+  int channels = 0;                     ///< 0: auto (one per NIC rail across nodes, one per link stride in a mesh)
   std::string granularity = "auto";     ///< auto | step | phase
   std::string engine = "analytic";      ///< analytic | flow
 };
@@ -54,12 +54,14 @@ class CollectiveRunner {
   std::vector<std::pair<Algorithm, Protocol>> candidates() const;
   const CollectiveOptions& options() const { return options_; }
   int ranks_per_node() const { return ranks_per_node_; }
+  int channels() const { return channels_; }
+  const std::vector<std::vector<int>>& ring_orders() const { return ring_orders_; }
 
  private:
   double simulate(Algorithm a, Protocol p, std::uint64_t bytes, sim::Engine& engine, models::Granularity& g,
                   std::size_t& transfers);
   AlgorithmRequest request(Algorithm a, Protocol p, std::uint64_t bytes, models::Granularity g) const;
-  std::vector<models::DeviceId> placement(Algorithm a) const;
+  void plan_rings();
 
   const models::Cluster& cluster_;
   const CostModel& costs_;
@@ -70,6 +72,8 @@ class CollectiveRunner {
   LowerBound bound_;
   int ranks_per_node_ = 0;
   bool one_nvls_domain_ = false;
+  int channels_ = 1;
+  std::vector<std::vector<int>> ring_orders_;
 };
 
 }  // namespace ccsim::planner

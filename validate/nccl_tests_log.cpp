@@ -38,7 +38,8 @@ std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& f
   bool in_table = false;
   int rank_lines = 0;
   const std::regex perf_re(R"(([a-z_0-9]+_perf))");
-  const std::regex ranks_re(R"((\d+)\s+ranks)");
+  const std::regex ranks_re(R"((\d+)\s+(ranks|GPUs))");
+  const std::regex gpus_flag_re(R"(-g\s+(\d+))");
   const std::regex avg_re(R"(#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+))");
   const auto flush = [&]() {
     if (!current.rows.empty()) {
@@ -71,6 +72,9 @@ std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& f
         }
       }
       if (!current.nranks && std::regex_search(line, m, ranks_re)) current.nranks = std::stoi(m[1].str());
+      if (!current.nranks && std::regex_search(line, m, gpus_flag_re) && line.find("_perf") != std::string::npos) {
+        current.nranks = std::stoi(m[1].str());  // single process driving -g GPUs
+      }
       if (line.find("#  Rank") == 0 || line.find("#   Rank") == 0) ++rank_lines;
       if (!in_table) current.header.push_back(line);
       continue;

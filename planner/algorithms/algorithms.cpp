@@ -1,5 +1,6 @@
 #include "planner/algorithms/algorithms.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -54,6 +55,13 @@ std::string unsupported_reason(Algorithm a, const AlgorithmRequest& r) {
   }
   if (r.root < 0 || r.root >= r.nranks) return "root outside the ranks";
   if (r.channels < 1 || r.pipeline_chunks < 1) return "channels and pipeline chunks must be at least 1";
+  for (const auto& order : r.ring_orders) {
+    std::vector<int> sorted(order);
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 0; i < sorted.size(); ++i)
+      if (sorted[i] != static_cast<int>(i)) return "a ring order is not a permutation of the ranks";
+    if (static_cast<int>(order.size()) != r.nranks) return "a ring order is not a permutation of the ranks";
+  }
   const bool phase = r.granularity == models::Granularity::Phase;
   switch (a) {
     case Algorithm::Ring:

@@ -46,6 +46,10 @@ struct AlgorithmRequest {
   int channels = 1;                  ///< independent rings / tree pairs, each with 1/channels of the data
   int pipeline_chunks = 1;           ///< chunks per channel for pipelined trees, chains and NVLS
   int ranks_per_node = 0;            ///< hierarchical: ranks node-major in blocks of this size
+  /// Ring order per channel (channel c uses ring_orders[c % size]); each a permutation of the
+  /// ranks. Empty: every ring is 0, 1, ..., n−1. The planner uses it to put channels on
+  /// different NIC rails or links (as NCCL's multi-channel rings do).
+  std::vector<std::vector<int>> ring_orders;
   models::Granularity granularity = models::Granularity::Step;
 };
 

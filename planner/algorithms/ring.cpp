@@ -18,8 +18,9 @@ std::uint64_t total(const std::vector<Range>& chunks, int first, int count, int 
   return sum;
 }
 
-/// ReduceScatter with nccl-tests semantics (rank r ends with the sum of block r).
-void ring_reduce_scatter_collective(Builder& b, int c) {
+/// ReduceScatter with nccl-tests semantics (rank r ends with the sum of block r), around the
+/// ring `members` (position i holds rank members[i]).
+void ring_reduce_scatter_collective(Builder& b, int c, const std::vector<int>& members) {
   const int n = b.nranks();
   const std::uint64_t block = b.request().bytes / static_cast<std::uint64_t>(n);
   const auto piece = [&](int j) { return part({static_cast<std::uint64_t>(j) * block, block}, b.element_size(), b.request().channels, c); };
@@ -28,17 +29,19 @@ void ring_reduce_scatter_collective(Builder& b, int c) {
     p.offset -= static_cast<std::uint64_t>(r) * block;
     return p;
   };
-  for (int r = 0; r < n; ++r) {
+  const auto at = [&](int i) { return members[static_cast<std::size_t>(mod(i, n))]; };
+  for (int i = 0; i < n; ++i) {
+    const int r = at(i);
     if (n == 1) {
       b.copy(r, in(piece(0)), out(own(0)));
       continue;
     }
-    const int next = mod(r + 1, n), prev = mod(r - 1, n);
+    const int next = at(i + 1), prev = at(i - 1);
     if (b.granularity() == models::Granularity::Phase) {
       std::uint64_t sent = 0, received = 0;
       for (int s = 0; s < n - 1; ++s) {
-        sent += piece(mod(r - s - 1, n)).bytes;
-        received += piece(mod(r - s - 2, n)).bytes;
+        sent += piece(at(i - s - 1)).bytes;
+        received += piece(at(i - s - 2)).bytes;
       }
       b.send(r, next, in({0, sent}), c, {}, static_cast<std::uint32_t>(n - 1));
       b.recv(r, prev, out({0, received}), c, {}, static_cast<std::uint32_t>(n - 1));
@@ -47,23 +50,27 @@ void ring_reduce_scatter_collective(Builder& b, int c) {
     b.need_scratch(r, b.request().bytes);
     std::uint32_t last = kNone;
     for (int s = 0; s < n - 1; ++s) {
-      const int k = mod(r - s - 1, n);
+      // Position i passes on the partial sum of the block owned by position i − s − 1.
+      const int k = at(i - s - 1);
       b.send(r, next, s == 0 ? in(piece(k)) : scratch(piece(k)), c, {last});
-      const int k2 = mod(r - s - 2, n);
+      const int k2 = at(i - s - 2);
       last = s == n - 2 ? b.recv_reduce(r, prev, in(piece(k2)), out(own(r)), c)
                         : b.recv_reduce(r, prev, in(piece(k2)), scratch(piece(k2)), c);
     }
   }
 }
 
-/// AllGather with nccl-tests semantics (every rank ends with all blocks in rank order).
-void ring_all_gather_collective(Builder& b, int c) {
+/// AllGather with nccl-tests semantics (every rank ends with all blocks in rank order),
+/// around the ring `members`.
+void ring_all_gather_collective(Builder& b, int c, const std::vector<int>& members) {
   const int n = b.nranks();
   const std::uint64_t block = b.request().bytes / static_cast<std::uint64_t>(n);
   const Range local = part({0, block}, b.element_size(), b.request().channels, c);
   const auto piece = [&](int j) { return Range{static_cast<std::uint64_t>(j) * block + local.offset, local.bytes}; };
-  for (int r = 0; r < n; ++r) {
-    const int next = mod(r + 1, n), prev = mod(r - 1, n);
+  const auto at = [&](int i) { return members[static_cast<std::size_t>(mod(i, n))]; };
+  for (int i = 0; i < n; ++i) {
+    const int r = at(i);
+    const int next = at(i + 1), prev = at(i - 1);
     b.copy(r, in(local), out(piece(r)));
     if (n == 1) continue;
     if (b.granularity() == models::Granularity::Phase) {
@@ -74,8 +81,8 @@ void ring_all_gather_collective(Builder& b, int c) {
     }
     std::uint32_t last = kNone;
     for (int s = 0; s < n - 1; ++s) {
-      b.send(r, next, s == 0 ? in(local) : out(piece(mod(r - s, n))), c, {last});
-      last = b.recv(r, prev, out(piece(mod(r - s - 1, n))), c);
+      b.send(r, next, s == 0 ? in(local) : out(piece(at(i - s))), c, {last});
+      last = b.recv(r, prev, out(piece(at(i - s - 1))), c);
     }
   }
 }
@@ -188,9 +195,11 @@ std::vector<std::uint32_t> ring_all_gather(Builder& b, const std::vector<int>& m
 
 void ring(Builder& b) {
   const int n = b.nranks();
-  std::vector<int> members(static_cast<std::size_t>(n));
-  std::iota(members.begin(), members.end(), 0);
+  std::vector<int> identity(static_cast<std::size_t>(n));
+  std::iota(identity.begin(), identity.end(), 0);
+  const auto& orders = b.request().ring_orders;
   for (int c = 0; c < b.request().channels; ++c) {
+    const std::vector<int>& members = orders.empty() ? identity : orders[static_cast<std::size_t>(c) % orders.size()];
     switch (b.request().collective) {
       case models::Collective::AllReduce: {
         const Range region = part({0, b.request().bytes}, b.element_size(), b.request().channels, c);
@@ -199,8 +208,8 @@ void ring(Builder& b) {
         ring_all_gather(b, members, region, c, reduced);
         break;
       }
-      case models::Collective::ReduceScatter: ring_reduce_scatter_collective(b, c); break;
-      case models::Collective::AllGather: ring_all_gather_collective(b, c); break;
+      case models::Collective::ReduceScatter: ring_reduce_scatter_collective(b, c, members); break;
+      case models::Collective::AllGather: ring_all_gather_collective(b, c, members); break;
       case models::Collective::Broadcast: ring_chain(b, c, true); break;
       case models::Collective::Reduce: ring_chain(b, c, false); break;
       default: break;
