@@ -63,10 +63,12 @@ std::vector<std::pair<Algorithm, Protocol>> CollectiveRunner::candidates() const
   std::vector<Algorithm> algos;
   switch (c) {
     case Collective::AllReduce:
-      algos = {Algorithm::Ring, Algorithm::Tree};
       // Across nodes NCCL's Tree / NVLSTree reduce inside each node and cross the network
-      // once per node; ccsim's hierarchical AllReduce stands in for them.
+      // once per node; ccsim's hierarchical AllReduce stands in for them. Inside one node,
+      // and when ranks do not fill whole nodes, the double binary tree over all ranks.
+      algos = {Algorithm::Ring};
       if (ranks_per_node_ > 1 && static_cast<int>(options_.gpus.size()) > ranks_per_node_) algos.push_back(Algorithm::Hierarchical);
+      else algos.push_back(Algorithm::Tree);
       break;
     case Collective::ReduceScatter:
     case Collective::AllGather:
@@ -146,11 +148,13 @@ AlgorithmRequest CollectiveRunner::request(Algorithm a, Protocol p, std::uint64_
   r.root = options_.root;
   r.bytes = bytes;
   r.element_size = options_.element_size;
-  r.channels = channels_;
+  // Channels spread rings over rails and links; the hierarchical AllReduce already uses every
+  // rail (one inter-node ring per local rank), and the tree is not rail-aware: one channel.
+  r.channels = a == Algorithm::Ring ? channels_ : 1;
   r.ranks_per_node = ranks_per_node_;
   if (a == Algorithm::Ring) r.ring_orders = ring_orders_;
   r.granularity = g;
-  const double per_channel = static_cast<double>(bytes) / channels_;
+  const double per_channel = static_cast<double>(bytes) / r.channels;
   const int wanted = static_cast<int>(std::ceil(per_channel / costs_.chunk_bytes(p)));
   const int budget = std::max(1, kChunkBudget / r.nranks);
   r.pipeline_chunks = std::clamp(wanted, 1, std::min(kMaxChunks, budget));

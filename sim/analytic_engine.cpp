@@ -22,6 +22,9 @@ AnalyticEngine::AnalyticEngine(const models::Cluster& cluster) : cluster_(cluste
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+/// Relative time window within which completions and latency expiries are handled as one
+/// event (10^-12: far below any reported precision, far above double rounding).
+constexpr double kCoalesce = 1e-12;
 
 struct Event {
   double time;
@@ -139,8 +142,10 @@ Timeline AnalyticEngine::run(const Plan& plan) {
     for (std::uint32_t t : active) {
       // Done when nothing is left up to rounding, or when what is left would finish within
       // the clock's resolution at this time (now + rem/rate == now), which would stall time.
+      // Flows due within kCoalesce (relative) of now finish together: symmetric flows that
+      // differ only by rounding would otherwise cost one re-solve each.
       const bool done = rate[t] == kInf || remaining[t] <= 1e-12 * g.transfers[t].bytes + 1e-9 ||
-                        now + remaining[t] / rate[t] <= now;
+                        remaining[t] / rate[t] <= now * kCoalesce;
       (done ? finished : still).push_back(t);
     }
     active.swap(still);
@@ -155,7 +160,7 @@ Timeline AnalyticEngine::run(const Plan& plan) {
     }
     handle();
     // Transfers whose latency has elapsed start flowing (or finish, when empty).
-    while (!events.empty() && events.top().time <= now) {
+    while (!events.empty() && events.top().time <= now * (1.0 + kCoalesce)) {
       const std::uint32_t t = events.top().transfer;
       events.pop();
       if (g.transfers[t].bytes <= 0.0 || g.transfers[t].path_count == 0) {

@@ -33,6 +33,42 @@ std::vector<double> solve_max_min(const MaxMinProblem& p) {
   for (std::size_t r = 0; r < nres; ++r) unfrozen[r] = count[r + 1] - count[r];
   std::vector<char> frozen(nflows, 0);
 
+  // Level by level: find the smallest fair share over all resources, freeze every flow on
+  // every resource at that share, repeat. Symmetric systems (collectives) have few levels, so
+  // this is O(incidences × levels); after kMaxLevels levels the heap below takes over.
+  constexpr int kMaxLevels = 32;
+  std::size_t unfrozen_flows = nflows;
+  for (std::size_t f = 0; f < nflows; ++f) {
+    if (p.offsets[f] == p.offsets[f + 1]) {
+      frozen[f] = 1;
+      --unfrozen_flows;
+    }
+  }
+  for (int level = 0; level < kMaxLevels && unfrozen_flows > 0; ++level) {
+    double share = std::numeric_limits<double>::infinity();
+    for (std::size_t r = 0; r < nres; ++r)
+      if (unfrozen[r] > 0) share = std::min(share, remaining[r] / unfrozen[r]);
+    const double tie = share * (1.0 + 1e-12);
+    std::vector<std::uint32_t> saturated;
+    for (std::size_t r = 0; r < nres; ++r)
+      if (unfrozen[r] > 0 && remaining[r] / unfrozen[r] <= tie) saturated.push_back(static_cast<std::uint32_t>(r));
+    for (std::uint32_t r : saturated) {
+      for (std::uint32_t i = count[r]; i < count[r + 1]; ++i) {
+        const std::uint32_t f = users[i];
+        if (frozen[f]) continue;
+        frozen[f] = 1;
+        --unfrozen_flows;
+        rate[f] = share;
+        for (std::uint32_t j = p.offsets[f]; j < p.offsets[f + 1]; ++j) {
+          const std::uint32_t q = p.resources[j];
+          remaining[q] = std::max(0.0, remaining[q] - share);
+          --unfrozen[q];
+        }
+      }
+    }
+  }
+  if (unfrozen_flows == 0) return rate;
+
   using Entry = std::tuple<double, std::uint32_t, std::uint32_t>;  // share, resource, version
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
   for (std::size_t r = 0; r < nres; ++r)

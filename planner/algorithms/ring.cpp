@@ -11,12 +11,24 @@ namespace {
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
-std::uint64_t total(const std::vector<Range>& chunks, int first, int count, int step, int n) {
-  // Sum of the sizes of chunks first, first+step, ... (count of them, indices mod n).
-  std::uint64_t sum = 0;
-  for (int s = 0; s < count; ++s) sum += chunks[static_cast<std::size_t>(mod(first + s * step, n))].bytes;
-  return sum;
-}
+/// Circular prefix sums of chunk sizes: sum of `count` consecutive chunks ending at `last`
+/// (indices last, last−1, ..., mod n) in O(1), so phase-granularity rings stay O(n).
+class ChunkSums {
+ public:
+  explicit ChunkSums(const std::vector<Range>& chunks) : prefix_(chunks.size() + 1, 0) {
+    for (std::size_t i = 0; i < chunks.size(); ++i) prefix_[i + 1] = prefix_[i] + chunks[i].bytes;
+  }
+  std::uint64_t ending_at(int last, int count) const {
+    const int n = static_cast<int>(prefix_.size()) - 1;
+    const int hi = mod(last, n) + 1;  // exclusive end of the range
+    const int lo = hi - count;        // may be negative: wraps around
+    const auto sum = [&](int a, int b) { return prefix_[static_cast<std::size_t>(b)] - prefix_[static_cast<std::size_t>(a)]; };
+    return lo >= 0 ? sum(lo, hi) : sum(0, hi) + sum(n + lo, n);
+  }
+
+ private:
+  std::vector<std::uint64_t> prefix_;
+};
 
 /// ReduceScatter with nccl-tests semantics (rank r ends with the sum of block r), around the
 /// ring `members` (position i holds rank members[i]).
@@ -38,13 +50,10 @@ void ring_reduce_scatter_collective(Builder& b, int c, const std::vector<int>& m
     }
     const int next = at(i + 1), prev = at(i - 1);
     if (b.granularity() == models::Granularity::Phase) {
-      std::uint64_t sent = 0, received = 0;
-      for (int s = 0; s < n - 1; ++s) {
-        sent += piece(at(i - s - 1)).bytes;
-        received += piece(at(i - s - 2)).bytes;
-      }
-      b.send(r, next, in({0, sent}), c, {}, static_cast<std::uint32_t>(n - 1));
-      b.recv(r, prev, out({0, received}), c, {}, static_cast<std::uint32_t>(n - 1));
+      // Every block has the same size here (S/n per block, split alike per channel).
+      const std::uint64_t bytes = piece(0).bytes * static_cast<std::uint64_t>(n - 1);
+      b.send(r, next, in({0, bytes}), c, {}, static_cast<std::uint32_t>(n - 1));
+      b.recv(r, prev, out({0, bytes}), c, {}, static_cast<std::uint32_t>(n - 1));
       continue;
     }
     b.need_scratch(r, b.request().bytes);
@@ -140,6 +149,7 @@ std::vector<std::uint32_t> ring_reduce_scatter(Builder& b, const std::vector<int
   const auto at = [&](BufferKind kind, Range r) { return Slice{kind, r.offset, r.bytes}; };
   std::vector<Range> chunks;
   for (int k = 0; k < n; ++k) chunks.push_back(chunk(k));
+  const ChunkSums sums(chunks);
   for (int i = 0; i < n; ++i) {
     const int rank = members[static_cast<std::size_t>(i)];
     if (n == 1) {
@@ -150,8 +160,8 @@ std::vector<std::uint32_t> ring_reduce_scatter(Builder& b, const std::vector<int
     const int prev = members[static_cast<std::size_t>(mod(i - 1, n))];
     if (b.granularity() == models::Granularity::Phase) {
       const auto steps = static_cast<std::uint32_t>(n - 1);
-      b.send(rank, next, at(local, {region.offset, total(chunks, i, n - 1, -1, n)}), channel, {entry[i]}, steps);
-      exit[i] = b.recv(rank, prev, out({region.offset, total(chunks, i - 1, n - 1, -1, n)}), channel, {entry[i]}, steps);
+      b.send(rank, next, at(local, {region.offset, sums.ending_at(i, n - 1)}), channel, {entry[i]}, steps);
+      exit[i] = b.recv(rank, prev, out({region.offset, sums.ending_at(i - 1, n - 1)}), channel, {entry[i]}, steps);
       continue;
     }
     std::uint32_t last = kNone;
@@ -173,14 +183,15 @@ std::vector<std::uint32_t> ring_all_gather(Builder& b, const std::vector<int>& m
   if (n == 1) return exit;
   std::vector<Range> chunks;
   for (int k = 0; k < n; ++k) chunks.push_back(part(region, b.element_size(), n, k));
+  const ChunkSums sums(chunks);
   for (int i = 0; i < n; ++i) {
     const int rank = members[static_cast<std::size_t>(i)];
     const int next = members[static_cast<std::size_t>(mod(i + 1, n))];
     const int prev = members[static_cast<std::size_t>(mod(i - 1, n))];
     if (b.granularity() == models::Granularity::Phase) {
       const auto steps = static_cast<std::uint32_t>(n - 1);
-      b.send(rank, next, out({region.offset, total(chunks, i + 1, n - 1, -1, n)}), channel, {entry[i]}, steps);
-      exit[i] = b.recv(rank, prev, out({region.offset, total(chunks, i, n - 1, -1, n)}), channel, {entry[i]}, steps);
+      b.send(rank, next, out({region.offset, sums.ending_at(i + 1, n - 1)}), channel, {entry[i]}, steps);
+      exit[i] = b.recv(rank, prev, out({region.offset, sums.ending_at(i, n - 1)}), channel, {entry[i]}, steps);
       continue;
     }
     std::uint32_t last = kNone;
