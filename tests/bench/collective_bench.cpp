@@ -1,0 +1,73 @@
+// Benchmark: one collective simulation (schedule generation + engine run), timed, with peak
+// memory of this process and of the flow engine's simulation child. Run by scripts/bench.
+//
+// Usage: ccsim_bench_collective SCENARIO ENGINE ALGORITHM GRANULARITY RANKS BYTES [REPEATS]
+//   e.g. ccsim_bench_collective scenarios/h100-16k-rail.yaml flow ring phase 16384 1073741824 3
+// Prints: ranks, ops, transfers, simulated time, median wall time of the runs, peak RSS.
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "models/catalog.hpp"
+#include "models/scenario.hpp"
+#include "planner/algorithms/algorithms.hpp"
+#include "planner/cost_model.hpp"
+#include "sim/engine.hpp"
+
+int main(int argc, char** argv) {
+  using namespace ccsim;
+  if (argc < 7) {
+    std::fprintf(stderr, "usage: %s SCENARIO ENGINE ALGORITHM GRANULARITY RANKS BYTES [REPEATS]\n", argv[0]);
+    return 2;
+  }
+  const auto catalog = models::Catalog::load(models::Catalog::default_dir());
+  const auto cluster = models::build_cluster(models::load_scenario(argv[1], catalog).cluster);
+  const std::string engine_name = argv[2];
+  const auto algorithm = planner::parse_algorithm(argv[3]);
+  const std::string granularity = argv[4];
+  const int ranks = std::atoi(argv[5]);
+  const auto bytes = static_cast<std::uint64_t>(std::strtoull(argv[6], nullptr, 10));
+  const int repeats = argc > 7 ? std::max(1, std::atoi(argv[7])) : 3;
+  if (!algorithm || ranks < 1 || static_cast<std::size_t>(ranks) > cluster.topology.gpus().size()) {
+    std::fprintf(stderr, "bad algorithm or rank count\n");
+    return 2;
+  }
+  const auto costs = planner::CostModel::load(planner::CostModel::default_path());
+  planner::AlgorithmRequest req;
+  req.nranks = ranks;
+  req.bytes = bytes;
+  req.granularity = granularity == "phase" ? models::Granularity::Phase : models::Granularity::Step;
+  req.ranks_per_node = 8;
+  sim::Plan plan;
+  plan.rank_gpu.assign(cluster.topology.gpus().begin(), cluster.topology.gpus().begin() + ranks);
+  plan.cost = costs.params(*algorithm, planner::Protocol::Simple, cluster.topology);
+  auto engine = sim::make_engine(engine_name, cluster);
+  std::vector<double> wall;
+  double simulated = 0;
+  std::size_t ops = 0, transfers = 0;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const models::Schedule schedule = planner::generate(*algorithm, req);
+    plan.schedule = &schedule;
+    const sim::Timeline tl = engine->run(plan);
+    const auto t1 = std::chrono::steady_clock::now();
+    wall.push_back(std::chrono::duration<double>(t1 - t0).count());
+    simulated = tl.makespan;
+    ops = schedule.op_count();
+    transfers = tl.transfers;
+  }
+  std::sort(wall.begin(), wall.end());
+  rusage self{}, children{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &children);
+  std::printf("%-8s %-12s %-6s %6d ranks  %9zu ops  %9zu transfers  simulated %.6g s  wall median %.3f s  RSS %.0f MiB (child %.0f MiB)\n",
+              engine_name.c_str(), argv[3], granularity.c_str(), ranks, ops, transfers, simulated, wall[wall.size() / 2],
+              static_cast<double>(self.ru_maxrss) / 1024.0, static_cast<double>(children.ru_maxrss) / 1024.0);
+  return 0;
+}
