@@ -146,8 +146,10 @@ int run_collective(const CollectiveCliOptions& o) {
     }
     return 0;
   }
-  std::cout << fmt::format("# ccsim collective: {} over {} ranks of {} ({} nodes, {} GPUs), {} engine\n", models::to_string(*collective),
-                           n, cluster.spec.name, cluster.nodes.size(), cluster.topology.gpus().size(), o.engine);
+  std::cout << fmt::format("# ccsim collective: {} over {} ranks of {} ({} node{}, {} GPUs), {} engine, {} channel{} per ring\n",
+                           models::to_string(*collective), n, cluster.spec.name, cluster.nodes.size(),
+                           cluster.nodes.size() == 1 ? "" : "s", cluster.topology.gpus().size(), o.engine, runner.channels(),
+                           runner.channels() == 1 ? "" : "s");
   std::cout << fmt::format("# algorithm {}, protocol {}; costs: {}\n", o.algo, o.protocol, costs.source());
   std::cout << "# bound: lower bound from latency, per-rank volume and the max-flow cut (planner/bounds.hpp)\n#\n";
   std::cout << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:<18}  {:<8}  {:<5}  {:>7}  {:>7}\n", "size",
