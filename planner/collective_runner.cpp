@@ -46,12 +46,17 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
   const int first = per_node.begin()->second;
   const bool even = std::all_of(per_node.begin(), per_node.end(), [&](const auto& kv) { return kv.second == first; });
   ranks_per_node_ = contiguous && even ? first : 0;
-  if (per_node.size() == 1) {
-    const auto& node = cluster.nodes[static_cast<std::size_t>(per_node.begin()->first)];
-    one_nvls_domain_ = node.nvswitch != models::kNoDevice && t.device(node.nvswitch).nvls;
+  all_nodes_nvls_ = true;
+  for (const auto& [node_index, count] : per_node) {
+    const auto& node = cluster.nodes[static_cast<std::size_t>(node_index)];
+    all_nodes_nvls_ = all_nodes_nvls_ && node.nvswitch != models::kNoDevice && t.device(node.nvswitch).nvls;
   }
+  one_nvls_domain_ = per_node.size() == 1 && all_nodes_nvls_;
   if (options_.algorithm && *options_.algorithm == Algorithm::Nvls && !one_nvls_domain_) {
     throw std::invalid_argument("nvls needs all ranks on one NVSwitch with NVLink SHARP (NVSwitch gen3+)");
+  }
+  if (options_.algorithm && *options_.algorithm == Algorithm::NvlsTree && (!all_nodes_nvls_ || ranks_per_node_ == 0)) {
+    throw std::invalid_argument("nvls-tree needs whole nodes with NVLink SHARP (NVSwitch gen3+)");
   }
   bound_ = lower_bound(cluster, router_, options_.collective, options_.gpus, options_.root);
   plan_rings();
@@ -67,8 +72,12 @@ std::vector<std::pair<Algorithm, Protocol>> CollectiveRunner::candidates() const
       // once per node; ccsim's hierarchical AllReduce stands in for them. Inside one node,
       // and when ranks do not fill whole nodes, the double binary tree over all ranks.
       algos = {Algorithm::Ring};
-      if (ranks_per_node_ > 1 && static_cast<int>(options_.gpus.size()) > ranks_per_node_) algos.push_back(Algorithm::Hierarchical);
-      else algos.push_back(Algorithm::Tree);
+      if (ranks_per_node_ > 1 && static_cast<int>(options_.gpus.size()) > ranks_per_node_) {
+        algos.push_back(Algorithm::Hierarchical);
+        if (all_nodes_nvls_) algos.push_back(Algorithm::NvlsTree);
+      } else {
+        algos.push_back(Algorithm::Tree);
+      }
       break;
     case Collective::ReduceScatter:
     case Collective::AllGather:
@@ -86,7 +95,7 @@ std::vector<std::pair<Algorithm, Protocol>> CollectiveRunner::candidates() const
     for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
       if (options_.protocol && *options_.protocol != p) continue;
       // NCCL runs NVLS, and point-to-point (AlltoAll, SendRecv), with Simple only.
-      if (!options_.protocol && (a == Algorithm::Nvls || a == Algorithm::Direct || a == Algorithm::Pairwise) &&
+      if (!options_.protocol && (a == Algorithm::Nvls || a == Algorithm::NvlsTree || a == Algorithm::Direct || a == Algorithm::Pairwise) &&
           p != Protocol::Simple) {
         continue;
       }

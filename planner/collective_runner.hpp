@@ -72,6 +72,7 @@ class CollectiveRunner {
   LowerBound bound_;
   int ranks_per_node_ = 0;
   bool one_nvls_domain_ = false;
+  bool all_nodes_nvls_ = false;
   int channels_ = 1;
   std::vector<std::vector<int>> ring_orders_;
 };

@@ -46,8 +46,8 @@ CostModel CostModel::load(const std::string& path) {
     m.chunk_[static_cast<std::size_t>(p)] = f.quantity("chunk", Quantity::Bytes, true);
   }
   const Fields algorithms = root.map("algorithms");
-  algorithms.reject_unknown({"ring", "tree", "nvls", "default"});
-  for (const char* name : {"ring", "tree", "nvls", "default"}) {
+  algorithms.reject_unknown({"ring", "tree", "nvls", "nvls-tree", "default"});
+  for (const char* name : {"ring", "tree", "nvls", "nvls-tree", "default"}) {
     auto& entries = m.algorithms_[name];
     const auto a = algorithms.optional_map(name);
     if (!a) {
@@ -95,7 +95,11 @@ CostModel CostModel::load(const std::string& path) {
 }
 
 const CostModel::Entry& CostModel::entry(Algorithm a, Protocol p) const {
-  const std::string key = a == Algorithm::Ring ? "ring" : a == Algorithm::Tree ? "tree" : a == Algorithm::Nvls ? "nvls" : "default";
+  const std::string key = a == Algorithm::Ring       ? "ring"
+                          : a == Algorithm::Tree     ? "tree"
+                          : a == Algorithm::Nvls     ? "nvls"
+                          : a == Algorithm::NvlsTree ? "nvls-tree"
+                                                     : "default";
   const auto it = algorithms_.find(key);
   static const Entry missing;
   if (it == algorithms_.end()) return missing;

@@ -48,7 +48,7 @@ class CostModel {
   };
   const Entry& entry(Algorithm a, Protocol p) const;
 
-  std::map<std::string, std::array<Entry, 3>> algorithms_;  // "ring", "tree", "nvls", "default"
+  std::map<std::string, std::array<Entry, 3>> algorithms_;  // "ring", "tree", "nvls", "nvls-tree", "default"
   std::array<double, 3> chunk_{};
   std::map<std::string, double> link_efficiency_;
   std::string source_;

@@ -21,6 +21,7 @@ std::string_view to_string(Algorithm a) {
     case Algorithm::Pairwise: return "pairwise";
     case Algorithm::Hierarchical: return "hierarchical";
     case Algorithm::Nvls: return "nvls";
+    case Algorithm::NvlsTree: return "nvls-tree";
   }
   return "?";
 }
@@ -28,7 +29,8 @@ std::string_view to_string(Algorithm a) {
 const std::vector<Algorithm>& all_algorithms() {
   static const std::vector<Algorithm> all{Algorithm::Ring,         Algorithm::Tree,   Algorithm::HalvingDoubling,
                                           Algorithm::RecursiveDoubling, Algorithm::Bruck, Algorithm::Direct,
-                                          Algorithm::Pairwise,     Algorithm::Hierarchical, Algorithm::Nvls};
+                                          Algorithm::Pairwise,     Algorithm::Hierarchical, Algorithm::Nvls,
+                                          Algorithm::NvlsTree};
   return all;
 }
 
@@ -101,6 +103,10 @@ std::string unsupported_reason(Algorithm a, const AlgorithmRequest& r) {
         return "nvls implements AllReduce, ReduceScatter and AllGather";
       }
       return phase ? "nvls has no phase granularity" : "";
+    case Algorithm::NvlsTree:
+      if (c != Collective::AllReduce) return "nvls-tree implements AllReduce";
+      if (r.ranks_per_node < 1 || r.nranks % r.ranks_per_node != 0) return "nvls-tree needs ranks in whole nodes";
+      return phase ? "nvls-tree has no phase granularity" : "";
   }
   return "unknown algorithm";
 }
@@ -121,6 +127,7 @@ models::Schedule generate(Algorithm a, const AlgorithmRequest& request) {
     case Algorithm::Pairwise: detail::pairwise(b); break;
     case Algorithm::Hierarchical: detail::hierarchical(b); break;
     case Algorithm::Nvls: detail::nvls(b); break;
+    case Algorithm::NvlsTree: detail::nvls_tree(b); break;
   }
   return b.take();
 }

@@ -13,6 +13,8 @@
 //                      intra-node AllGather (ranks node-major, `ranks_per_node` each)
 //   nvls               AllReduce, ReduceScatter, AllGather through NVSwitch in-switch reduction
 //                      and multicast (one NVLink domain)
+//   nvls-tree          AllReduce across nodes: NVLS inside each node, a double binary tree per
+//                      rail across nodes (NCCL's NVLSTree)
 //
 // Non-powers of two (recursive algorithms) use the standard fold: the first n − 2^⌊log2 n⌋
 // ranks above the power of two hand their data to a partner first and get the result last
@@ -30,7 +32,7 @@
 namespace ccsim::planner {
 
 enum class Algorithm : std::uint8_t {
-  Ring, Tree, HalvingDoubling, RecursiveDoubling, Bruck, Direct, Pairwise, Hierarchical, Nvls
+  Ring, Tree, HalvingDoubling, RecursiveDoubling, Bruck, Direct, Pairwise, Hierarchical, Nvls, NvlsTree
 };
 
 std::string_view to_string(Algorithm a);  ///< "ring", "tree", "halving-doubling", ...

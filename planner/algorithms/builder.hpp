@@ -84,6 +84,7 @@ void direct(Builder& b);
 void pairwise(Builder& b);
 void hierarchical(Builder& b);
 void nvls(Builder& b);
+void nvls_tree(Builder& b);
 
 /// Ring building blocks shared by ring and hierarchical. `members` are ranks in ring order;
 /// `entry[i]` is the op member i must wait for first (kNone for none); the returned vector
@@ -98,5 +99,13 @@ std::vector<std::uint32_t> ring_reduce_scatter(Builder& b, const std::vector<int
 /// all of `region` in its output.
 std::vector<std::uint32_t> ring_all_gather(Builder& b, const std::vector<int>& members, Range region, int channel,
                                            const std::vector<std::uint32_t>& entry);
+/// Double binary tree AllReduce of `region` among `members` (tree positions → ranks), chunked;
+/// the data starts in `local` (Input, or Output when already there) and ends in the output.
+/// Uses channels channel_base and channel_base + 1. `first_chunk` is the index of its first
+/// chunk in a longer pipeline (only chunk 0 of a pipeline pays the hop latency). Returns each
+/// member's last op.
+std::vector<std::uint32_t> tree_all_reduce(Builder& b, const std::vector<int>& members, Range region, BufferKind local,
+                                           int channel_base, int chunks, const std::vector<std::uint32_t>& entry,
+                                           int first_chunk);
 
 }  // namespace ccsim::planner::detail

@@ -62,4 +62,61 @@ void nvls(Builder& b) {
   }
 }
 
+// NVLS-tree (NCCL's NVLSTree, multi-node): inside each node an NVLS ReduceScatter leaves local
+// rank l with the node's sum of part l; a double binary tree across the nodes, one per rail
+// (local index), completes each part; an NVLS multicast gives every GPU of the node all parts.
+// Pipelined in chunks with the same in-flight window as NVLS.
+void nvls_tree(Builder& b) {
+  const int n = b.nranks();
+  const int per = b.request().ranks_per_node;
+  const int nodes = n / per;
+  const int chunks = b.request().pipeline_chunks;
+  constexpr std::size_t kWindow = 8;
+  std::vector<std::vector<std::uint32_t>> issued(static_cast<std::size_t>(n));
+  const auto slot = [&](int r) {
+    const auto& list = issued[static_cast<std::size_t>(r)];
+    return list.size() >= kWindow ? list[list.size() - kWindow] : kNone;
+  };
+  const auto issue = [&](int r, std::uint32_t op) {
+    issued[static_cast<std::size_t>(r)].push_back(op);
+    return op;
+  };
+  for (int c = 0; c < b.request().channels; ++c) {
+    const Range mine = part({0, b.request().bytes}, b.element_size(), b.request().channels, c);
+    for (int k = 0; k < chunks; ++k) {
+      const Range region = part(mine, b.element_size(), chunks, k);
+      std::vector<std::uint32_t> reduced(static_cast<std::size_t>(n), kNone);
+      for (int node = 0; node < nodes; ++node) {
+        for (int l = 0; l < per; ++l) {
+          const Range piece = part(region, b.element_size(), per, l);
+          const std::uint32_t group = b.switch_group(per);
+          for (int m = 0; m < per; ++m) {
+            const int r = node * per + m;
+            issue(r, b.switch_send(r, group, in(piece), c, {slot(r)}, chunk_steps(k)));
+          }
+          const int owner = node * per + l;
+          reduced[static_cast<std::size_t>(owner)] = b.switch_recv(owner, group, out(piece), c, {}, chunk_steps(k));
+        }
+      }
+      for (int l = 0; l < per; ++l) {
+        const Range piece = part(region, b.element_size(), per, l);
+        std::vector<int> rail;
+        std::vector<std::uint32_t> entry;
+        for (int node = 0; node < nodes; ++node) {
+          rail.push_back(node * per + l);
+          entry.push_back(reduced[static_cast<std::size_t>(node * per + l)]);
+        }
+        const auto done = tree_all_reduce(b, rail, piece, BufferKind::Output, 1000 + 2 * c, 1, entry, k);
+        for (int node = 0; node < nodes; ++node) {
+          const int owner = node * per + l;
+          const std::uint32_t cast = b.switch_group(1);
+          issue(owner, b.switch_send(owner, cast, out(piece), c, {done[static_cast<std::size_t>(node)], slot(owner)}, chunk_steps(k)));
+          for (int m = 0; m < per; ++m)
+            if (m != l) b.switch_recv(node * per + m, cast, out(piece), c, {}, chunk_steps(k));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace ccsim::planner::detail

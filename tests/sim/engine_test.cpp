@@ -125,7 +125,7 @@ TEST_CASE("engines agree on contention-free schedules of every algorithm", "[eng
         req.pipeline_chunks = 2;
         req.ranks_per_node = 4;
         if (!planner::unsupported_reason(a, req).empty()) continue;
-        if (a == Algorithm::Nvls && c != &h100_node()) continue;  // needs an NVSwitch
+        if ((a == Algorithm::Nvls || a == Algorithm::NvlsTree) && c != &h100_node()) continue;  // needs NVLS
         const auto schedule = planner::generate(a, req);
         const double analytic = sim::make_engine("analytic", *c)->run(plan_for(*c, schedule)).makespan;
         const double flow = sim::make_engine("flow", *c)->run(plan_for(*c, schedule)).makespan;
@@ -166,5 +166,59 @@ TEST_CASE("protocol costs: wire factor, step latency, base latency", "[engine]")
   for (const char* engine : {"analytic", "flow"}) {
     INFO(engine);
     CHECK(sim::make_engine(engine, h100_node())->run(p).makespan == Approx(expected).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("engines: recursive doubling AllGather, NVLS and hierarchical closed forms", "[engine]") {
+  const double alpha_nvl = 0.6e-6, b_h100 = 450e9;
+  SECTION("recursive doubling AllGather on 8 H100") {
+    // log2 8 = 3 exchanges; step k moves 2^k blocks of S/8 to one partner (no contention on
+    // the NVSwitch): T = Σ_k (α + 2^k S/(8B)) = 3α + 7S/(8B). S = 8 × 4 × 10^6 bytes.
+    const double s = 32e6;
+    planner::AlgorithmRequest req;
+    req.collective = Collective::AllGather;
+    req.nranks = 8;
+    req.bytes = 32000000;
+    const double expected = 3 * alpha_nvl + 7 * s / (8 * b_h100);
+    for (const char* engine : {"analytic", "flow"}) {
+      INFO(engine);
+      CHECK(simulate(engine, h100_node(), Algorithm::RecursiveDoubling, req) == Approx(expected).epsilon(1e-9));
+    }
+  }
+  SECTION("NVLS AllReduce on 8 H100, one chunk") {
+    // Each GPU <-> NVSwitch leg has α = 0.3 us. (1) every GPU sends its 8 parts of S/8 to the
+    // switch at once: its uplink carries S: 0.3 us + S/B. (2) rank p receives the reduced
+    // part p: 0.3 us + S/(8B). (3) rank p multicasts it: 0.3 us + S/(8B) up. (4) every GPU
+    // receives the 7 other parts at once on its downlink: 0.3 us + 7S/(8B).
+    // T = 1.2 us + (1 + 1/8 + 1/8 + 7/8) S/B = 1.2 us + 2.125 S/B.
+    const double s = 32e6;
+    planner::AlgorithmRequest req;
+    req.nranks = 8;
+    req.bytes = 32000000;
+    const double expected = 1.2e-6 + 2.125 * s / b_h100;
+    for (const char* engine : {"analytic", "flow"}) {
+      INFO(engine);
+      CHECK(simulate(engine, h100_node(), Algorithm::Nvls, req) == Approx(expected).epsilon(1e-9));
+    }
+  }
+  SECTION("hierarchical AllReduce on 4 x DGX A100, one chunk") {
+    // L = 8 GPUs per node, M = 4 nodes. (1) intra-node ring ReduceScatter: 7 (α_nvl + S/(8 B_nvl))
+    // with B_nvl = 300 GB/s. (2) per rail, a ring AllReduce of S/8 over the 4 nodes:
+    // 2·3 (α_net + (S/8)/(4 B_nic)) with α_net = 4 PCIe × 0.5 us + 2 × 0.35 us = 2.7 us and
+    // B_nic = 25 GB/s; the 8 rails run in parallel on their own NICs. (3) intra-node AllGather:
+    // 7 (α_nvl + S/(8 B_nvl)). S = 32 × 4 × 10^5 bytes.
+    const models::Cluster a100 = test::shipped_cluster("dgx-a100-4node-rail.yaml");
+    const double s = 12.8e6;
+    planner::AlgorithmRequest req;
+    req.nranks = 32;
+    req.bytes = 12800000;
+    req.ranks_per_node = 8;
+    const double intra = 7 * (alpha_nvl + s / (8 * 300e9));
+    const double inter = 6 * (2.7e-6 + (s / 8) / (4 * 25e9));
+    const double expected = 2 * intra + inter;
+    for (const char* engine : {"analytic", "flow"}) {
+      INFO(engine);
+      CHECK(simulate(engine, a100, Algorithm::Hierarchical, req) == Approx(expected).epsilon(1e-9));
+    }
   }
 }
