@@ -72,20 +72,44 @@ struct RouteFilter {
   }
 };
 
-std::vector<Cost> shortest_costs(const Topology& t, DeviceId from, const RouteFilter& filter) {
+/// Stops Dijkstra once `target` is settled: every vertex closer than the target is final then,
+/// which is all the equal-cost path enumeration needs (edge costs are positive).
+struct StopAt : boost::default_dijkstra_visitor {
+  struct Reached {};
+  DeviceId target = kNoDevice;
+  template <typename Vertex, typename Graph>
+  void examine_vertex(Vertex u, const Graph&) const {
+    if (static_cast<DeviceId>(u) == target) throw Reached{};
+  }
+};
+
+std::vector<Cost> shortest_costs(const Topology& t, DeviceId from, const RouteFilter& filter, DeviceId target) {
   using Graph = Topology::Graph;
   boost::filtered_graph<Graph, RouteFilter> fg(t.graph(), filter);
   std::vector<Cost> dist(t.num_devices(), kInfiniteCost);
   const auto weight = boost::make_function_property_map<Graph::edge_descriptor, Cost>(
       [&t](const Graph::edge_descriptor& e) { return cost_of(t.link(t.graph()[e])); });
-  boost::dijkstra_shortest_paths(
-      fg, from,
-      boost::weight_map(weight)
-          .distance_map(boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, fg)))
-          .distance_compare(std::less<Cost>())
-          .distance_combine(std::plus<Cost>())
-          .distance_inf(kInfiniteCost)
-          .distance_zero(Cost{}));
+  StopAt stop;
+  stop.target = target;
+  try {
+    boost::dijkstra_shortest_paths(
+        fg, from,
+        boost::weight_map(weight)
+            .distance_map(boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, fg)))
+            .distance_compare(std::less<Cost>())
+            .distance_combine(std::plus<Cost>())
+            .distance_inf(kInfiniteCost)
+            .distance_zero(Cost{})
+            .visitor(stop));
+  } catch (const StopAt::Reached&) {
+  }
+  // Vertices discovered but not settled carry tentative distances; keep only settled ones
+  // (strictly closer than the target) and the target itself.
+  if (target != kNoDevice && dist[target].latency_ps < kInfinite) {
+    const Cost limit = dist[target];
+    for (auto& d : dist)
+      if (limit < d) d = kInfiniteCost;
+  }
   return dist;
 }
 
@@ -188,8 +212,8 @@ Route Topology::search(DeviceId src, DeviceId dst, std::size_t max_alternatives)
   const RouteFilter forward{this, src, dst};
   // Link costs are the same in both directions and the transit rules are symmetric under
   // reversal, so the cost from v to dst equals the cost of the reversed search from dst to v.
-  const std::vector<Cost> from_src = shortest_costs(*this, src, forward);
-  const std::vector<Cost> to_dst = shortest_costs(*this, dst, RouteFilter{this, dst, src});
+  const std::vector<Cost> from_src = shortest_costs(*this, src, forward, dst);
+  const std::vector<Cost> to_dst = shortest_costs(*this, dst, RouteFilter{this, dst, src}, src);
   const Cost total = from_src[dst];
   if (total.latency_ps >= kInfinite) {
     throw std::runtime_error(fmt::format("no path from {} to {}", name(src), name(dst)));

@@ -1,0 +1,101 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "planner/cost_model.hpp"
+#include "test_support.hpp"
+#include "validate/compare.hpp"
+#include "validate/nccl_tests_log.hpp"
+
+using namespace ccsim;
+
+namespace {
+
+struct MeasuredSystem {
+  const char* log;        ///< under tests/data/nccl-tests/
+  const char* scenario;   ///< under scenarios/
+  std::size_t rows;       ///< table rows of the log
+  int large;              ///< rows with size ≥ 1 MiB
+  double mape_budget;     ///< percent, all sizes
+  double large_budget;    ///< percent, sizes ≥ 1 MiB
+};
+
+// Error budget: MAPE of the default calibration (scenarios/calibration/nccl.yaml, analytic
+// engine) against each real log, as measured with `build/cli/ccsim compare LOG --scenario S`
+// when this test was written, rounded up to the next whole percent. A change that makes a
+// prediction worse than this fails here; one that improves it should lower the budget.
+//
+//   log                                          scenario               MAPE all   MAPE >= 1 MiB
+//   h100-2x8-ethernet-gpudirect-all_reduce.log   h100-2x8-200g.yaml       56.47 %        42.98 %
+//   mi300x-1x8-xgmi-all_reduce.log               mi300x-1node.yaml        19.17 %        20.40 %
+//   rtx2080ti-1x2-pcie3-nop2p-all_reduce.log     pcie-2gpu-nop2p.yaml     21.21 %        32.32 %
+//   a100-1x8-nvswitch-sendrecv.log               dgx-a100-1node.yaml      27.80 %        27.80 %
+//
+// Rows ≥ 1 MiB (2^20 B): H100 1M..8G = 2^20..2^33, 14 rows; MI300X likewise 14; RTX 1M, 2M,
+// 4M, 16M, 64M, 256M, 1G = 7; A100 all 4 (128M..1G).
+const MeasuredSystem kSystems[] = {
+    {"h100-2x8-ethernet-gpudirect-all_reduce.log", "h100-2x8-200g.yaml", 21, 14, 57.0, 43.0},
+    {"mi300x-1x8-xgmi-all_reduce.log", "mi300x-1node.yaml", 24, 14, 20.0, 21.0},
+    {"rtx2080ti-1x2-pcie3-nop2p-all_reduce.log", "pcie-2gpu-nop2p.yaml", 18, 7, 22.0, 33.0},
+    {"a100-1x8-nvswitch-sendrecv.log", "dgx-a100-1node.yaml", 4, 4, 28.0, 28.0},
+};
+
+const planner::CostModel& default_costs() {
+  static const planner::CostModel costs = planner::CostModel::load(planner::CostModel::default_path());
+  return costs;
+}
+
+}  // namespace
+
+TEST_CASE("compare: simulated against measured nccl-tests logs stays within the error budget", "[validate][compare]") {
+  for (const MeasuredSystem& sys : kSystems) {
+    INFO(fmt::format("{} on {}", sys.log, sys.scenario));
+    const std::string path = test::source_path(std::string("tests/data/nccl-tests/") + sys.log);
+    std::ifstream in(path);
+    REQUIRE(in);
+    const auto tests = validate::parse_nccl_tests_log(in, path);
+    REQUIRE(tests.size() == 1);
+    const validate::LogTest& log = tests[0];
+    const models::Cluster cluster = test::shipped_cluster(sys.scenario);
+
+    validate::CompareOptions options;  // analytic engine, auto algorithm and protocol
+    REQUIRE(options.engine == "analytic");
+    const validate::CompareResult r = validate::compare(log, cluster, default_costs(), options);
+
+    CHECK(r.test == log.name);
+    CHECK(r.collective == *log.collective);
+    CHECK(r.nranks == *log.nranks);
+    REQUIRE(r.rows.size() == sys.rows);
+    REQUIRE(r.rows.size() == log.rows.size());
+
+    // Each row: measured is the log's out-of-place time; error = (sim − meas) / meas × 100,
+    // recomputed here. MAPE = mean |error| over all rows, and over the rows ≥ 1 MiB.
+    double abs_sum = 0, abs_large = 0;
+    int large = 0;
+    for (std::size_t i = 0; i < r.rows.size(); ++i) {
+      const validate::CompareRow& row = r.rows[i];
+      INFO(fmt::format("size {}", row.size));
+      CHECK(row.size == log.rows[i].size);
+      CHECK(row.measured_us == log.rows[i].time_us);
+      CHECK(row.simulated_us > 0.0);
+      const double error = (row.simulated_us - row.measured_us) / row.measured_us * 100.0;
+      CHECK(row.error_pct == Approx(error));
+      abs_sum += std::fabs(error);
+      if (row.size >= (1ULL << 20)) {
+        abs_large += std::fabs(error);
+        ++large;
+      }
+    }
+    CHECK(large == sys.large);
+    CHECK(r.large == sys.large);
+    CHECK(r.mape == Approx(abs_sum / static_cast<double>(r.rows.size())));
+    CHECK(r.mape_large == Approx(abs_large / large));
+
+    CHECK(r.mape <= sys.mape_budget);
+    CHECK(r.mape_large <= sys.large_budget);
+  }
+}
