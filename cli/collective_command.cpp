@@ -1,6 +1,7 @@
 #include "cli/collective_command.hpp"
 
 #include <iostream>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -31,7 +32,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
   c->add_option("-e,--maxbytes", o.max_bytes, "largest size");
   c->add_option("-f,--stepfactor", o.factor, "multiply the size by this factor between rows")->check(CLI::Range(2, 1024));
   c->add_option("--engine", o.engine, "analytic or flow")->check(CLI::IsMember({"analytic", "flow"}));
-  c->add_option("--ranks", o.ranks, "use the first N GPUs (default: all)");
+  c->add_option("--ranks", o.ranks, "use the first N GPUs (default: all)")->check(CLI::PositiveNumber);
   c->add_option("--group", o.group, "use these global GPU ranks, e.g. 0-7,16-23");
   c->add_option("--root", o.root, "root rank of Broadcast and Reduce");
   c->add_option("--channels", o.channels, "channels: independent rings / trees (default: one per NIC rail across nodes, one per link stride on a mesh, else 1)")->check(CLI::Range(1, 64));
@@ -61,7 +62,8 @@ int run_collective(const CollectiveCliOptions& o) {
   }
   const std::uint64_t lo = parse_size(o.min_bytes, "--minbytes");
   const std::uint64_t hi = parse_size(o.max_bytes, "--maxbytes");
-  if (lo == 0 || hi < lo) throw InputError({"<command line>", 0, 0}, "--maxbytes", "a size at least --minbytes (and both above 0)", o.max_bytes);
+  if (lo == 0) throw InputError({"<command line>", 0, 0}, "--minbytes", "a size above 0", o.min_bytes);
+  if (hi < lo) throw InputError({"<command line>", 0, 0}, "--maxbytes", "a size at least --minbytes", o.max_bytes);
   opts.element_size = element_size(o.datatype);
   opts.engine = o.engine;
   opts.channels = o.channels;
@@ -74,7 +76,13 @@ int run_collective(const CollectiveCliOptions& o) {
   const int n = static_cast<int>(opts.gpus.size());
   if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
   const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path() : o.calibration);
-  planner::CollectiveRunner runner(cluster, costs, opts);
+  std::optional<planner::CollectiveRunner> built;
+  try {
+    built.emplace(cluster, costs, opts);
+  } catch (const std::invalid_argument& e) {
+    throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm this cluster supports", "'" + o.algo + "'", e.what());
+  }
+  planner::CollectiveRunner& runner = *built;
   if (runner.candidates().empty()) {
     throw InputError({"<command line>", 0, 0}, "--algo", fmt::format("an algorithm that implements {} with protocol {}",
                                                                     models::to_string(*collective), o.protocol), "'" + o.algo + "'");
@@ -95,6 +103,12 @@ int run_collective(const CollectiveCliOptions& o) {
       throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm that can run this collective here", o.algo, e.what());
     }
     if (size > hi / static_cast<std::uint64_t>(o.factor)) break;
+  }
+  if (rows.empty()) {
+    throw InputError({"<command line>", 0, 0}, "--maxbytes",
+                     fmt::format("a size range holding at least one whole {}-byte element{}", opts.element_size,
+                                 per_rank ? fmt::format(" per rank ({} bytes)", unit) : ""),
+                     o.max_bytes);
   }
 
   const bool reduces = *collective == models::Collective::AllReduce || *collective == models::Collective::ReduceScatter ||

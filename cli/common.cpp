@@ -1,6 +1,8 @@
 #include "cli/common.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <limits>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -35,11 +37,13 @@ std::uint64_t parse_size(const std::string& text, const std::string& option) {
       for (char c : suffix) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       return s;
     }();
-    if (suffix.empty()) return value;
-    if (lower == "k") return value << 10;
-    if (lower == "m") return value << 20;
-    if (lower == "g") return value << 30;
-    if (lower == "t") return value << 40;
+    const int shift = suffix.empty() ? 0 : lower == "k" ? 10 : lower == "m" ? 20 : lower == "g" ? 30 : lower == "t" ? 40 : -1;
+    if (shift >= 0) {
+      if (value > (std::numeric_limits<std::uint64_t>::max() >> shift) >> 1) {  // keep 2^63 of headroom
+        throw InputError({"<command line>", 0, 0}, option, "a size below 2^63 bytes", "'" + text + "'");
+      }
+      return static_cast<std::uint64_t>(value) << shift;
+    }
   }
   try {
     const double bytes = models::parse_quantity(text, models::Quantity::Bytes);
@@ -63,10 +67,20 @@ std::vector<models::DeviceId> select_gpus(const models::Cluster& cluster, int ra
       if (one >> dash && (dash != '-' || !(one >> b))) {
         throw InputError({"<command line>", 0, 0}, "--group", "GPU ranks and ranges such as 0-7,16-23", "'" + item + "'");
       }
+      if (std::string rest; one >> rest) {
+        throw InputError({"<command line>", 0, 0}, "--group", "GPU ranks and ranges such as 0-7,16-23", "'" + item + "'");
+      }
       if (a < 0 || b < a || static_cast<std::size_t>(b) >= all.size()) {
         throw InputError({"<command line>", 0, 0}, "--group", fmt::format("GPU ranks from 0 to {}", all.size() - 1), "'" + item + "'");
       }
-      for (int r = a; r <= b; ++r) out.push_back(all[static_cast<std::size_t>(r)]);
+      for (int r = a; r <= b; ++r) {
+        const models::DeviceId g = all[static_cast<std::size_t>(r)];
+        if (std::find(out.begin(), out.end(), g) != out.end()) {
+          throw InputError({"<command line>", 0, 0}, "--group", "each GPU at most once (one rank per GPU)",
+                           "GPU " + std::to_string(r) + " twice");
+        }
+        out.push_back(g);
+      }
     }
     return out;
   }

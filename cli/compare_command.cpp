@@ -1,6 +1,8 @@
 #include "cli/compare_command.hpp"
 
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -30,6 +32,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareCliOptions& o) {
 }
 
 int run_compare(const CompareCliOptions& o) {
+  if (std::filesystem::is_directory(o.log)) throw InputError({o.log, 0, 0}, "", "an nccl-tests log file", "a directory");
   std::ifstream in(o.log);
   if (!in) throw InputError({o.log, 0, 0}, "", "a readable nccl-tests log", "a file that cannot be opened");
   const auto tests = validate::parse_nccl_tests_log(in, o.log);
@@ -48,6 +51,7 @@ int run_compare(const CompareCliOptions& o) {
     if (!opts.protocol) throw InputError({"<command line>", 0, 0}, "--protocol", "auto, LL, LL128 or Simple", "'" + o.protocol + "'");
   }
   nlohmann::json all = nlohmann::json::array();
+  std::ostringstream text;
   for (const auto& test : tests) {
     validate::CompareResult r;
     try {
@@ -72,20 +76,22 @@ int run_compare(const CompareCliOptions& o) {
       all.push_back(j);
       continue;
     }
-    std::cout << fmt::format("# ccsim compare: {} ({}) over {} ranks, measured {} vs scenario {} ({} engine)\n", r.test,
+    text << fmt::format("# ccsim compare: {} ({}) over {} ranks, measured {} vs scenario {} ({} engine)\n", r.test,
                              models::to_string(r.collective), r.nranks, o.log, cluster.spec.name, o.engine);
-    std::cout << fmt::format("#{:>11}  {:>10}  {:>10}  {:>8}  {:<18}  {:<8}\n", "size", "measured", "simulated", "error", "algorithm",
+    text << fmt::format("#{:>11}  {:>10}  {:>10}  {:>8}  {:<18}  {:<8}\n", "size", "measured", "simulated", "error", "algorithm",
                              "protocol");
-    std::cout << fmt::format("#{:>11}  {:>10}  {:>10}  {:>8}  {:<18}  {:<8}\n", "(B)", "(us)", "(us)", "(%)", "", "");
+    text << fmt::format("#{:>11}  {:>10}  {:>10}  {:>8}  {:<18}  {:<8}\n", "(B)", "(us)", "(us)", "(%)", "", "");
     for (const auto& row : r.rows) {
-      std::cout << fmt::format("{:>12}  {:>10}  {:>10}  {:>+8.1f}  {:<18}  {:<8}\n", row.size, format_time_us(row.measured_us),
+      text << fmt::format("{:>12}  {:>10}  {:>10}  {:>+8.1f}  {:<18}  {:<8}\n", row.size, format_time_us(row.measured_us),
                                format_time_us(row.simulated_us), row.error_pct, planner::to_string(row.algorithm),
                                planner::to_string(row.protocol));
     }
-    std::cout << fmt::format("# MAPE, all {} sizes     : {:.1f} %\n", r.rows.size(), r.mape);
-    if (r.large > 0) std::cout << fmt::format("# MAPE, {} sizes >= 1 MiB: {:.1f} %\n", r.large, r.mape_large);
+    text << fmt::format("# MAPE, all {} sizes     : {:.1f} %\n", r.rows.size(), r.mape);
+    if (r.large > 0) text << fmt::format("# MAPE, {} sizes >= 1 MiB: {:.1f} %\n", r.large, r.mape_large);
   }
+  // Everything is printed at the end, so a log whose later test fails leaves no partial output.
   if (o.format == "json") std::cout << all.dump(2) << "\n";
+  else std::cout << text.str();
   return 0;
 }
 

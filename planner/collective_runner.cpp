@@ -92,6 +92,10 @@ std::vector<std::pair<Algorithm, Protocol>> CollectiveRunner::candidates() const
   }
   if (options_.algorithm) algos = {*options_.algorithm};
   for (Algorithm a : algos) {
+    // Drop algorithms that cannot run this collective at all (any size).
+    AlgorithmRequest probe = request(a, Protocol::Simple, static_cast<std::uint64_t>(options_.element_size) * options_.gpus.size(),
+                                     models::Granularity::Step);
+    if (!unsupported_reason(a, probe).empty()) continue;
     for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
       if (options_.protocol && *options_.protocol != p) continue;
       // NCCL runs NVLS, and point-to-point (AlltoAll, SendRecv), with Simple only.

@@ -1,5 +1,6 @@
 #include "validate/nccl_tests_log.hpp"
 
+#include <cmath>
 #include <regex>
 #include <sstream>
 
@@ -23,11 +24,10 @@ std::optional<models::Collective> collective_from_name(const std::string& name) 
   return models::parse_collective(stem);
 }
 
+/// A plain decimal number (digits, one point, an exponent); no nan, inf or hex.
 bool is_number(const std::string& s) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size();
+  static const std::regex number(R"([+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)");
+  return std::regex_match(s, number);
 }
 
 }  // namespace
@@ -40,7 +40,8 @@ std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& f
   const std::regex perf_re(R"(([a-z_0-9]+_perf))");
   const std::regex ranks_re(R"((\d+)\s+(ranks|GPUs))");
   const std::regex gpus_flag_re(R"(-g\s+(\d+))");
-  const std::regex avg_re(R"(#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+))");
+  const std::regex avg_re(R"(#\s*Avg bus bandwidth\s*:\s*([0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?))");
+  const std::regex rank_line_re(R"(^#\s*Rank\s+[0-9]+)");
   const auto flush = [&]() {
     if (!current.rows.empty()) {
       if (rank_lines > 0) current.nranks = rank_lines;
@@ -75,7 +76,7 @@ std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& f
       if (!current.nranks && std::regex_search(line, m, gpus_flag_re) && line.find("_perf") != std::string::npos) {
         current.nranks = std::stoi(m[1].str());  // single process driving -g GPUs
       }
-      if (line.find("#  Rank") == 0 || line.find("#   Rank") == 0) ++rank_lines;
+      if (std::regex_search(line, rank_line_re)) ++rank_lines;
       if (!in_table) current.header.push_back(line);
       continue;
     }
@@ -100,12 +101,18 @@ std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& f
     };
     LogRow row;
     row.line = lineno;
-    row.size = static_cast<std::uint64_t>(number(0, "size"));
-    row.count = static_cast<std::uint64_t>(number(1, "count"));
+    const double size = number(0, "size");
+    const double count = number(1, "count");
+    if (size < 0 || count < 0 || size != std::floor(size) || count != std::floor(count)) {
+      throw models::InputError({file, lineno, 0}, "", "whole, non-negative size and count", "'" + tok[0] + "' and '" + tok[1] + "'");
+    }
+    row.size = static_cast<std::uint64_t>(size);
+    row.count = static_cast<std::uint64_t>(count);
     row.type = tok[2];
     row.redop = tok[3];
     row.root = has_root ? static_cast<int>(number(4, "root")) : -1;
     row.time_us = number(base, "time");
+    if (!(row.time_us > 0)) throw models::InputError({file, lineno, 0}, "", "a time above 0 us", "'" + tok[base] + "'");
     row.algbw = tok[base + 1] == "N/A" ? 0.0 : number(base + 1, "algbw");
     row.busbw = tok[base + 2] == "N/A" ? 0.0 : number(base + 2, "busbw");
     if (tok.size() > base + 4 && tok[base + 4] != "N/A") row.in_place_time_us = number(base + 4, "in-place time");

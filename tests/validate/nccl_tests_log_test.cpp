@@ -297,6 +297,30 @@ TEST_CASE("nccl-tests log: malformed input names the file and line", "[validate]
     CHECK(e.where().line == 0);
     CHECK(e.found() == "no table rows");
   }
+  SECTION("nan, inf and hex are not numbers") {
+    for (const char* bad : {"nan", "inf", "0x10"}) {
+      const auto e = parse_error(std::string("# all_reduce_perf -g 2\n     8  2  float  sum  -1  ") + bad + "  0.00  0.00  0\n");
+      CHECK(e.where().line == 2);
+      CHECK(e.expected() == "a number for time");
+    }
+  }
+  SECTION("a zero time (the error would be infinite)") {
+    const auto e = parse_error("# all_reduce_perf -g 2\n     8  2  float  sum  -1  0  0.00  0.00  0\n");
+    CHECK(e.where().line == 2);
+    CHECK(e.expected() == "a time above 0 us");
+  }
+  SECTION("a negative size") {
+    const auto e = parse_error("# all_reduce_perf -g 2\n    -8  2  float  sum  -1  10.0  0.00  0.00  0\n");
+    CHECK(e.where().line == 2);
+    CHECK(e.expected() == "whole, non-negative size and count");
+  }
+  SECTION("a footer without a number is not a footer") {
+    // "# Avg bus bandwidth : e" is a comment; the log still parses, with no footer value.
+    std::istringstream in("# all_reduce_perf -g 2\n     8  2  float  sum  -1  10.0  0.00  0.00  0\n# Avg bus bandwidth : e\n");
+    const auto tests = validate::parse_nccl_tests_log(in, "synthetic.log");
+    REQUIRE(tests.size() == 1);
+    CHECK_FALSE(tests[0].avg_busbw.has_value());
+  }
 }
 
 TEST_CASE("nccl-tests type sizes", "[validate][log]") {
