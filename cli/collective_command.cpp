@@ -52,14 +52,8 @@ int run_collective(const CollectiveCliOptions& o) {
   }
   planner::CollectiveOptions opts;
   opts.collective = *collective;
-  if (o.algo != "auto") {
-    opts.algorithm = planner::parse_algorithm(o.algo);
-    if (!opts.algorithm) throw InputError({"<command line>", 0, 0}, "--algo", "auto or an algorithm name (see --help)", "'" + o.algo + "'");
-  }
-  if (o.protocol != "auto") {
-    opts.protocol = planner::parse_protocol(o.protocol);
-    if (!opts.protocol) throw InputError({"<command line>", 0, 0}, "--protocol", "auto, LL, LL128 or Simple", "'" + o.protocol + "'");
-  }
+  opts.algorithm = algorithm_option(o.algo);
+  opts.protocol = protocol_option(o.protocol);
   const std::uint64_t lo = parse_size(o.min_bytes, "--minbytes");
   const std::uint64_t hi = parse_size(o.max_bytes, "--maxbytes");
   if (lo == 0) throw InputError({"<command line>", 0, 0}, "--minbytes", "a size above 0", o.min_bytes);

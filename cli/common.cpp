@@ -93,6 +93,20 @@ std::vector<models::DeviceId> select_gpus(const models::Cluster& cluster, int ra
   return all;
 }
 
+std::optional<planner::Algorithm> algorithm_option(const std::string& text) {
+  if (text == "auto") return std::nullopt;
+  const auto a = planner::parse_algorithm(text);
+  if (!a) throw InputError({"<command line>", 0, 0}, "--algo", "auto or an algorithm name (see --help)", "'" + text + "'");
+  return a;
+}
+
+std::optional<planner::Protocol> protocol_option(const std::string& text) {
+  if (text == "auto") return std::nullopt;
+  const auto p = planner::parse_protocol(text);
+  if (!p) throw InputError({"<command line>", 0, 0}, "--protocol", "auto, LL, LL128 or Simple", "'" + text + "'");
+  return p;
+}
+
 std::uint32_t element_size(const std::string& type) {
   if (const auto s = validate::type_size(type)) return *s;
   throw InputError({"<command line>", 0, 0}, "--datatype", "float, half, bfloat16, double, int8, ...", "'" + type + "'");

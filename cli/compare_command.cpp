@@ -42,14 +42,8 @@ int run_compare(const CompareCliOptions& o) {
   validate::CompareOptions opts;
   opts.engine = o.engine;
   if (o.ranks > 0) opts.nranks = o.ranks;
-  if (o.algo != "auto") {
-    opts.algorithm = planner::parse_algorithm(o.algo);
-    if (!opts.algorithm) throw InputError({"<command line>", 0, 0}, "--algo", "auto or an algorithm name", "'" + o.algo + "'");
-  }
-  if (o.protocol != "auto") {
-    opts.protocol = planner::parse_protocol(o.protocol);
-    if (!opts.protocol) throw InputError({"<command line>", 0, 0}, "--protocol", "auto, LL, LL128 or Simple", "'" + o.protocol + "'");
-  }
+  opts.algorithm = algorithm_option(o.algo);
+  opts.protocol = protocol_option(o.protocol);
   nlohmann::json all = nlohmann::json::array();
   std::ostringstream text;
   for (const auto& test : tests) {

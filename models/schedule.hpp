@@ -53,7 +53,11 @@ struct Op {
   std::int32_t peer = -1;        ///< other rank for Send/Recv/RecvReduce; kSwitch for switch ops
   std::uint16_t channel = 0;
   std::uint32_t steps = 1;       ///< pipeline steps folded into this op (latency multiplier)
-  std::uint32_t tag = 0;         ///< switch group for SwitchSend / SwitchRecv
+  /// SwitchSend / SwitchRecv: the in-switch group. Phase-granularity Send: its latency pool
+  /// (0 = none): the per-step latency of every transfer in a pool is the mean over the pool,
+  /// because a pipelined ring's critical path goes around every hop of the ring once per n
+  /// steps (NCCL's ring latency sums hop latencies around the ring).
+  std::uint32_t tag = 0;
   Slice src;
   Slice dst;
   std::uint32_t dep_begin = 0;  ///< this op's dependencies: RankProgram::dep_pool[dep_begin, +dep_count)

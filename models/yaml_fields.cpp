@@ -3,6 +3,7 @@
 #include <cmath>
 #include <algorithm>
 #include <fstream>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -177,28 +178,8 @@ std::string Fields::choice(std::string_view key, std::initializer_list<std::stri
   throw error(key, expected, suggestion.empty() ? std::string() : "did you mean '" + suggestion + "'?");
 }
 
-std::int64_t Fields::integer(std::string_view key, std::int64_t min, std::optional<std::int64_t> fallback) const {
-  const std::string expected = min == 1 ? "a positive integer" : fmt::format("an integer >= {}", min);
-  const auto value = find(key);
-  if (!value) {
-    if (fallback) return *fallback;
-    throw missing(key, expected);
-  }
-  if (!value->node.IsScalar()) throw error(key, expected);
-  std::int64_t result = 0;
-  const std::string& s = value->node.Scalar();
-  std::size_t used = 0;
-  try {
-    result = std::stoll(s, &used);
-  } catch (const std::exception&) {
-    throw error(key, expected);
-  }
-  if (used != s.size() || result < min) throw error(key, expected);
-  return result;
-}
-
-int Fields::count(std::string_view key, int min, int max, std::optional<int> fallback) const {
-  const std::string expected = fmt::format("an integer from {} to {}", min, max);
+std::int64_t Fields::bounded_integer(std::string_view key, std::int64_t min, std::int64_t max, const std::string& expected,
+                                     std::optional<std::int64_t> fallback) const {
   const auto value = find(key);
   if (!value) {
     if (fallback) return *fallback;
@@ -214,7 +195,16 @@ int Fields::count(std::string_view key, int min, int max, std::optional<int> fal
     throw error(key, expected);
   }
   if (used != s.size() || result < min || result > max) throw error(key, expected);
-  return static_cast<int>(result);
+  return result;
+}
+
+std::int64_t Fields::integer(std::string_view key, std::int64_t min, std::optional<std::int64_t> fallback) const {
+  const std::string expected = min == 1 ? "a positive integer" : fmt::format("an integer >= {}", min);
+  return bounded_integer(key, min, std::numeric_limits<std::int64_t>::max(), expected, fallback);
+}
+
+int Fields::count(std::string_view key, int min, int max, std::optional<int> fallback) const {
+  return static_cast<int>(bounded_integer(key, min, max, fmt::format("an integer from {} to {}", min, max), fallback));
 }
 
 double Fields::ratio(std::string_view key, double min, const std::string& expected, std::optional<double> fallback) const {

@@ -96,6 +96,9 @@ class Fields {
   std::vector<YamlSource> list(std::string_view key) const;
 
  private:
+  std::int64_t bounded_integer(std::string_view key, std::int64_t min, std::int64_t max, const std::string& expected,
+                               std::optional<std::int64_t> fallback) const;
+
   std::vector<YamlSource> layers_;
   std::string path_;
   std::vector<int> depths_;  ///< depth of each layer, see depth()

@@ -169,7 +169,8 @@ AlgorithmRequest CollectiveRunner::request(Algorithm a, Protocol p, std::uint64_
   r.granularity = g;
   const double per_channel = static_cast<double>(bytes) / r.channels;
   const int wanted = static_cast<int>(std::ceil(per_channel / costs_.chunk_bytes(p)));
-  const int budget = std::max(1, kChunkBudget / r.nranks);
+  // NVLS-tree has no phase granularity and ~3 ops per rank per part and chunk: a tighter budget.
+  const int budget = std::max(1, (a == Algorithm::NvlsTree ? kChunkBudget / 4 : kChunkBudget) / r.nranks);
   r.pipeline_chunks = std::clamp(wanted, 1, std::min(kMaxChunks, budget));
   return r;
 }

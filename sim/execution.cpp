@@ -123,6 +123,26 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
       }
     }
   }
+  // Latency pools (phase-granularity rings): every transfer pays its steps times the pool's
+  // mean per-step latency (see models::Op::tag).
+  std::map<std::uint32_t, std::pair<double, std::uint32_t>> pool_sum;  // pool -> (Σ per-step latency, count)
+  for (const Transfer& t : transfers) {
+    if (t.send_op == kNoOp || t.group != kNoOp) continue;
+    const models::Op& send = op(t.send_op);
+    if (send.kind != OpKind::Send || send.tag == 0 || send.steps == 0) continue;
+    auto& acc = pool_sum[send.tag];
+    acc.first += t.latency / send.steps;
+    acc.second += 1;
+  }
+  if (!pool_sum.empty()) {
+    for (Transfer& t : transfers) {
+      if (t.send_op == kNoOp || t.group != kNoOp) continue;
+      const models::Op& send = op(t.send_op);
+      if (send.kind != OpKind::Send || send.tag == 0 || send.steps == 0) continue;
+      const auto& acc = pool_sum[send.tag];
+      t.latency = send.steps * (acc.first / acc.second);
+    }
+  }
   for (const auto& [key, list] : sends) {
     if (next_send[key] != list.size()) {
       throw std::invalid_argument(fmt::format("rank {} sends to rank {} on channel {} with no matching receive",

@@ -35,9 +35,10 @@ std::uint32_t Builder::add(int rank, Op op, std::initializer_list<std::uint32_t>
 }
 
 std::uint32_t Builder::send(int rank, int peer, Slice src, int channel, std::initializer_list<std::uint32_t> deps,
-                            std::uint32_t steps) {
+                            std::uint32_t steps, std::uint32_t pool) {
   Op op;
   op.kind = OpKind::Send;
+  op.tag = pool;
   op.peer = peer;
   op.channel = static_cast<std::uint16_t>(channel);
   op.steps = steps;

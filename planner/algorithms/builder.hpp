@@ -46,7 +46,7 @@ class Builder {
 
   /// Each returns the new op's index in `rank`'s program. Dependencies equal to kNone are skipped.
   std::uint32_t send(int rank, int peer, Slice src, int channel, std::initializer_list<std::uint32_t> deps = {},
-                     std::uint32_t steps = 1);
+                     std::uint32_t steps = 1, std::uint32_t pool = 0);
   std::uint32_t recv(int rank, int peer, Slice dst, int channel, std::initializer_list<std::uint32_t> deps = {},
                      std::uint32_t steps = 1);
   std::uint32_t recv_reduce(int rank, int peer, Slice local, Slice dst, int channel,
@@ -60,6 +60,8 @@ class Builder {
   /// A zero-byte local op that completes when all `deps` have: orders the next step of an
   /// exchange after both its send and its receive.
   std::uint32_t join(int rank, std::initializer_list<std::uint32_t> deps) { return copy(rank, out({0, 0}), out({0, 0}), deps); }
+  /// A new latency pool for the phase-granularity sends of one ring (see Op::tag).
+  std::uint32_t latency_pool() { return ++pools_; }
   /// A new in-switch group with `contributors` senders; returns its tag.
   std::uint32_t switch_group(int contributors);
   void need_scratch(int rank, std::uint64_t bytes);
@@ -71,6 +73,7 @@ class Builder {
 
   AlgorithmRequest request_;
   models::Schedule schedule_;
+  std::uint32_t pools_ = 0;
 };
 
 // Generators, one per algorithm family (ring.cpp, tree.cpp, recursive.cpp, bruck.cpp,

@@ -42,6 +42,7 @@ void ring_reduce_scatter_collective(Builder& b, int c, const std::vector<int>& m
     return p;
   };
   const auto at = [&](int i) { return members[static_cast<std::size_t>(mod(i, n))]; };
+  const std::uint32_t pool = b.latency_pool();
   for (int i = 0; i < n; ++i) {
     const int r = at(i);
     if (n == 1) {
@@ -52,7 +53,7 @@ void ring_reduce_scatter_collective(Builder& b, int c, const std::vector<int>& m
     if (b.granularity() == models::Granularity::Phase) {
       // Every block has the same size here (S/n per block, split alike per channel).
       const std::uint64_t bytes = piece(0).bytes * static_cast<std::uint64_t>(n - 1);
-      b.send(r, next, in({0, bytes}), c, {}, static_cast<std::uint32_t>(n - 1));
+      b.send(r, next, in({0, bytes}), c, {}, static_cast<std::uint32_t>(n - 1), pool);
       b.recv(r, prev, out({0, bytes}), c, {}, static_cast<std::uint32_t>(n - 1));
       continue;
     }
@@ -77,6 +78,7 @@ void ring_all_gather_collective(Builder& b, int c, const std::vector<int>& membe
   const Range local = part({0, block}, b.element_size(), b.request().channels, c);
   const auto piece = [&](int j) { return Range{static_cast<std::uint64_t>(j) * block + local.offset, local.bytes}; };
   const auto at = [&](int i) { return members[static_cast<std::size_t>(mod(i, n))]; };
+  const std::uint32_t pool = b.latency_pool();
   for (int i = 0; i < n; ++i) {
     const int r = at(i);
     const int next = at(i + 1), prev = at(i - 1);
@@ -84,7 +86,7 @@ void ring_all_gather_collective(Builder& b, int c, const std::vector<int>& membe
     if (n == 1) continue;
     if (b.granularity() == models::Granularity::Phase) {
       const auto bytes = local.bytes * static_cast<std::uint64_t>(n - 1);
-      b.send(r, next, in({0, bytes}), c, {}, static_cast<std::uint32_t>(n - 1));
+      b.send(r, next, in({0, bytes}), c, {}, static_cast<std::uint32_t>(n - 1), pool);
       b.recv(r, prev, out({0, bytes}), c, {}, static_cast<std::uint32_t>(n - 1));
       continue;
     }
@@ -150,6 +152,7 @@ std::vector<std::uint32_t> ring_reduce_scatter(Builder& b, const std::vector<int
   std::vector<Range> chunks;
   for (int k = 0; k < n; ++k) chunks.push_back(chunk(k));
   const ChunkSums sums(chunks);
+  const std::uint32_t pool = b.latency_pool();
   for (int i = 0; i < n; ++i) {
     const int rank = members[static_cast<std::size_t>(i)];
     if (n == 1) {
@@ -160,7 +163,7 @@ std::vector<std::uint32_t> ring_reduce_scatter(Builder& b, const std::vector<int
     const int prev = members[static_cast<std::size_t>(mod(i - 1, n))];
     if (b.granularity() == models::Granularity::Phase) {
       const auto steps = static_cast<std::uint32_t>(n - 1);
-      b.send(rank, next, at(local, {region.offset, sums.ending_at(i, n - 1)}), channel, {entry[i]}, steps);
+      b.send(rank, next, at(local, {region.offset, sums.ending_at(i, n - 1)}), channel, {entry[i]}, steps, pool);
       exit[i] = b.recv(rank, prev, out({region.offset, sums.ending_at(i - 1, n - 1)}), channel, {entry[i]}, steps);
       continue;
     }
@@ -184,13 +187,14 @@ std::vector<std::uint32_t> ring_all_gather(Builder& b, const std::vector<int>& m
   std::vector<Range> chunks;
   for (int k = 0; k < n; ++k) chunks.push_back(part(region, b.element_size(), n, k));
   const ChunkSums sums(chunks);
+  const std::uint32_t pool = b.latency_pool();
   for (int i = 0; i < n; ++i) {
     const int rank = members[static_cast<std::size_t>(i)];
     const int next = members[static_cast<std::size_t>(mod(i + 1, n))];
     const int prev = members[static_cast<std::size_t>(mod(i - 1, n))];
     if (b.granularity() == models::Granularity::Phase) {
       const auto steps = static_cast<std::uint32_t>(n - 1);
-      b.send(rank, next, out({region.offset, sums.ending_at(i + 1, n - 1)}), channel, {entry[i]}, steps);
+      b.send(rank, next, out({region.offset, sums.ending_at(i + 1, n - 1)}), channel, {entry[i]}, steps, pool);
       exit[i] = b.recv(rank, prev, out({region.offset, sums.ending_at(i, n - 1)}), channel, {entry[i]}, steps);
       continue;
     }
