@@ -1,7 +1,9 @@
 #include "sim/execution.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <stdexcept>
 #include <tuple>
 
@@ -70,13 +72,22 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
   op_transfer.assign(total, kNoOp);
   group_size.assign(s.switch_groups.begin(), s.switch_groups.end());
   group_receivers.assign(s.switch_groups.size(), {});
-  std::map<std::tuple<int, int, int>, std::vector<std::uint32_t>> sends;
+  // Sends queued per (source, destination, channel), matched to receives in order.
+  struct Queue {
+    std::vector<std::uint32_t> ops;
+    std::size_t next = 0;
+  };
+  const auto key_of = [](int src, int dst, int channel) {
+    return (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) | static_cast<std::uint64_t>(channel);
+  };
+  std::unordered_map<std::uint64_t, Queue> sends;
   for (int r = 0; r < s.nranks; ++r) {
     const auto& prog = s.ranks[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < prog.ops.size(); ++i)
-      if (prog.ops[i].kind == OpKind::Send) sends[{r, prog.ops[i].peer, prog.ops[i].channel}].push_back(rank_first_op_[r] + static_cast<std::uint32_t>(i));
+      if (prog.ops[i].kind == OpKind::Send) {
+        sends[key_of(r, prog.ops[i].peer, prog.ops[i].channel)].ops.push_back(rank_first_op_[r] + static_cast<std::uint32_t>(i));
+      }
   }
-  std::map<std::tuple<int, int, int>, std::size_t> next_send;
   const auto nvswitch_of = [&](int rank) {
     const models::DeviceId gpu = plan.rank_gpu[static_cast<std::size_t>(rank)];
     for (models::LinkId id : topo.out_links(gpu))
@@ -90,13 +101,11 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
       const models::Op& op = prog.ops[i];
       const std::uint32_t id = rank_first_op_[r] + static_cast<std::uint32_t>(i);
       if (op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) {
-        const auto key = std::make_tuple(op.peer, r, static_cast<int>(op.channel));
-        auto& k = next_send[key];
-        const auto it = sends.find(key);
-        if (it == sends.end() || k >= it->second.size()) {
+        const auto it = sends.find(key_of(op.peer, r, op.channel));
+        if (it == sends.end() || it->second.next >= it->second.ops.size()) {
           throw std::invalid_argument(fmt::format("rank {} op {} receives from rank {} but nothing is sent", r, i, op.peer));
         }
-        const std::uint32_t send_id = it->second[k++];
+        const std::uint32_t send_id = it->second.ops[it->second.next++];
         const models::DeviceId src = plan.rank_gpu[static_cast<std::size_t>(op.peer)];
         Transfer t;
         t.send_op = send_id;
@@ -143,11 +152,12 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
       t.latency = send.steps * (acc.first / acc.second);
     }
   }
-  for (const auto& [key, list] : sends) {
-    if (next_send[key] != list.size()) {
-      throw std::invalid_argument(fmt::format("rank {} sends to rank {} on channel {} with no matching receive",
-                                              std::get<0>(key), std::get<1>(key), std::get<2>(key)));
-    }
+  std::uint64_t unmatched = ~0ULL;  // the smallest key with a send left over, for a deterministic message
+  for (const auto& [key, queue] : sends)
+    if (queue.next != queue.ops.size()) unmatched = std::min(unmatched, key);
+  if (unmatched != ~0ULL) {
+    throw std::invalid_argument(fmt::format("rank {} sends to rank {} on channel {} with no matching receive", unmatched >> 40,
+                                            (unmatched >> 16) & 0xFFFFFF, unmatched & 0xFFFF));
   }
 }
 
