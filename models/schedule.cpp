@@ -1,5 +1,7 @@
 #include "models/schedule.hpp"
 
+#include "models/hash.hpp"
+
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -40,13 +42,6 @@ std::vector<std::uint64_t> Schedule::bytes_sent() const {
 std::string_view to_string(Granularity g) { return g == Granularity::Step ? "step" : "phase"; }
 
 namespace {
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 std::uint64_t input_value(int rank, std::uint64_t element) {
   return splitmix64((static_cast<std::uint64_t>(rank) << 40) ^ element);

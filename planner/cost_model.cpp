@@ -1,3 +1,5 @@
+#include <cctype>
+#include <algorithm>
 #include "planner/cost_model.hpp"
 
 #include <cstdlib>
@@ -21,8 +23,14 @@ std::string_view to_string(Protocol p) {
 }
 
 std::optional<Protocol> parse_protocol(std::string_view s) {
+  // Case-insensitive, as NCCL_PROTO is.
+  const auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  };
   for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple})
-    if (to_string(p) == s) return p;
+    if (same(to_string(p), s)) return p;
   return std::nullopt;
 }
 

@@ -44,8 +44,8 @@ struct OpRecord {
 struct LinkRecord {
   models::LinkId link = 0;
   double bytes = 0.0;  ///< wire bytes carried
-  double busy = 0.0;   ///< seconds with at least one flow on it (analytic engine; 0 when not measured)
-  double peak = 0.0;   ///< highest fraction of capacity in use (analytic engine)
+  double busy = 0.0;   ///< seconds with at least one transfer's data flowing over it
+  double peak = 0.0;   ///< highest fraction of capacity in use at any instant (0..1)
 };
 struct Timeline {
   double makespan = 0.0;

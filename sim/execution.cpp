@@ -1,5 +1,7 @@
 #include "sim/execution.hpp"
 
+#include "models/hash.hpp"
+
 #include <cmath>
 #include <algorithm>
 #include <map>
@@ -113,7 +115,9 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
         t.src = src;
         t.dst = gpu;
         const models::Op& send = this->op(send_id);
-        const auto flow = static_cast<std::uint64_t>(op.peer) * 1000003ULL + static_cast<std::uint64_t>(r);
+        // ECMP: the spine is chosen by a hash of the connection (source rank, destination
+        // rank, channel), as a switch hashes a queue pair's header; each channel is its own QP.
+        const std::uint64_t flow = models::splitmix64(key_of(op.peer, r, op.channel));
         const std::uint32_t tid = src == gpu ? add_transfer(t, models::Path{}, send.steps, send.src.bytes)
                                              : add_transfer(t, router.route(src, gpu, flow), send.steps, send.src.bytes);
         op_transfer[send_id] = tid;

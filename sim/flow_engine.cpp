@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <simgrid/kernel/Timer.hpp>
+#include <simgrid/plugins/load.h>
 #include <simgrid/s4u.hpp>
 
 #include "sim/execution.hpp"
@@ -77,6 +78,7 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
   for (auto& a : args) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
   simgrid::s4u::Engine engine(&argc, argv.data());
+  sg_link_load_plugin_init();  // per-link peak load (bytes/s), for LinkRecord::peak
   auto* zone = simgrid::s4u::create_star_zone("ccsim");
 
   const auto capacity = [&](models::LinkId id) {
@@ -95,7 +97,9 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
       std::vector<simgrid::s4u::LinkInRoute> route;
       for (std::uint32_t k = 0; k < tr.path_count; ++k) {
         const models::LinkId id = g.path_links[tr.path_begin + k];
-        if (links[id] == nullptr) links[id] = zone->create_link("l" + std::to_string(id), capacity(id))->set_latency(0)->seal();
+        if (links[id] == nullptr) {
+          links[id] = zone->create_link("l" + std::to_string(id), capacity(id))->set_latency(0)->seal();
+        }
         route.emplace_back(links[id]);
       }
       it->second = zone->create_host("p" + std::to_string(pair_host.size()), 1e9);
@@ -103,14 +107,22 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
     }
     transfer_host[t] = it->second;
   }
+  // Every transfer goes to one sink host over the pair's links only. The sink's own route is
+  // empty: a shared link there, even a FATPIPE one, would tie every flow into one constraint
+  // and make SimGrid re-solve all of them at each completion.
   auto* sink = zone->create_host("sink", 1e9);
-  auto* pipe = zone->create_link("sink-pipe", 1e30)->set_sharing_policy(simgrid::s4u::Link::SharingPolicy::FATPIPE)->seal();
-  zone->add_route(nullptr, sink->get_netpoint(), nullptr, nullptr, {simgrid::s4u::LinkInRoute(pipe)}, false);
+  zone->add_route(nullptr, sink->get_netpoint(), nullptr, nullptr, {}, false);
   zone->seal();
+  for (auto* l : links)
+    if (l != nullptr) sg_link_load_track(l);  // after sealing: the plugin attaches at seal time
 
   DagState dag(g);
   std::vector<double> op_start(g.op_count(), -1.0), op_end(g.op_count(), -1.0);
   std::vector<double> link_bytes(topo.num_links(), 0.0);
+  // Busy time: a link is busy while at least one transfer's data flows over it (after the
+  // transfer's latency, until it completes), as in the analytic engine.
+  std::vector<std::uint32_t> link_flows(topo.num_links(), 0);
+  std::vector<double> link_busy(topo.num_links(), 0.0), busy_since(topo.num_links(), 0.0);
   std::map<const simgrid::s4u::Activity*, std::uint32_t> in_flight;
   std::vector<simgrid::s4u::CommPtr> keep(g.transfers.size());
   DagState::Events ev;
@@ -119,7 +131,13 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
   std::function<void()> handle;
   std::function<void(std::uint32_t)> done = [&](std::uint32_t t) {
     const auto& tr = g.transfers[t];
-    for (std::uint32_t k = 0; k < tr.path_count; ++k) link_bytes[g.path_links[tr.path_begin + k]] += tr.bytes;
+    const bool flowed = transfer_host[t] != nullptr && tr.bytes > 0.0;
+    const double clock = simgrid::s4u::Engine::get_clock();
+    for (std::uint32_t k = 0; k < tr.path_count; ++k) {
+      const models::LinkId id = g.path_links[tr.path_begin + k];
+      link_bytes[id] += tr.bytes;
+      if (flowed && --link_flows[id] == 0) link_busy[id] += clock - busy_since[id];
+    }
     dag.transfer_done(t, ev);
     handle();
   };
@@ -131,6 +149,11 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
     }
     auto comm = simgrid::s4u::Comm::sendto_init(transfer_host[t], sink);
     comm->set_payload_size(static_cast<std::uint64_t>(tr.bytes));
+    const double clock = simgrid::s4u::Engine::get_clock();
+    for (std::uint32_t k = 0; k < tr.path_count; ++k) {
+      const models::LinkId id = g.path_links[tr.path_begin + k];
+      if (link_flows[id]++ == 0) busy_since[id] = clock;
+    }
     in_flight[comm.get()] = t;
     keep[t] = comm;
     comm->start();
@@ -188,6 +211,9 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
     if (link_bytes[id] > 0) {
       put<std::uint32_t>(fd, id);
       put<double>(fd, link_bytes[id]);
+      put<double>(fd, link_busy[id]);
+      const double peak = links[id] != nullptr ? sg_link_get_max_instantaneous_load(links[id]) / capacity(id) : 0.0;
+      put<double>(fd, peak);
     }
   }
 }
@@ -242,7 +268,9 @@ Timeline FlowEngine::run(const Plan& plan) {
   const auto nlinks = in.get<std::uint64_t>();
   for (std::uint64_t i = 0; i < nlinks; ++i) {
     const auto id = in.get<std::uint32_t>();
-    tl.links.push_back({id, in.get<double>(), 0.0, 0.0});
+    const double bytes = in.get<double>();
+    const double busy = in.get<double>();
+    tl.links.push_back({id, bytes, busy, in.get<double>()});
   }
   return tl;
 }

@@ -105,6 +105,24 @@ TEST_CASE("engines: two flows into one port each get half", "[engine]") {
     INFO(engine);
     const auto tl = sim::make_engine(engine, h100_node())->run(plan_for(h100_node(), s));
     CHECK(tl.makespan == Approx(expected).epsilon(1e-9));
+    // Links: each sender's uplink carries S at half its capacity; rank 0's downlink carries
+    // 2S at full capacity. All are busy while the data flows: S / 225e9 = 2 ms.
+    REQUIRE(tl.links.size() == 3);  // two uplinks and one downlink, nothing else
+    int full = 0, half = 0;
+    for (const auto& l : tl.links) {
+      INFO(h100_node().topology.name(h100_node().topology.link_source(l.link)));
+      CHECK(l.busy == Approx(450e6 / 225e9).epsilon(1e-9));
+      if (l.bytes == Approx(2 * 450e6)) {
+        ++full;
+        CHECK(l.peak == Approx(1.0).epsilon(1e-9));
+      } else {
+        ++half;
+        CHECK(l.bytes == Approx(450e6));
+        CHECK(l.peak == Approx(0.5).epsilon(1e-9));
+      }
+    }
+    CHECK(full == 1);
+    CHECK(half == 2);
   }
 }
 
@@ -127,11 +145,22 @@ TEST_CASE("engines agree on contention-free schedules of every algorithm", "[eng
         if (!planner::unsupported_reason(a, req).empty()) continue;
         if ((a == Algorithm::Nvls || a == Algorithm::NvlsTree) && c != &h100_node()) continue;  // needs NVLS
         const auto schedule = planner::generate(a, req);
-        const double analytic = sim::make_engine("analytic", *c)->run(plan_for(*c, schedule)).makespan;
-        const double flow = sim::make_engine("flow", *c)->run(plan_for(*c, schedule)).makespan;
+        const auto analytic_tl = sim::make_engine("analytic", *c)->run(plan_for(*c, schedule));
+        const auto flow_tl = sim::make_engine("flow", *c)->run(plan_for(*c, schedule));
+        const double analytic = analytic_tl.makespan, flow = flow_tl.makespan;
         INFO(fmt::format("{} {} on {}", planner::to_string(a), models::to_string(coll), c->spec.name));
         CHECK(flow == Approx(analytic).epsilon(1e-9));
         CHECK(analytic > 0.0);
+        // Per-link statistics agree too: same links, bytes, busy time and peak utilisation.
+        REQUIRE(flow_tl.links.size() == analytic_tl.links.size());
+        for (std::size_t i = 0; i < flow_tl.links.size(); ++i) {
+          const auto& f = flow_tl.links[i];
+          const auto& n = analytic_tl.links[i];
+          CHECK(f.link == n.link);
+          CHECK(f.bytes == Approx(n.bytes).epsilon(1e-9));
+          CHECK(f.busy == Approx(n.busy).epsilon(1e-6).margin(1e-15));
+          CHECK(f.peak == Approx(n.peak).epsilon(1e-6));
+        }
       }
     }
   }
