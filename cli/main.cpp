@@ -1,6 +1,7 @@
 // ccsim: collective-communication simulator and what-if planner for GPU clusters.
 // Exit codes: 0 success, 2 bad input (scenario, catalog, command line, unwritable output path),
-// 1 internal error or failure to write standard output.
+// 1 internal error or failure to write standard output, 3 `run`: the layout does not fit in
+// GPU memory (reported, not simulated).
 
 #include <iostream>
 
@@ -8,6 +9,7 @@
 
 #include "cli/collective_command.hpp"
 #include "cli/compare_command.hpp"
+#include "cli/run_command.hpp"
 #include "cli/topo_command.hpp"
 #include "models/atomic_file.hpp"
 #include "models/input_error.hpp"
@@ -22,6 +24,8 @@ int main(int argc, char** argv) {
   CLI::App* collective_cmd = ccsim::cli::add_collective_command(app, collective);
   ccsim::cli::CompareCliOptions compare;
   CLI::App* compare_cmd = ccsim::cli::add_compare_command(app, compare);
+  ccsim::cli::RunCliOptions run;
+  CLI::App* run_cmd = ccsim::cli::add_run_command(app, run);
 
   try {
     app.parse(argc, argv);
@@ -34,7 +38,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "ccsim: a subcommand is required (topo, collective, compare); see ccsim --help\n";
+    std::cerr << "ccsim: a subcommand is required (topo, collective, compare, run); see ccsim --help\n";
     return 2;
   }
   try {
@@ -42,6 +46,7 @@ int main(int argc, char** argv) {
     if (topo_cmd->parsed()) rc = ccsim::cli::run_topo(topo);
     if (collective_cmd->parsed()) rc = ccsim::cli::run_collective(collective);
     if (compare_cmd->parsed()) rc = ccsim::cli::run_compare(compare);
+    if (run_cmd->parsed()) rc = ccsim::cli::run_run(run);
     std::cout.flush();
     if (!std::cout) {
       std::cerr << "ccsim: error: cannot write to standard output\n";

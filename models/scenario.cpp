@@ -1,5 +1,7 @@
 #include "models/scenario.hpp"
 
+#include "models/workload/builder.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
@@ -149,7 +151,7 @@ WorkloadSpec parse_workload(const Fields& w) {
 
 StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   s.reject_unknown({"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "zero_stage", "pipeline_schedule",
-                    "virtual_stages", "order", "algorithms"});
+                    "virtual_stages", "order", "algorithms", "tp_comm_overlap", "grad_reduce_dtype", "bucket_params"});
   StrategySpec spec;
   spec.tp = s.count("tp", 1, kMaxGpus, 1);
   spec.pp = s.count("pp", 1, kMaxGpus, 1);
@@ -176,6 +178,10 @@ StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   if (spec.sequence_parallel && spec.tp == 1) throw s.error("sequence_parallel", "false when tp is 1 (sequence parallelism splits along TP)");
   spec.zero_stage = s.count("zero_stage", 0, kMaxGpus, 0);
   if (spec.zero_stage > 3) throw s.error("zero_stage", "a ZeRO stage of 0, 1, 2 or 3");
+  spec.tp_comm_overlap = s.boolean("tp_comm_overlap", false);
+  if (spec.tp_comm_overlap && spec.tp == 1) throw s.error("tp_comm_overlap", "false when tp is 1 (there is no TP communication)");
+  spec.grad_reduce_dtype = s.choice("grad_reduce_dtype", {"fp32", "bf16"}, "fp32");
+  spec.bucket_params = s.integer("bucket_params", 1, 0);
   spec.pipeline_schedule = s.choice("pipeline_schedule", {"1f1b", "interleaved"}, "1f1b");
   spec.virtual_stages = s.count("virtual_stages", 1, 1024, spec.pipeline_schedule == "interleaved" ? 2 : 1);
   if (spec.pipeline_schedule == "interleaved" && spec.virtual_stages < 2) {
@@ -228,6 +234,7 @@ Scenario load_scenario(const std::string& path, const Catalog& catalog) {
   root.reject_unknown({"include", "name", "description", "cluster", "workload", "strategy", "simulation"});
 
   Scenario scenario;
+  scenario.layers = layers;
   scenario.file = path;
   scenario.name = root.optional_string("name").value_or(fs::path(path).stem().string());
   if (!root.has("cluster")) throw root.missing("cluster", "a cluster section");
@@ -235,6 +242,25 @@ Scenario load_scenario(const std::string& path, const Catalog& catalog) {
   if (const auto w = root.optional_map("workload")) scenario.workload = parse_workload(*w);
   if (const auto s = root.optional_map("strategy")) scenario.strategy = parse_strategy(*s, scenario.cluster.total_gpus());
   if (const auto sim = root.optional_map("simulation")) scenario.simulation = parse_simulation(*sim);
+  if (scenario.workload) {
+    const Fields w = root.map("workload");
+    const std::string& name = scenario.workload->model;
+    const bool path = name.find('/') != std::string::npos || (name.size() > 5 && name.substr(name.size() - 5) == ".json");
+    if (!path) {
+      const auto shipped = shipped_models();
+      if (std::find(shipped.begin(), shipped.end(), name) == shipped.end()) {
+        std::string list;
+        for (const auto& m : shipped) list += (list.empty() ? "" : ", ") + m;
+        const std::string near = closest_match(name, shipped);
+        throw w.error("model", "a shipped model (" + list + ") or a path to a Hugging Face config.json",
+                      near.empty() ? std::string{} : "did you mean '" + near + "'?");
+      }
+    }
+    // Relative config paths are relative to the file that names them.
+    const fs::path base = fs::path(w.location("model").file).parent_path();
+    scenario.model = load_transformer(name, base.empty() ? "." : base.string());
+    if (!scenario.strategy) scenario.strategy = parse_strategy(Fields({}, "strategy"), scenario.cluster.total_gpus());
+  }
   if (scenario.workload && scenario.strategy && scenario.workload->phase == "training_step" &&
       scenario.workload->global_batch_size > 0) {
     const std::int64_t per_step = scenario.workload->micro_batch_size * scenario.strategy->dp;
@@ -244,7 +270,85 @@ Scenario load_scenario(const std::string& path, const Catalog& catalog) {
                                                      scenario.workload->micro_batch_size, scenario.strategy->dp, per_step));
     }
   }
+  if (scenario.model) {
+    if (const auto problem = check_layout(*scenario.model, *scenario.workload, *scenario.strategy)) {
+      const Fields section = root.has(problem->section) ? root.map(problem->section) : root;
+      throw section.error(problem->key, problem->expected);
+    }
+  }
   return scenario;
+}
+
+namespace {
+
+YAML::Node merge(const YAML::Node& base, const YAML::Node& over) {
+  if (!base.IsMap() || !over.IsMap()) return YAML::Clone(over);
+  YAML::Node out = YAML::Clone(base);
+  for (const auto& kv : over) {
+    const std::string key = kv.first.Scalar();
+    out[key] = out[key].IsDefined() ? merge(out[key], kv.second) : YAML::Clone(kv.second);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string effective_yaml(const Scenario& sc) {
+  YAML::Node doc(YAML::NodeType::Map);
+  for (auto it = sc.layers.rbegin(); it != sc.layers.rend(); ++it) doc = merge(doc, it->node);
+  doc.remove("include");
+  YAML::Node out(YAML::NodeType::Map);
+  out["name"] = sc.name;
+  if (doc["description"]) out["description"] = doc["description"];
+  out["cluster"] = doc["cluster"];
+  if (sc.workload) {
+    const WorkloadSpec& w = *sc.workload;
+    YAML::Node n;
+    std::string model = w.model;
+    const bool path = model.find('/') != std::string::npos || (model.size() > 5 && model.substr(model.size() - 5) == ".json");
+    if (path && sc.model) model = sc.model->source_path;
+    n["model"] = model;
+    n["phase"] = w.phase;
+    n["sequence_length"] = w.sequence_length;
+    n["micro_batch_size"] = w.micro_batch_size;
+    n["global_batch_size"] = w.global_batch_size;
+    n["batch_size"] = w.batch_size;
+    n["context_length"] = w.context_length;
+    n["generated_tokens"] = w.generated_tokens;
+    n["dtype"] = w.dtype;
+    n["recompute"] = w.recompute;
+    out["workload"] = n;
+  }
+  if (sc.strategy) {
+    const StrategySpec& s = *sc.strategy;
+    YAML::Node n;
+    n["tp"] = s.tp;
+    n["pp"] = s.pp;
+    n["dp"] = s.dp;
+    n["cp"] = s.cp;
+    n["ep"] = s.ep;
+    n["sequence_parallel"] = s.sequence_parallel;
+    n["zero_stage"] = s.zero_stage;
+    n["pipeline_schedule"] = s.pipeline_schedule;
+    n["virtual_stages"] = s.virtual_stages;
+    n["order"] = s.order;
+    n["tp_comm_overlap"] = s.tp_comm_overlap;
+    n["grad_reduce_dtype"] = s.grad_reduce_dtype;
+    n["bucket_params"] = s.bucket_params;
+    if (!s.algorithms.empty()) {
+      YAML::Node a(YAML::NodeType::Map);
+      for (const auto& [k, v] : s.algorithms) a[k] = v;
+      n["algorithms"] = a;
+    }
+    out["strategy"] = n;
+  }
+  YAML::Node sim;
+  sim["engine"] = sc.simulation.engine;
+  sim["granularity"] = sc.simulation.granularity;
+  out["simulation"] = sim;
+  YAML::Emitter e;
+  e << out;
+  return std::string("# Effective scenario written by ccsim run: includes merged, every setting explicit.\n") + e.c_str() + "\n";
 }
 
 }  // namespace ccsim::models

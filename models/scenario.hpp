@@ -14,6 +14,8 @@
 
 #include "models/catalog.hpp"
 #include "models/cluster.hpp"
+#include "models/yaml_fields.hpp"
+#include "models/workload/transformer.hpp"
 
 namespace ccsim::models {
 
@@ -44,6 +46,9 @@ struct StrategySpec {
   int virtual_stages = 1;                ///< model chunks per pipeline rank (interleaved)
   std::string order = "tp-cp-ep-pp-dp";  ///< rank placement, innermost first (Megatron's default)
   std::map<std::string, std::string> algorithms;  ///< collective -> algorithm ("auto" by default)
+  bool tp_comm_overlap = false;          ///< TP collectives overlap the next GEMM (Megatron --tp-comm-overlap); exposed otherwise
+  std::string grad_reduce_dtype = "fp32";///< gradient reduction precision: fp32 (Megatron's default main grads) | bf16
+  std::int64_t bucket_params = 0;        ///< DP gradient bucket, parameters; 0 = Megatron's max(40M, 1M·dp)
 };
 
 struct SimulationSpec {
@@ -58,7 +63,15 @@ struct Scenario {
   std::optional<WorkloadSpec> workload;
   std::optional<StrategySpec> strategy;
   SimulationSpec simulation;
+  std::optional<TransformerConfig> model;  ///< the workload's model, loaded and checked against the strategy
+  std::vector<YamlSource> layers;          ///< the file and its includes, most specific first
 };
+
+/// The scenario as one self-contained YAML document: includes merged (the including file's
+/// keys win, maps merge, lists replace), every workload / strategy / simulation setting written
+/// out with its effective value, and a model config path made absolute. Loading it gives the
+/// same Scenario (`ccsim run DIR/effective.yaml` reproduces a run).
+std::string effective_yaml(const Scenario& scenario);
 
 /// Loads and checks a scenario file against `catalog`. Throws InputError on any bad input.
 Scenario load_scenario(const std::string& path, const Catalog& catalog);

@@ -2,6 +2,8 @@
 
 #include "models/hash.hpp"
 
+#include <limits>
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -40,6 +42,40 @@ std::vector<std::uint64_t> Schedule::bytes_sent() const {
 }
 
 std::string_view to_string(Granularity g) { return g == Granularity::Step ? "step" : "phase"; }
+
+Schedule replicate(const Schedule& s, int copies) {
+  if (copies < 1) throw std::invalid_argument("replicate: at least one copy");
+  if (static_cast<std::int64_t>(s.nranks) * copies > std::numeric_limits<std::int32_t>::max()) {
+    throw std::invalid_argument("replicate: too many ranks");
+  }
+  if (copies == 1) return s;
+  std::uint32_t pools = 0;  // latency pools are numbered from 1 on sends; 0 = none
+  for (const auto& rank : s.ranks)
+    for (const auto& op : rank.ops)
+      if (op.kind == OpKind::Send) pools = std::max(pools, op.tag);
+  const auto groups = static_cast<std::uint32_t>(s.switch_groups.size());
+  Schedule out = s;
+  out.nranks = s.nranks * copies;
+  out.ranks.clear();
+  out.ranks.reserve(static_cast<std::size_t>(out.nranks));
+  out.switch_groups.clear();
+  for (int j = 0; j < copies; ++j) {
+    out.switch_groups.insert(out.switch_groups.end(), s.switch_groups.begin(), s.switch_groups.end());
+    for (const auto& rank : s.ranks) {
+      RankProgram copy = rank;
+      for (Op& op : copy.ops) {
+        if (op.peer >= 0) op.peer += j * s.nranks;
+        if (op.kind == OpKind::SwitchSend || op.kind == OpKind::SwitchRecv) {
+          op.tag += static_cast<std::uint32_t>(j) * groups;
+        } else if (op.kind == OpKind::Send && op.tag > 0) {
+          op.tag += static_cast<std::uint32_t>(j) * pools;
+        }
+      }
+      out.ranks.push_back(std::move(copy));
+    }
+  }
+  return out;
+}
 
 namespace {
 

@@ -103,6 +103,13 @@ struct Schedule {
 
 std::string_view to_string(Granularity g);
 
+/// `copies` disjoint copies of `s` side by side, as when the same collective runs at the same
+/// time in several groups (all TP groups of a pipeline stage, all DP groups sharing nodes).
+/// Rank r of copy j becomes rank j·n + r; peers, in-switch groups and latency pools are
+/// renumbered per copy so copies never match or pool with each other. Throws
+/// std::invalid_argument when copies < 1 or the result would exceed 2^31 ranks.
+Schedule replicate(const Schedule& s, int copies);
+
 /// Result of verify(): ok, or the first problem found.
 struct VerifyResult {
   bool ok = true;

@@ -175,8 +175,7 @@ AlgorithmRequest CollectiveRunner::request(Algorithm a, Protocol p, std::uint64_
   return r;
 }
 
-double CollectiveRunner::simulate(Algorithm a, Protocol p, std::uint64_t bytes, sim::Engine& engine, Granularity& g,
-                                  std::size_t& transfers) {
+sim::Timeline CollectiveRunner::simulate(Algorithm a, Protocol p, std::uint64_t bytes, sim::Engine& engine, Granularity& g) {
   const int n = static_cast<int>(options_.gpus.size());
   g = Granularity::Step;
   if (options_.granularity == "phase" || (options_.granularity == "auto" && n > kStepRanks)) {
@@ -187,14 +186,18 @@ double CollectiveRunner::simulate(Algorithm a, Protocol p, std::uint64_t bytes, 
   if (const std::string why = unsupported_reason(a, req); !why.empty()) {
     throw std::invalid_argument(fmt::format("{} cannot run {} here: {}", to_string(a), models::to_string(options_.collective), why));
   }
-  const models::Schedule schedule = generate(a, req);
+  const models::Schedule one = generate(a, req);
   sim::Plan plan;
-  plan.schedule = &schedule;
   plan.rank_gpu = options_.gpus;
+  for (const auto& group : options_.concurrent) {
+    if (group.size() != options_.gpus.size()) throw std::invalid_argument("concurrent groups must have the same size");
+    plan.rank_gpu.insert(plan.rank_gpu.end(), group.begin(), group.end());
+  }
+  const models::Schedule schedule =
+      options_.concurrent.empty() ? one : models::replicate(one, static_cast<int>(1 + options_.concurrent.size()));
+  plan.schedule = &schedule;
   plan.cost = costs_.params(a, p, cluster_.topology);
-  const sim::Timeline tl = engine.run(plan);
-  transfers = tl.transfers;
-  return tl.makespan;
+  return engine.run(plan);
 }
 
 CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
@@ -209,20 +212,25 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
   for (const auto& [a, p] : cands) {
     if (cands.size() > 1 && !unsupported_reason(a, request(a, p, bytes, Granularity::Step)).empty()) continue;
     Granularity g{};
-    std::size_t transfers = 0;
-    const double t = simulate(a, p, bytes, *analytic_, g, transfers);
-    if (t < best.time) {
-      best.time = t;
+    sim::Timeline tl = simulate(a, p, bytes, *analytic_, g);
+    if (tl.makespan < best.time) {
+      best.time = tl.makespan;
       best.algorithm = a;
       best.protocol = p;
       best.granularity = g;
-      best.transfers = transfers;
+      best.transfers = tl.transfers;
+      best.links = std::move(tl.links);
     }
   }
   if (best.time == std::numeric_limits<double>::infinity()) {
     throw std::invalid_argument(fmt::format("no algorithm implements {} at {} bytes", models::to_string(options_.collective), bytes));
   }
-  if (engine_) best.time = simulate(best.algorithm, best.protocol, bytes, *engine_, best.granularity, best.transfers);
+  if (engine_) {
+    sim::Timeline tl = simulate(best.algorithm, best.protocol, bytes, *engine_, best.granularity);
+    best.time = tl.makespan;
+    best.transfers = tl.transfers;
+    best.links = std::move(tl.links);
+  }
   best.bound = bound_.time(static_cast<double>(bytes));
   if (best.time < best.bound * (1.0 - 1e-9)) {
     throw std::logic_error(fmt::format("simulated {} {} of {} bytes takes {:.6g} s, below the lower bound {:.6g} s: "

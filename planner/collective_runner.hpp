@@ -28,6 +28,10 @@ struct CollectiveOptions {
   int channels = 0;                     ///< 0: auto (one per NIC rail across nodes, one per link stride in a mesh)
   std::string granularity = "auto";     ///< auto | step | phase
   std::string engine = "analytic";      ///< analytic | flow
+  /// Other groups running the same collective at the same time (each the same size as
+  /// `gpus`, disjoint from it): they are simulated together, so they contend for shared
+  /// links; the time reported is the slowest group's.
+  std::vector<std::vector<models::DeviceId>> concurrent;
 };
 
 struct CollectiveResult {
@@ -38,6 +42,7 @@ struct CollectiveResult {
   double time = 0;    ///< seconds
   double bound = 0;   ///< seconds, lower bound
   std::size_t transfers = 0;
+  std::vector<sim::LinkRecord> links;  ///< per-link bytes, busy time, peak of the chosen run (all concurrent groups)
 };
 
 class CollectiveRunner {
@@ -58,8 +63,7 @@ class CollectiveRunner {
   const std::vector<std::vector<int>>& ring_orders() const { return ring_orders_; }
 
  private:
-  double simulate(Algorithm a, Protocol p, std::uint64_t bytes, sim::Engine& engine, models::Granularity& g,
-                  std::size_t& transfers);
+  sim::Timeline simulate(Algorithm a, Protocol p, std::uint64_t bytes, sim::Engine& engine, models::Granularity& g);
   AlgorithmRequest request(Algorithm a, Protocol p, std::uint64_t bytes, models::Granularity g) const;
   void plan_rings();
 

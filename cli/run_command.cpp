@@ -1,0 +1,84 @@
+#include "cli/run_command.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/common.hpp"
+#include "models/atomic_file.hpp"
+#include "models/input_error.hpp"
+#include "planner/workload_report.hpp"
+#include "planner/workload_runner.hpp"
+
+namespace ccsim::cli {
+
+namespace fs = std::filesystem;
+
+CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
+  CLI::App* c = app.add_subcommand("run", "simulate one step of the scenario's LLM workload (training step, prefill or decode)");
+  c->add_option("scenario", o.scenario, "scenario file with cluster, workload and strategy sections")->required();
+  c->add_option("--engine", o.engine, "analytic or flow (default: the scenario's simulation.engine)")
+      ->check(CLI::IsMember({"analytic", "flow"}));
+  c->add_option("--out", o.out, "directory for report.json, ops.csv, links.csv, trace.json, effective.yaml");
+  c->add_option("--calibration", o.calibration, "collective calibration table (default: scenarios/calibration/nccl.yaml)");
+  c->add_option("--compute-calibration", o.compute_calibration,
+                "compute efficiency table (default: scenarios/calibration/compute.yaml)");
+  c->add_option("--catalog", o.catalog, "hardware catalog directory");
+  return c;
+}
+
+int run_run(const RunCliOptions& o) {
+  const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  if (!scenario.workload) {
+    throw models::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim run",
+                             "a scenario without one (use ccsim topo or ccsim collective for cluster-only scenarios)");
+  }
+  // Check the output directory before spending time on the simulation.
+  if (!o.out.empty()) {
+    std::error_code ec;
+    fs::create_directories(o.out, ec);
+    if (ec || !fs::is_directory(o.out)) throw models::OutputError(fmt::format("--out {}: cannot create the directory", o.out));
+  }
+  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path() : o.calibration);
+  const auto& gpu0 = cluster.spec.groups.front().node.gpu;
+  planner::ComputeCalibration compute = planner::ComputeCalibration::load(
+      o.compute_calibration.empty() ? planner::ComputeCalibration::default_path() : o.compute_calibration, gpu0.name);
+  const std::string engine = o.engine.empty() ? scenario.simulation.engine : o.engine;
+  planner::WorkloadRunner runner(scenario, cluster, costs, compute, engine);
+
+  // Progress on stderr for runs longer than a second, when stderr is a terminal.
+  const bool tty = ::isatty(2) != 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  bool shown = false;
+  const auto progress = [&](std::size_t done, std::size_t total) {
+    if (!tty) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (elapsed < 1.0 && !shown) return;
+    if (done != total && done % 64 != 0) return;
+    shown = true;
+    std::cerr << fmt::format("\rccsim run: communication ops {}/{} ({:.0f} s)", done, total, elapsed) << std::flush;
+  };
+  const planner::WorkloadResult result = runner.run(progress);
+  if (shown) std::cerr << "\r\033[K" << std::flush;
+
+  const planner::RunContext ctx{scenario, cluster, result, engine};
+  const std::string summary = planner::run_summary(ctx);
+  if (!o.out.empty()) {
+    const fs::path dir(o.out);
+    // report.json last: when it is there, the rest is complete.
+    models::write_file_atomic((dir / "effective.yaml").string(), models::effective_yaml(scenario));
+    models::write_file_atomic((dir / "ops.csv").string(), planner::ops_csv(ctx));
+    models::write_file_atomic((dir / "links.csv").string(), planner::links_csv(ctx));
+    models::write_file_atomic((dir / "trace.json").string(), planner::trace_json(ctx));
+    models::write_file_atomic((dir / "report.json").string(), planner::report_json(ctx));
+  }
+  std::cout << summary;
+  return result.feasible ? 0 : 3;
+}
+
+}  // namespace ccsim::cli

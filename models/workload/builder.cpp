@@ -1,0 +1,598 @@
+#include "models/workload/builder.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace ccsim::models {
+
+namespace {
+
+/// Megatron's default DP gradient bucket: max(40M, 1M · dp) parameters
+/// (megatron/core/distributed/distributed_data_parallel_config.py, bucket_size).
+std::int64_t default_bucket(int dp) { return std::max<std::int64_t>(40'000'000, 1'000'000LL * dp); }
+
+/// Bytes of HBM traffic per element of b·s·h for a layer's norms, residual adds, dropout and
+/// activation function, forward (a documented default: two norms and two residual adds read
+/// and write the hidden state, ~4 reads + 4 writes; the MLP activation is counted on the MLP
+/// width separately).
+constexpr double kElementwisePerHidden = 8.0;
+/// Adam optimizer step traffic per local parameter: read fp32 master, m, v and the fp32 grad,
+/// write master, m, v and the bf16 copy: 4·4 + 3·4 + 2 = 30 bytes.
+constexpr double kOptimizerBytesPerParam = 30.0;
+
+}  // namespace
+
+double dtype_bytes(const std::string& dtype) {
+  if (dtype == "fp8") return 1.0;
+  if (dtype == "fp32") return 4.0;
+  return 2.0;  // bf16, fp16
+}
+
+int micro_batches(const WorkloadSpec& w, const StrategySpec& s) {
+  if (w.phase != "training_step" || w.global_batch_size <= 0) return 1;
+  return static_cast<int>(w.global_batch_size / (w.micro_batch_size * s.dp));
+}
+
+std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s) {
+  if (m.heads % s.tp != 0) {
+    return LayoutProblem{"strategy", "tp", fmt::format("a TP size dividing the {} attention heads of {}", m.heads, m.name)};
+  }
+  if (!m.mla && m.kv_heads % s.tp != 0 && s.tp % m.kv_heads != 0) {
+    return LayoutProblem{"strategy", "tp",
+                         fmt::format("a TP size dividing the {} KV heads of {}, or a multiple of it", m.kv_heads, m.name)};
+  }
+  if (s.pp * s.virtual_stages > m.layers) {
+    return LayoutProblem{"strategy", "pp",
+                         fmt::format("pp·virtual_stages at most the {} layers of {} (pp·virtual_stages = {}·{})", m.layers,
+                                     m.name, s.pp, s.virtual_stages)};
+  }
+  if (s.ep > 1 && !m.moe) {
+    return LayoutProblem{"strategy", "ep", fmt::format("ep 1: {} has no MoE layers", m.name)};
+  }
+  if (m.moe && m.moe->experts % s.ep != 0) {
+    return LayoutProblem{"strategy", "ep", fmt::format("an EP size dividing the {} experts of {}", m.moe->experts, m.name)};
+  }
+  if (w.phase != "decode") {
+    if (w.sequence_length <= 0) return LayoutProblem{"workload", "sequence_length", "a sequence length of at least 1 token"};
+    if (w.sequence_length % s.cp != 0) {
+      return LayoutProblem{"workload", "sequence_length", fmt::format("a sequence length divisible by cp = {}", s.cp)};
+    }
+  }
+  if (w.phase != "training_step") {
+    if (s.cp > 1) return LayoutProblem{"strategy", "cp", "cp 1 for inference (context parallelism is modelled for training)"};
+    if (s.zero_stage > 0) return LayoutProblem{"strategy", "zero_stage", "zero_stage 0 for inference"};
+    if (s.ep > 1) return LayoutProblem{"strategy", "ep", "ep 1 for inference (expert parallelism is modelled for training)"};
+    if (s.pipeline_schedule == "interleaved") return LayoutProblem{"strategy", "pipeline_schedule", "1f1b for inference"};
+  }
+  if (s.pipeline_schedule == "interleaved" && micro_batches(w, s) % s.pp != 0) {
+    return LayoutProblem{"workload", "global_batch_size",
+                         fmt::format("micro-batches per step (global_batch_size / (micro_batch_size·dp) = {}) divisible by "
+                                     "pp = {}, as Megatron's interleaved schedule requires",
+                                     micro_batches(w, s), s.pp)};
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<int, int>> chunk_layers(int layers, int chunks) {
+  std::vector<int> count(static_cast<std::size_t>(chunks), layers / chunks);
+  int extra = layers % chunks;
+  // Extra layers go to the middle chunks first (the first and last also hold embedding / head).
+  for (int i = 1; i < chunks - 1 && extra > 0; ++i, --extra) ++count[static_cast<std::size_t>(i)];
+  for (int i : {chunks - 1, 0})
+    if (extra > 0 && i >= 0) {
+      ++count[static_cast<std::size_t>(i)];
+      --extra;
+    }
+  std::vector<std::pair<int, int>> out;
+  int first = 0;
+  for (int c : count) {
+    out.emplace_back(first, c);
+    first += c;
+  }
+  return out;
+}
+
+std::vector<PipelineSlot> pipeline_order(int stage, int stages, int m, int v) {
+  std::vector<PipelineSlot> out;
+  const int total = m * v;
+  const auto forward = [&](int k) {
+    const int group = stages * v;
+    return PipelineSlot{true, (k / group) * stages + k % stages, (k % group) / stages};
+  };
+  const auto backward = [&](int k) {
+    PipelineSlot slot = forward(k);
+    slot.forward = false;
+    slot.chunk = v - 1 - slot.chunk;
+    return slot;
+  };
+  int warmup = v == 1 ? stages - stage - 1 : (stages - stage - 1) * 2 + (v - 1) * stages;
+  warmup = std::min(warmup, total);
+  const int steady = total - warmup;
+  for (int k = 0; k < warmup; ++k) out.push_back(forward(k));
+  for (int i = 0; i < steady; ++i) {
+    out.push_back(forward(warmup + i));
+    out.push_back(backward(i));
+  }
+  for (int i = steady; i < total; ++i) out.push_back(backward(i));
+  return out;
+}
+
+std::vector<MemoryFootprint> memory_footprint(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s) {
+  const double e = dtype_bytes(w.dtype);
+  const double e_grad = s.grad_reduce_dtype == "fp32" ? 4.0 : 2.0;
+  const int chunks = s.pp * s.virtual_stages;
+  const auto layers = chunk_layers(m.layers, chunks);
+  const bool training = w.phase == "training_step";
+  const int mb = micro_batches(w, s);
+  std::vector<MemoryFootprint> out;
+  for (int stage = 0; stage < s.pp; ++stage) {
+    MemoryFootprint f;
+    f.stage = stage;
+    double params = 0;      // this GPU's parameters (TP-sharded; experts sharded by EP)
+    int stage_layers = 0;
+    for (int v = 0; v < s.virtual_stages; ++v) {
+      const auto [first, count] = layers[static_cast<std::size_t>(v * s.pp + stage)];
+      stage_layers += count;
+      for (int l = first; l < first + count; ++l) {
+        double p = static_cast<double>(m.layer_params(l));
+        if (m.is_moe_layer(l) && s.ep > 1) {
+          const double experts = static_cast<double>(m.moe->experts) * static_cast<double>(m.expert_params());
+          p = p - experts + experts / s.ep;
+        }
+        params += p / s.tp;
+      }
+    }
+    if (stage == 0) params += static_cast<double>(m.embedding_params()) / s.tp;
+    if (stage == s.pp - 1) params += static_cast<double>(m.output_params()) / s.tp;
+    f.weights = params * e;
+    if (training) {
+      const int dp = s.dp * s.cp;  // the distributed optimizer shards over DP × CP
+      f.gradients = params * e_grad / (s.zero_stage >= 2 ? dp : 1);
+      f.optimizer = params * 12.0 / (s.zero_stage >= 1 ? dp : 1);
+      if (s.zero_stage >= 3) f.weights /= dp;
+      // Activations per layer per micro-batch (Korthikanti et al. 2022, eq. 2-5, with
+      // FlashAttention so no a·s² term): s·b·h·(10 + 24/t) bytes without SP, 34·s·b·h/t with
+      // SP; selective recomputation stores the same without the attention core (already
+      // dropped by FlashAttention); full recomputation stores only the layer input 2·s·b·h
+      // (/t with SP). Sequence is divided by CP.
+      const double sbh = static_cast<double>(w.sequence_length) / s.cp * static_cast<double>(w.micro_batch_size) *
+                         static_cast<double>(m.hidden) * (e / 2.0);
+      double per_layer = s.sequence_parallel ? 34.0 * sbh / s.tp : sbh * (10.0 + 24.0 / s.tp);
+      if (w.recompute == "full") per_layer = 2.0 * sbh / (s.sequence_parallel ? s.tp : 1);
+      // In flight under 1F1B: stage i holds min(p − i, m) micro-batches; the interleaved
+      // schedule holds (1 + (p − 1)/(p·v)) times more on the first stage (Narayanan et al.).
+      double in_flight = std::min(s.pp - stage, mb);
+      if (s.virtual_stages > 1) in_flight *= 1.0 + static_cast<double>(s.pp - 1) / (s.pp * s.virtual_stages);
+      f.activations = per_layer * stage_layers * in_flight;
+    } else {
+      // KV cache of every sequence at its final length, for this stage's layers; a GPU holds
+      // kv_heads / t heads (at least one: vLLM replicates KV heads when t > kv_heads).
+      const double tokens = w.phase == "decode" ? static_cast<double>(w.context_length + w.generated_tokens)
+                                                : static_cast<double>(w.sequence_length);
+      const double share = m.mla ? 1.0 : std::max(1.0, static_cast<double>(m.kv_heads) / s.tp) / m.kv_heads;
+      const double batch = w.phase == "decode" ? static_cast<double>(w.batch_size) : static_cast<double>(w.micro_batch_size);
+      f.kv_cache = batch * tokens * m.kv_cache_bytes_per_token(e) * share * stage_layers;
+      // Working activations of one forward pass: a few b·s·h buffers (small next to weights).
+      f.activations = 4.0 * batch * (w.phase == "decode" ? 1.0 : tokens) * static_cast<double>(m.hidden) * e;
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
+namespace {
+
+/// Builds the ops of one rank (pipeline stage); see build_program.
+class StageBuilder {
+ public:
+  StageBuilder(Program& p, const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s, int stage)
+      : p_(p), m_(m), w_(w), s_(s), stage_(stage) {
+    e_ = dtype_bytes(w.dtype);
+    sp_ = s.sequence_parallel ? s.tp : 1;
+  }
+
+  /// Adds one op on this rank; `deps` of this rank or others.
+  std::uint32_t add(ProgramOp op) { return p_.add(stage_, std::move(op)); }
+
+  std::uint32_t compute(ProgramOpKind kind, Pass pass, std::string name, double flops, double bytes, int mb, int layer,
+                        std::vector<std::uint32_t> deps) {
+    ProgramOp op;
+    op.kind = kind;
+    op.pass = pass;
+    op.name = std::move(name);
+    op.flops = flops;
+    op.bytes = bytes;
+    op.micro_batch = mb;
+    op.layer = layer;
+    op.deps = std::move(deps);
+    return add(std::move(op));
+  }
+  std::uint32_t comm(ParallelDim dim, Collective c, Pass pass, std::string name, double bytes, int mb, int layer,
+                     std::vector<std::uint32_t> deps) {
+    ProgramOp op;
+    op.kind = ProgramOpKind::Collective;
+    op.stream = dim == ParallelDim::TP   ? Stream::TpComm
+                : dim == ParallelDim::CP ? Stream::CpComm
+                : dim == ParallelDim::EP ? Stream::EpComm
+                : dim == ParallelDim::PP ? Stream::PpComm
+                                         : Stream::DpComm;
+    op.dim = dim;
+    op.collective = c;
+    op.pass = pass;
+    op.name = std::move(name);
+    op.bytes = std::round(bytes);
+    op.micro_batch = mb;
+    op.layer = layer;
+    op.deps = std::move(deps);
+    return add(std::move(op));
+  }
+
+  /// A TP collective after a row-parallel GEMM (AllReduce, or ReduceScatter with SP) or
+  /// before a column-parallel one (AllGather with SP). Returns what the next op waits for:
+  /// the collective (exposed), or with tp_comm_overlap only the GEMM that produced its input
+  /// — the collective then runs beside the next op, and `pending_` makes the op after that wait.
+  std::uint32_t tp_comm(Collective c, Pass pass, double bytes, int mb, int layer, std::uint32_t after) {
+    if (s_.tp == 1) return after;
+    const std::string name = fmt::format("tp-{}", to_lower(c));
+    const std::uint32_t id = comm(ParallelDim::TP, c, pass, name, bytes, mb, layer, {after});
+    if (!s_.tp_comm_overlap) return id;
+    pending_.push_back(id);
+    return after;
+  }
+  /// Dependencies for the next compute op: `dep` plus any overlapped TP collectives due.
+  std::vector<std::uint32_t> next(std::uint32_t dep) {
+    std::vector<std::uint32_t> d{dep};
+    if (!pending_.empty() && ++pending_age_ >= 2) {
+      d.insert(d.end(), pending_.begin(), pending_.end());
+      pending_.clear();
+      pending_age_ = 0;
+    }
+    return d;
+  }
+  std::vector<std::uint32_t> flush(std::uint32_t dep) {
+    std::vector<std::uint32_t> d{dep};
+    d.insert(d.end(), pending_.begin(), pending_.end());
+    pending_.clear();
+    pending_age_ = 0;
+    return d;
+  }
+
+  static std::string to_lower(Collective c) {
+    std::string s(models::to_string(c));
+    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  }
+
+  /// One transformer layer's forward (or its backward: FLOPs ×2, collectives mirrored) for
+  /// `tokens` tokens of this rank's TP group, attending over `context` tokens. Returns the
+  /// last op. `kv_read` is the KV-cache bytes the attention reads (inference).
+  std::uint32_t layer(Pass pass, int mb, int l, double tokens, double context, double kv_read, std::uint32_t dep,
+                      const std::vector<std::uint32_t>& extra_deps) {
+    const bool bwd = pass == Pass::Backward;
+    const double mult = bwd ? 2.0 : 1.0;
+    const int t = s_.tp;
+    const double h = static_cast<double>(m_.hidden);
+    const double act = tokens * h * e_;  // b·s·h·e of this TP group
+    const bool decode = w_.phase == "decode";
+    // Weight bytes read per GEMM (matter when few tokens: decode).
+    const double attn_params = static_cast<double>(m_.attention_params() - m_.hidden);
+    const int d_v = m_.mla ? m_.mla->v_head_dim : m_.head_dim;
+    const double out_params = static_cast<double>(m_.heads) * d_v * h;
+    const double qkv_params = attn_params - out_params;
+    Collective first_tp = s_.sequence_parallel ? Collective::AllGather : Collective::AllReduce;
+    (void)first_tp;
+    std::vector<std::uint32_t> d{dep};
+    d.insert(d.end(), extra_deps.begin(), extra_deps.end());
+    std::uint32_t cur = compute(ProgramOpKind::Memory, pass, "norm", 0, mult * kElementwisePerHidden / 2 * act / sp_, mb, l, d);
+    if (s_.sequence_parallel) cur = tp_comm(Collective::AllGather, pass, act, mb, l, cur);
+    cur = compute(ProgramOpKind::Gemm, pass, "qkv", mult * 2.0 * tokens * qkv_params / t, qkv_params * e_ / t, mb, l, next(cur));
+    // Attention core; with CP, K/V blocks travel around the CP ring beside it.
+    const std::uint32_t qkv = cur;
+    const double d_qk = m_.mla ? m_.mla->qk_nope_head_dim + m_.mla->qk_rope_head_dim : m_.head_dim;
+    const double kv_heads_local = m_.mla ? m_.heads / static_cast<double>(t) : std::max(1.0, static_cast<double>(m_.kv_heads) / t);
+    const double attn_io = tokens * (static_cast<double>(m_.heads) / t) * (2 * d_qk + 2 * d_v) * e_;
+    cur = compute(ProgramOpKind::Attention, pass, "attention", mult * tokens * m_.attention_score_flops(context) / t,
+                  attn_io + kv_read, mb, l, next(qkv));
+    std::vector<std::uint32_t> after_attn{cur};
+    if (s_.cp > 1) {
+      const double kv_block = 2.0 * tokens * kv_heads_local * d_qk * e_;  // K and V of this rank's tokens
+      after_attn.push_back(comm(ParallelDim::CP, Collective::SendRecv, pass, "cp-kv-ring", mult * (s_.cp - 1) * kv_block, mb, l,
+                                {qkv}));
+    }
+    cur = compute(ProgramOpKind::Gemm, pass, "attn-out", mult * 2.0 * tokens * out_params / t, out_params * e_ / t, mb, l,
+                  after_attn);
+    cur = tp_comm(s_.sequence_parallel ? Collective::ReduceScatter : Collective::AllReduce, pass, act, mb, l, cur);
+    cur = compute(ProgramOpKind::Memory, pass, "norm", 0, mult * kElementwisePerHidden / 2 * act / sp_, mb, l, next(cur));
+    if (s_.sequence_parallel) cur = tp_comm(Collective::AllGather, pass, act, mb, l, cur);
+    if (m_.is_moe_layer(l)) {
+      const auto& moe = *m_.moe;
+      const double ie = static_cast<double>(moe.expert_intermediate);
+      const double expert_params = static_cast<double>(m_.expert_params());
+      const double k = moe.experts_per_token;
+      cur = compute(ProgramOpKind::Gemm, pass, "router", mult * 2.0 * tokens * h * moe.experts / t,
+                    h * moe.experts * e_, mb, l, next(cur));
+      const double routed = tokens * k * h * e_ / t;  // this rank's share of T·k·h·e
+      if (s_.ep > 1) cur = comm(ParallelDim::EP, Collective::AlltoAll, pass, "ep-dispatch", routed, mb, l, {cur});
+      // Experts: this rank computes T·k tokens' worth of expert FFNs (balanced routing) over
+      // its experts/ep experts; in decode only the experts some token picks are read.
+      double touched = static_cast<double>(moe.experts) / s_.ep;
+      if (decode) touched *= 1.0 - std::pow(1.0 - k / moe.experts, tokens);
+      const double shared = moe.shared_experts;
+      cur = compute(ProgramOpKind::Gemm, pass, "experts", mult * 2.0 * tokens * (k + shared) * expert_params / t,
+                    (touched + shared) * expert_params * e_ / t, mb, l, {cur});
+      (void)ie;
+      if (s_.ep > 1) cur = comm(ParallelDim::EP, Collective::AlltoAll, pass, "ep-combine", routed, mb, l, {cur});
+    } else {
+      const double i = static_cast<double>(m_.intermediate);
+      const double up = (m_.gated_mlp ? 2.0 : 1.0) * h * i;
+      cur = compute(ProgramOpKind::Gemm, pass, "mlp-up", mult * 2.0 * tokens * up / t, up * e_ / t, mb, l, next(cur));
+      cur = compute(ProgramOpKind::Memory, pass, "activation", 0, mult * 3.0 * tokens * i * e_ / t, mb, l, next(cur));
+      cur = compute(ProgramOpKind::Gemm, pass, "mlp-down", mult * 2.0 * tokens * h * i / t, h * i * e_ / t, mb, l, next(cur));
+    }
+    cur = tp_comm(s_.sequence_parallel ? Collective::ReduceScatter : Collective::AllReduce, pass, act, mb, l, cur);
+    return cur;
+  }
+
+  Program& p_;
+  const TransformerConfig& m_;
+  const WorkloadSpec& w_;
+  const StrategySpec& s_;
+  int stage_;
+  double e_ = 2;
+  int sp_ = 1;
+  std::vector<std::uint32_t> pending_;
+  int pending_age_ = 0;
+};
+
+void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s) {
+  const int pp = s.pp, v = s.virtual_stages, mbs = micro_batches(w, s);
+  const auto chunks = chunk_layers(m.layers, pp * v);
+  const double e = dtype_bytes(w.dtype);
+  const double e_grad = s.grad_reduce_dtype == "fp32" ? 4.0 : 2.0;
+  const double seq = static_cast<double>(w.sequence_length);
+  const double tokens = static_cast<double>(w.micro_batch_size) * seq / s.cp;  // per micro-batch per CP rank
+  const double h = static_cast<double>(m.hidden);
+  const double act = tokens * h * e;
+  const int sp = s.sequence_parallel ? s.tp : 1;
+  // Ops other stages wait for: the PP send of (model chunk, micro-batch, forward/backward).
+  const auto key = [&](int chunk, int mb, bool fwd) { return (static_cast<std::size_t>(chunk) * mbs + mb) * 2 + (fwd ? 0 : 1); };
+  std::vector<std::uint32_t> sent(static_cast<std::size_t>(pp * v) * mbs * 2, ~0U);
+  std::vector<std::vector<PipelineSlot>> orders;
+  for (int stage = 0; stage < pp; ++stage) orders.push_back(pipeline_order(stage, pp, mbs, v));
+  // Stages are built slot by slot in a global order that respects cross-stage dependencies:
+  // repeatedly advance any stage whose next slot's input has been sent.
+  std::vector<std::size_t> next_slot(static_cast<std::size_t>(pp), 0);
+  std::vector<StageBuilder> builders;
+  for (int stage = 0; stage < pp; ++stage) builders.emplace_back(p, m, w, s, stage);
+  // Last backward op of each layer in the last micro-batch (DP buckets wait for them).
+  std::vector<std::uint32_t> last_bwd(static_cast<std::size_t>(m.layers), ~0U);
+  std::vector<std::uint32_t> stage_tail(static_cast<std::size_t>(pp), ~0U);
+  std::vector<std::uint32_t> zero3_gather(static_cast<std::size_t>(m.layers), ~0U);
+  std::size_t remaining = 0;
+  for (const auto& o : orders) remaining += o.size();
+  while (remaining > 0) {
+    bool progressed = false;
+    for (int stage = 0; stage < pp; ++stage) {
+      auto& b = builders[static_cast<std::size_t>(stage)];
+      while (next_slot[static_cast<std::size_t>(stage)] < orders[static_cast<std::size_t>(stage)].size()) {
+        const PipelineSlot slot = orders[static_cast<std::size_t>(stage)][next_slot[static_cast<std::size_t>(stage)]];
+        const int chunk = slot.chunk * pp + stage;  // model chunk index
+        // Input: the previous chunk's forward send, or the next chunk's backward send.
+        std::vector<std::uint32_t> in;
+        if (slot.forward && chunk > 0) {
+          const std::uint32_t id = sent[key(chunk - 1, slot.micro_batch, true)];
+          if (id == ~0U) break;
+          in.push_back(id);
+        }
+        if (!slot.forward && chunk < pp * v - 1) {
+          const std::uint32_t id = sent[key(chunk + 1, slot.micro_batch, false)];
+          if (id == ~0U) break;
+          in.push_back(id);
+        }
+        if (!slot.forward) {
+          // Own forward of the same micro-batch must be done (it is earlier on the stream).
+        }
+        const auto [first, count] = chunks[static_cast<std::size_t>(chunk)];
+        const int mb = slot.micro_batch;
+        const Pass pass = slot.forward ? Pass::Forward : Pass::Backward;
+        const std::uint32_t start = stage_tail[static_cast<std::size_t>(stage)];
+        std::vector<std::uint32_t> deps = in;
+        if (start != ~0U) deps.push_back(start);
+        std::uint32_t cur = b.compute(ProgramOpKind::Memory, pass, slot.forward ? "recv" : "recv-grad", 0, 0, mb, -1, deps);
+        const double mult = slot.forward ? 1.0 : 2.0;
+        if (slot.forward && chunk == 0) {
+          cur = b.compute(ProgramOpKind::Memory, pass, "embedding", 0, act, mb, -1, {cur});
+          cur = b.tp_comm(s.sequence_parallel ? Collective::ReduceScatter : Collective::AllReduce, pass, act, mb, -1, cur);
+        }
+        if (!slot.forward && chunk == pp * v - 1) {
+          // LM head backward (and forward loss already done): 2 × 2·T·h·V/t.
+          cur = b.compute(ProgramOpKind::Gemm, pass, "lm-head", mult * tokens * m.logits_flops() / s.tp,
+                          static_cast<double>(m.vocab) * h * e / s.tp, mb, -1, b.flush(cur));
+        }
+        for (int i = 0; i < count; ++i) {
+          const int l = slot.forward ? first + i : first + count - 1 - i;
+          std::vector<std::uint32_t> extra;
+          if (s.zero_stage >= 3) {
+            // FSDP: gather this layer's parameters (prefetched on the DP stream).
+            const double bytes = static_cast<double>(m.layer_params(l)) / s.tp * e;
+            extra.push_back(b.comm(ParallelDim::DP, Collective::AllGather, pass, "dp-param-allgather", bytes, mb, l,
+                                   {start != ~0U ? start : cur}));
+          }
+          if (!slot.forward && w.recompute != "none") {
+            if (w.recompute == "full") {
+              cur = b.layer(Pass::Recompute, mb, l, tokens, seq, 0, cur, extra);
+              extra.clear();
+            } else {  // selective: the attention core again
+              cur = b.compute(ProgramOpKind::Attention, Pass::Recompute, "attention", tokens * m.attention_score_flops(seq) / s.tp,
+                              0, mb, l, {cur});
+            }
+          }
+          cur = b.layer(pass, mb, l, tokens, seq, 0, cur, extra);
+          if (!slot.forward && mb == mbs - 1) last_bwd[static_cast<std::size_t>(l)] = cur;
+        }
+        if (slot.forward && chunk == pp * v - 1) {
+          cur = b.compute(ProgramOpKind::Gemm, pass, "lm-head", tokens * m.logits_flops() / s.tp,
+                          static_cast<double>(m.vocab) * h * e / s.tp, mb, -1, b.flush(cur));
+          // Vocab-parallel cross entropy: AllReduce of max, sum and target logit per token (fp32).
+          if (s.tp > 1) cur = b.comm(ParallelDim::TP, Collective::AllReduce, pass, "tp-allreduce", 3.0 * tokens * 4.0, mb, -1, {cur});
+        }
+        if (!slot.forward && chunk == 0) {
+          cur = b.compute(ProgramOpKind::Memory, pass, "embedding", 0, act, mb, -1, b.flush(cur));
+        }
+        cur = b.compute(ProgramOpKind::Memory, pass, slot.forward ? "send" : "send-grad", 0, 0, mb, -1, b.flush(cur));
+        stage_tail[static_cast<std::size_t>(stage)] = cur;
+        // PP: hand the activation (or its gradient) to the neighbouring stage.
+        const bool has_next = slot.forward ? chunk < pp * v - 1 : chunk > 0;
+        if (has_next && pp > 1) {
+          ProgramOp op;
+          op.kind = ProgramOpKind::SendRecv;
+          op.stream = Stream::PpComm;
+          op.pass = pass;
+          op.dim = ParallelDim::PP;
+          op.collective = Collective::SendRecv;
+          op.name = slot.forward ? "pp-send" : "pp-send-grad";
+          op.peer = slot.forward ? (stage + 1) % pp : (stage + pp - 1) % pp;
+          op.bytes = std::round(act / sp);
+          op.micro_batch = mb;
+          op.deps = {cur};
+          sent[key(chunk, mb, slot.forward)] = b.add(std::move(op));
+        } else if (has_next) {
+          sent[key(chunk, mb, slot.forward)] = cur;  // pp = 1 with chunks: same rank
+        }
+        ++next_slot[static_cast<std::size_t>(stage)];
+        --remaining;
+        progressed = true;
+      }
+    }
+    if (!progressed) throw std::logic_error("pipeline schedule deadlocks while building the program");
+  }
+  // DP: gradient buckets in the order backward finishes them, then the optimizer step.
+  const std::int64_t bucket_limit = s.bucket_params > 0 ? s.bucket_params : default_bucket(s.dp);
+  const bool dp_comm = s.dp * s.cp > 1;
+  for (int stage = 0; stage < pp; ++stage) {
+    auto& b = builders[static_cast<std::size_t>(stage)];
+    std::vector<int> order;  // layers of this stage in backward completion order
+    for (int vc = s.virtual_stages - 1; vc >= 0; --vc) {
+      const auto [first, count] = chunks[static_cast<std::size_t>(vc * pp + stage)];
+      for (int l = first + count - 1; l >= first; --l) order.push_back(l);
+    }
+    double params_local = 0, bucket = 0;
+    std::vector<std::uint32_t> buckets;
+    int index = 0;
+    const auto emit = [&](std::uint32_t after) {
+      if (bucket <= 0) return;
+      if (dp_comm) {
+        const Collective c = s.zero_stage == 0 ? Collective::AllReduce : Collective::ReduceScatter;
+        buckets.push_back(b.comm(ParallelDim::DP, c, Pass::Backward, fmt::format("dp-{} b{}", StageBuilder::to_lower(c), index++),
+                                 bucket * e_grad, -1, -1, {after}));
+      }
+      bucket = 0;
+    };
+    for (int l : order) {
+      double lp = static_cast<double>(m.layer_params(l));
+      if (m.is_moe_layer(l) && s.ep > 1) {
+        const double experts = static_cast<double>(m.moe->experts) * static_cast<double>(m.expert_params());
+        lp = lp - experts + experts / s.ep;  // expert grads reduce over the expert-DP group; counted at this size
+      }
+      bucket += lp / s.tp;
+      params_local += lp / s.tp;
+      if (bucket >= static_cast<double>(bucket_limit)) emit(last_bwd[static_cast<std::size_t>(l)]);
+    }
+    double edge = 0;
+    if (stage == 0) edge += static_cast<double>(m.embedding_params()) / s.tp;
+    if (stage == pp - 1) edge += static_cast<double>(m.output_params()) / s.tp;
+    bucket += edge;
+    params_local += edge;
+    emit(stage_tail[static_cast<std::size_t>(stage)]);
+    std::vector<std::uint32_t> deps = buckets;
+    deps.push_back(stage_tail[static_cast<std::size_t>(stage)]);
+    const double shard = s.zero_stage >= 1 ? s.dp * s.cp : 1;
+    std::uint32_t opt = b.compute(ProgramOpKind::Memory, Pass::Optimizer, "optimizer", 0,
+                                  params_local / shard * kOptimizerBytesPerParam, -1, -1, deps);
+    if (dp_comm && (s.zero_stage == 1 || s.zero_stage == 2)) {
+      b.comm(ParallelDim::DP, Collective::AllGather, Pass::Optimizer, "dp-param-allgather", params_local * e, -1, -1, {opt});
+    }
+  }
+  // Model FLOPs of the step (all GPUs): 6 · active non-embedding parameters per token + the
+  // attention core 3 × forward (Megatron-LM / PaLM MFU convention), no recomputation.
+  const double global_tokens = static_cast<double>(mbs) * w.micro_batch_size * s.dp * seq;
+  double per_token = 0;
+  for (int l = 0; l < m.layers; ++l) {
+    per_token += 3.0 * (m.attention_projection_flops() + m.mlp_flops(l) + m.attention_score_flops(seq));
+  }
+  per_token += 3.0 * m.logits_flops();
+  p.model_flops = per_token * global_tokens;
+  p.tokens = global_tokens;
+}
+
+void build_inference(Program& p, const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s) {
+  const bool decode = w.phase == "decode";
+  const double e = dtype_bytes(w.dtype);
+  const double h = static_cast<double>(m.hidden);
+  const double seqs = decode ? static_cast<double>(w.batch_size) : static_cast<double>(w.micro_batch_size);
+  const double tokens = decode ? seqs : seqs * static_cast<double>(w.sequence_length);
+  // Decode: one token per sequence attending over the cache at its mean length during generation.
+  const double context = decode ? static_cast<double>(w.context_length) + static_cast<double>(w.generated_tokens) / 2.0
+                                : static_cast<double>(w.sequence_length);
+  const double kv_share = m.mla ? 1.0 / s.tp : std::max(1.0, static_cast<double>(m.kv_heads) / s.tp) / m.kv_heads;
+  const double kv_read = decode ? seqs * context * m.kv_cache_bytes_per_token(e) * kv_share : 0.0;
+  const auto chunks = chunk_layers(m.layers, s.pp);
+  std::uint32_t prev = ~0U;
+  for (int stage = 0; stage < s.pp; ++stage) {
+    StageBuilder b(p, m, w, s, stage);
+    std::vector<std::uint32_t> deps;
+    if (prev != ~0U) deps.push_back(prev);
+    std::uint32_t cur = b.compute(ProgramOpKind::Memory, Pass::Forward, "recv", 0, 0, 0, -1, deps);
+    if (stage == 0) {
+      cur = b.compute(ProgramOpKind::Memory, Pass::Forward, "embedding", 0, tokens * h * e, 0, -1, {cur});
+      // vLLM's VocabParallelEmbedding: each TP rank looks up its vocabulary shard, AllReduce.
+      if (s.tp > 1) cur = b.comm(ParallelDim::TP, Collective::AllReduce, Pass::Forward, "tp-allreduce", tokens * h * e, 0, -1, {cur});
+    }
+    const auto [first, count] = chunks[static_cast<std::size_t>(stage)];
+    for (int l = first; l < first + count; ++l) cur = b.layer(Pass::Forward, 0, l, tokens, context, kv_read, cur, {});
+    if (stage == s.pp - 1) {
+      // Logits of the last position of every sequence, gathered to TP rank 0 (vLLM
+      // LogitsProcessor): modelled as an AllGather of N_seq · V · e in total (each rank
+      // contributes N_seq · (V/t) · e, the same bytes per rank as the gather).
+      cur = b.compute(ProgramOpKind::Gemm, Pass::Forward, "lm-head", seqs * m.logits_flops() / s.tp,
+                      static_cast<double>(m.vocab) * h * e / s.tp, 0, -1, b.flush(cur));
+      if (s.tp > 1) cur = b.comm(ParallelDim::TP, Collective::AllGather, Pass::Forward, "tp-gather-logits", seqs * m.vocab * e, 0, -1, {cur});
+    } else {
+      cur = b.compute(ProgramOpKind::Memory, Pass::Forward, "send", 0, 0, 0, -1, b.flush(cur));
+      ProgramOp op;
+      op.kind = ProgramOpKind::SendRecv;
+      op.stream = Stream::PpComm;
+      op.dim = ParallelDim::PP;
+      op.collective = Collective::SendRecv;
+      op.name = "pp-send";
+      op.peer = stage + 1;
+      op.bytes = std::round(2.0 * tokens * h * e);  // hidden states and residual
+      op.micro_batch = 0;
+      op.deps = {cur};
+      cur = b.add(std::move(op));
+    }
+    prev = cur;
+  }
+  double per_token = 0;
+  for (int l = 0; l < m.layers; ++l) per_token += m.attention_projection_flops() + m.mlp_flops(l) + m.attention_score_flops(context);
+  p.model_flops = per_token * tokens + m.logits_flops() * seqs;
+  p.tokens = tokens;
+}
+
+}  // namespace
+
+Program build_program(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s) {
+  Program p;
+  for (int stage = 0; stage < s.pp; ++stage) p.ranks.push_back({stage, {}});
+  if (w.phase == "training_step") {
+    build_training(p, m, w, s);
+  } else {
+    build_inference(p, m, w, s);
+  }
+  return p;
+}
+
+}  // namespace ccsim::models

@@ -1,0 +1,72 @@
+#pragma once
+// From (transformer, workload, parallel strategy) to a Program and a memory footprint.
+//
+// The communication follows the standard Megatron-LM / vLLM scheme of
+// shared/reference/models.md (b micro-batch, s sequence, h hidden, e bytes per element,
+// t = TP, p = PP): per layer 2 TP AllReduces of b·s·h·e forward and 2 backward (ReduceScatter
+// + AllGather of the same size with sequence parallelism); PP sends b·s·h·e per micro-batch per
+// stage boundary each way; DP reduces the stage's gradients in buckets during the last
+// micro-batch's backward (AllReduce, or ReduceScatter + parameter AllGather for ZeRO-1/2, plus
+// per-layer parameter AllGathers for ZeRO-3); EP AlltoAll dispatch and combine of T·k·h·e per
+// MoE layer per direction; CP passes K and V around the CP ring (cp − 1 hops) per layer.
+// Inference (vLLM): 2 TP AllReduces per layer plus 1 after the vocab-parallel embedding, of
+// N_tok·h·e; the logits are gathered to TP rank 0; PP sends hidden states and residual.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/scenario.hpp"
+#include "models/workload/program.hpp"
+#include "models/workload/transformer.hpp"
+
+namespace ccsim::models {
+
+/// Bytes per element of a dtype name (bf16, fp16: 2; fp8: 1; fp32: 4).
+double dtype_bytes(const std::string& dtype);
+
+/// A layout rule a scenario breaks: which section and key, and what was expected.
+struct LayoutProblem {
+  std::string section;   ///< "strategy" or "workload"
+  std::string key;
+  std::string expected;
+};
+/// Checks the parallel layout against the model: TP divides the attention heads (and the KV
+/// heads, or is a multiple of them), PP × virtual stages ≤ layers, EP divides the experts (and
+/// EP > 1 only for MoE models), CP divides the sequence, the phase's sizes are present.
+std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s);
+
+/// Layers of each model chunk: chunk c (0 ≤ c < pp·v) holds [first, first + count). Layers
+/// are spread as evenly as possible; when they do not divide, the first and last chunks
+/// (which also hold the embedding and the LM head) get the fewer layers.
+std::vector<std::pair<int, int>> chunk_layers(int layers, int chunks);
+
+/// Memory of one GPU of a pipeline stage, bytes.
+struct MemoryFootprint {
+  int stage = 0;
+  double weights = 0;      ///< parameters in the compute dtype (sharded by TP, PP; by DP for ZeRO-3)
+  double gradients = 0;    ///< main gradients in grad_reduce_dtype (sharded by DP for ZeRO-2/3)
+  double optimizer = 0;    ///< Adam: fp32 master weights, m, v = 12 B/param (sharded by DP for ZeRO ≥ 1)
+  double activations = 0;  ///< stored for backward: Korthikanti et al. 2022 with FlashAttention (no s² term)
+  double kv_cache = 0;     ///< inference: K and V of every token in flight
+  double total() const { return weights + gradients + optimizer + activations + kv_cache; }
+};
+/// One footprint per pipeline stage.
+std::vector<MemoryFootprint> memory_footprint(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s);
+
+/// Micro-batches per optimizer step per DP rank: global_batch / (micro_batch · dp), or 1.
+int micro_batches(const WorkloadSpec& w, const StrategySpec& s);
+
+/// Builds the Program of one step of the workload's phase. Assumes check_layout() passed.
+Program build_program(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s);
+
+/// The order in which a pipeline stage runs forward and backward passes (1F1B, or Megatron's
+/// interleaved schedule with v model chunks per stage).
+struct PipelineSlot {
+  bool forward = true;
+  int micro_batch = 0;
+  int chunk = 0;  ///< model chunk of this stage (0 ≤ chunk < v)
+};
+std::vector<PipelineSlot> pipeline_order(int stage, int stages, int micro_batches, int virtual_stages);
+
+}  // namespace ccsim::models

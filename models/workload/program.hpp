@@ -1,0 +1,76 @@
+#pragma once
+// Program (DESIGN.md): the per-rank DAG of a workload — compute ops and communication ops on
+// streams, with dependencies. Built from a transformer, a parallel layout and a phase
+// (training step, prefill, decode) by build_program(); lowered and timed by
+// planner::WorkloadRunner, which turns every communication op into a Schedule.
+//
+// Symmetry: every rank of a TP / CP / DP / EP group does the same work at the same time, so a
+// Program holds one representative rank per pipeline stage (tp = cp = dp = 0 coordinates;
+// `Program::ranks[s]` is stage s). Communication ops still name the whole group they run in;
+// the runner simulates them on the real GPUs of those groups.
+//
+// Streams follow CUDA semantics: ops of one (rank, stream) run in order; an op starts when
+// the previous op on its stream and all its dependencies have finished.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/collective.hpp"
+
+namespace ccsim::models {
+
+/// Megatron's parallel dimensions.
+enum class ParallelDim : std::uint8_t { TP, PP, DP, EP, CP };
+inline constexpr int kParallelDims = 5;
+std::string_view to_string(ParallelDim d);
+
+/// Streams of a rank, in trace order.
+enum class Stream : std::uint8_t { Compute, TpComm, CpComm, EpComm, PpComm, DpComm };
+inline constexpr int kStreams = 6;
+std::string_view to_string(Stream s);
+
+enum class ProgramOpKind : std::uint8_t {
+  Gemm,        ///< matrix multiplications: `flops` at the tensor-core peak × efficiency
+  Attention,   ///< attention core (QKᵀ, softmax, ·V): `flops`, and `bytes` of KV read
+  Memory,      ///< memory-bound work (norms, activations, optimizer, KV reads): `bytes` of HBM traffic
+  Collective,  ///< `collective` over the rank's `dim` group, `bytes` = nccl-tests size S
+  SendRecv,    ///< point-to-point to pipeline stage `peer` (PP) of `bytes`
+};
+
+/// What part of the step an op belongs to (for breakdowns and the trace).
+enum class Pass : std::uint8_t { Forward, Backward, Recompute, Optimizer, Other };
+std::string_view to_string(Pass p);
+
+struct ProgramOp {
+  ProgramOpKind kind = ProgramOpKind::Gemm;
+  Stream stream = Stream::Compute;
+  Pass pass = Pass::Forward;
+  std::string name;          ///< short label: "qkv", "attn", "tp-allreduce", "dp-reducescatter b3"
+  double flops = 0;          ///< FLOPs executed by this rank
+  double bytes = 0;          ///< HBM bytes (compute ops) or message size (communication ops)
+  ParallelDim dim = ParallelDim::TP;   ///< communication ops: the group it runs in
+  Collective collective = Collective::AllReduce;
+  int peer = -1;             ///< SendRecv: destination pipeline stage
+  int micro_batch = -1;      ///< -1 when not tied to a micro-batch
+  int layer = -1;            ///< global layer index, -1 for embedding / head / optimizer
+  std::vector<std::uint32_t> deps;  ///< global ids of ops (any rank) that must finish first
+};
+
+struct ProgramRank {
+  int stage = 0;
+  std::vector<std::uint32_t> ops;  ///< global op ids of this rank, in issue order
+};
+
+struct Program {
+  std::vector<ProgramOp> ops;      ///< all ops, global ids
+  std::vector<int> op_rank;        ///< rank (stage) of each op
+  std::vector<ProgramRank> ranks;  ///< one per pipeline stage
+  double model_flops = 0;          ///< useful FLOPs of the whole step on all GPUs (MFU numerator; no recomputation)
+  double tokens = 0;               ///< tokens processed by the step (training: global batch × sequence; decode: batch)
+
+  /// Appends `op` to `rank`; returns its global id.
+  std::uint32_t add(int rank, ProgramOp op);
+};
+
+}  // namespace ccsim::models

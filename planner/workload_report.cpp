@@ -1,0 +1,361 @@
+#include "planner/workload_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "models/text_table.hpp"
+
+namespace ccsim::planner {
+
+using models::ParallelDim;
+using models::ProgramOpKind;
+
+namespace {
+
+constexpr std::array<ParallelDim, models::kParallelDims> kDims{ParallelDim::TP, ParallelDim::CP, ParallelDim::EP, ParallelDim::PP,
+                                                                ParallelDim::DP};
+
+/// Seconds with a unit that keeps 4 significant figures.
+std::string seconds(double s) {
+  if (s == 0) return "0";
+  if (std::abs(s) >= 1.0) return fmt::format("{:.3f} s", s);
+  if (std::abs(s) >= 1e-3) return fmt::format("{:.3f} ms", s * 1e3);
+  return fmt::format("{:.3f} us", s * 1e6);
+}
+std::string gib(double b) { return fmt::format("{:.2f}", b / (1024.0 * 1024.0 * 1024.0)); }
+
+double mean(const std::vector<StageBreakdown>& st, double StageBreakdown::*f) {
+  double s = 0;
+  for (const auto& b : st) s += b.*f;
+  return st.empty() ? 0 : s / static_cast<double>(st.size());
+}
+double mean_dim(const std::vector<StageBreakdown>& st, bool exposed, ParallelDim d) {
+  double s = 0;
+  for (const auto& b : st) s += (exposed ? b.exposed : b.comm)[static_cast<std::size_t>(d)];
+  return st.empty() ? 0 : s / static_cast<double>(st.size());
+}
+
+std::string link_name(const models::Topology& t, models::LinkId id) {
+  return t.name(t.link_source(id)) + " -> " + t.name(t.link_target(id));
+}
+
+std::string layout(const models::StrategySpec& s) {
+  std::string out = fmt::format("TP{} PP{} DP{}", s.tp, s.pp, s.dp);
+  if (s.cp > 1) out += fmt::format(" CP{}", s.cp);
+  if (s.ep > 1) out += fmt::format(" EP{}", s.ep);
+  if (s.sequence_parallel) out += ", sequence parallel";
+  if (s.zero_stage > 0) out += fmt::format(", ZeRO-{}", s.zero_stage);
+  if (s.pp > 1) out += s.pipeline_schedule == "interleaved" ? fmt::format(", interleaved 1F1B ({} chunks/stage)", s.virtual_stages) : ", 1F1B";
+  if (s.tp_comm_overlap) out += ", TP overlap";
+  return out;
+}
+
+/// Communication ops of the step grouped by (dim, collective, size): count and costs.
+struct CommRow {
+  ParallelDim dim;
+  std::string collective;
+  double bytes = 0;
+  int count = 0;        // op instances on all stages
+  double time = 0;      // per instance
+  std::string algorithm, protocol;
+  int group = 0, concurrent = 0;
+};
+std::vector<CommRow> comm_rows(const WorkloadResult& r) {
+  std::map<std::tuple<int, std::string, double>, CommRow> rows;
+  for (std::size_t i = 0; i < r.program.ops.size(); ++i) {
+    if (r.op_comm[i] < 0) continue;
+    const auto& op = r.program.ops[i];
+    const auto& cost = r.comm_costs[static_cast<std::size_t>(r.op_comm[i])];
+    const std::string coll = op.kind == ProgramOpKind::SendRecv ? "Send" : std::string(models::to_string(op.collective));
+    auto& row = rows[{static_cast<int>(op.dim), coll, op.bytes}];
+    row.dim = op.dim;
+    row.collective = coll;
+    row.bytes = op.bytes;
+    ++row.count;
+    row.time = std::max(row.time, cost.time);
+    row.algorithm = cost.algorithm;
+    row.protocol = cost.protocol;
+    row.group = cost.group_size;
+    row.concurrent = cost.concurrent_groups;
+  }
+  std::vector<CommRow> out;
+  for (auto& [k, v] : rows) out.push_back(v);
+  return out;
+}
+
+}  // namespace
+
+std::string run_summary(const RunContext& c) {
+  const auto& sc = c.scenario;
+  const auto& w = *sc.workload;
+  const auto& s = *sc.strategy;
+  const auto& m = *sc.model;
+  const auto& r = c.result;
+  const auto& t = c.cluster.topology;
+  std::string out;
+  out += fmt::format("# ccsim run: {} — {} {} on {} GPUs ({} nodes), {} engine\n", sc.name, m.name, w.phase, r.world,
+                     c.cluster.nodes.size(), c.engine);
+  if (w.phase == "training_step") {
+    out += fmt::format("# layout: {}; {} micro-batches of {} × {} tokens per DP rank, {}, recompute {}\n", layout(s), r.micro_batches,
+                       w.micro_batch_size, w.sequence_length, w.dtype, w.recompute);
+  } else if (w.phase == "prefill") {
+    out += fmt::format("# layout: {}; prefill of {} sequences × {} tokens, {}\n", layout(s), w.micro_batch_size, w.sequence_length, w.dtype);
+  } else {
+    out += fmt::format("# layout: {}; decode of {} sequences, context {} + {} generated tokens, {}\n", layout(s), w.batch_size,
+                       w.context_length, w.generated_tokens, w.dtype);
+  }
+  out += fmt::format("# model: {} ({:.2f} B parameters, {:.2f} B active); compute: {}\n", m.name, m.total_params() / 1e9,
+                     m.active_params() / 1e9, r.compute.source);
+  out += "\n";
+  // Memory first: it decides feasibility.
+  std::size_t worst = 0;
+  for (std::size_t i = 0; i < r.memory.size(); ++i)
+    if (r.memory[i].total() > r.memory[worst].total()) worst = i;
+  const auto& f = r.memory[worst];
+  if (!r.feasible) {
+    out += fmt::format("INFEASIBLE: stage {} needs {} GiB per GPU, more than the {} GiB of HBM; not simulated.\n", f.stage,
+                       gib(f.total()), gib(r.hbm_capacity));
+  }
+  models::TextTable mem({"memory per GPU (GiB)", "weights", "gradients", "optimizer", "activations", "KV cache", "total", "HBM"},
+                        {false, true, true, true, true, true, true, true});
+  mem.add_row({fmt::format("stage {} (largest)", f.stage), gib(f.weights), gib(f.gradients), gib(f.optimizer), gib(f.activations),
+               gib(f.kv_cache), gib(f.total()), gib(r.hbm_capacity)});
+  if (!r.feasible) {
+    out += mem.render(0);
+    return out;
+  }
+  const double step = r.step_time;
+  models::TextTable head({"metric", "value"}, {false, true});
+  if (w.phase == "training_step") {
+    head.add_row({"step time", seconds(step)});
+    head.add_row({"tokens/s", fmt::format("{:.0f}", r.program.tokens / step)});
+    head.add_row({"MFU", fmt::format("{:.1f} %", 100 * r.mfu)});
+  } else if (w.phase == "prefill") {
+    head.add_row({"TTFT (prefill)", seconds(step)});
+    head.add_row({"prompt tokens/s", fmt::format("{:.0f}", r.program.tokens / step)});
+    head.add_row({"MFU", fmt::format("{:.1f} %", 100 * r.mfu)});
+  } else {
+    head.add_row({"TPOT (per output token)", seconds(step)});
+    head.add_row({"output tokens/s", fmt::format("{:.0f}", r.program.tokens / step)});
+    head.add_row({"MFU", fmt::format("{:.2f} %", 100 * r.mfu)});
+  }
+  head.add_row({"compute per GPU", seconds(mean(r.stages, &StageBreakdown::compute))});
+  double comm = 0, exposed = 0;
+  for (ParallelDim d : kDims) {
+    comm += mean_dim(r.stages, false, d);
+    exposed += mean_dim(r.stages, true, d);
+  }
+  head.add_row({"communication per GPU", seconds(comm)});
+  head.add_row({"  of which exposed", seconds(exposed)});
+  head.add_row({"pipeline bubble / idle", seconds(mean(r.stages, &StageBreakdown::idle))});
+  out += head.render(0);
+  out += "\n(per GPU figures: mean over pipeline stages; every GPU of a stage does the same work)\n\n";
+
+  models::TextTable dims({"dim", "comm time", "exposed", "% of step"}, {false, true, true, true});
+  for (ParallelDim d : kDims) {
+    const double ct = mean_dim(r.stages, false, d);
+    if (ct == 0) continue;
+    const double ex = mean_dim(r.stages, true, d);
+    dims.add_row({std::string(models::to_string(d)), seconds(ct), seconds(ex), fmt::format("{:.1f}", 100 * ex / step)});
+  }
+  out += dims.render(0);
+  out += "\n";
+  models::TextTable ops({"dim", "collective", "size (B)", "per step", "group", "concurrent", "time each", "algorithm", "protocol"},
+                        {false, false, true, true, true, true, true, false, false});
+  for (const auto& row : comm_rows(r)) {
+    ops.add_row({std::string(models::to_string(row.dim)), row.collective, fmt::format("{:.0f}", row.bytes), std::to_string(row.count),
+                 std::to_string(row.group), std::to_string(row.concurrent), seconds(row.time), row.algorithm, row.protocol});
+  }
+  out += ops.render(0);
+  out += "\n";
+  models::TextTable links({"busiest links", "class", "utilisation", "peak", "GB/step"}, {false, false, true, true, true});
+  for (std::size_t i = 0; i < std::min<std::size_t>(5, r.links.size()); ++i) {
+    const auto& l = r.links[i];
+    links.add_row({link_name(t, l.link), std::string(models::to_string(t.link(l.link).link_class)),
+                   fmt::format("{:.1f} %", 100 * l.utilisation), fmt::format("{:.0f} %", 100 * l.peak), fmt::format("{:.3f}", l.bytes / 1e9)});
+  }
+  if (!r.links.empty()) {
+    out += links.render(0);
+    out += "\n";
+  }
+  out += mem.render(0);
+  return out;
+}
+
+std::string report_json(const RunContext& c) {
+  using nlohmann::ordered_json;
+  const auto& sc = c.scenario;
+  const auto& w = *sc.workload;
+  const auto& s = *sc.strategy;
+  const auto& m = *sc.model;
+  const auto& r = c.result;
+  const auto& t = c.cluster.topology;
+  ordered_json j;
+  j["schema"] = "ccsim.run/1";
+  j["scenario"] = sc.name;
+  j["engine"] = c.engine;
+  j["model"] = {{"name", m.name}, {"parameters", m.total_params()}, {"active_parameters", m.active_params()}, {"source", m.source}};
+  j["phase"] = w.phase;
+  j["gpus"] = r.world;
+  j["nodes"] = c.cluster.nodes.size();
+  j["layout"] = {{"tp", s.tp}, {"pp", s.pp}, {"dp", s.dp}, {"cp", s.cp}, {"ep", s.ep}, {"sequence_parallel", s.sequence_parallel},
+                 {"zero_stage", s.zero_stage}, {"pipeline_schedule", s.pipeline_schedule}, {"virtual_stages", s.virtual_stages},
+                 {"micro_batches", r.micro_batches}};
+  j["feasible"] = r.feasible;
+  ordered_json mem = ordered_json::array();
+  for (const auto& f : r.memory) {
+    mem.push_back({{"stage", f.stage}, {"weights_bytes", f.weights}, {"gradients_bytes", f.gradients}, {"optimizer_bytes", f.optimizer},
+                   {"activations_bytes", f.activations}, {"kv_cache_bytes", f.kv_cache}, {"total_bytes", f.total()}});
+  }
+  j["memory_per_gpu"] = mem;
+  j["hbm_capacity_bytes"] = r.hbm_capacity;
+  if (!r.feasible) return j.dump(2) + "\n";
+  j["step_time_s"] = r.step_time;
+  if (w.phase == "prefill") j["ttft_s"] = r.step_time;
+  if (w.phase == "decode") j["tpot_s"] = r.step_time;
+  j["tokens_per_s"] = r.program.tokens / r.step_time;
+  j["mfu"] = r.mfu;
+  j["model_flops"] = r.program.model_flops;
+  j["compute_s"] = mean(r.stages, &StageBreakdown::compute);
+  j["bubble_s"] = mean(r.stages, &StageBreakdown::idle);
+  ordered_json comm;
+  for (ParallelDim d : kDims) {
+    comm[std::string(models::to_string(d))] = {{"time_s", mean_dim(r.stages, false, d)}, {"exposed_s", mean_dim(r.stages, true, d)}};
+  }
+  j["communication"] = comm;
+  ordered_json stages = ordered_json::array();
+  for (std::size_t i = 0; i < r.stages.size(); ++i) {
+    const auto& b = r.stages[i];
+    ordered_json st = {{"stage", i}, {"gpu", t.name(r.stage_gpu[i])}, {"compute_s", b.compute}, {"idle_s", b.idle}, {"end_s", b.end}};
+    for (ParallelDim d : kDims) {
+      st[std::string("comm_") + std::string(models::to_string(d)) + "_s"] = b.comm[static_cast<std::size_t>(d)];
+      st[std::string("exposed_") + std::string(models::to_string(d)) + "_s"] = b.exposed[static_cast<std::size_t>(d)];
+    }
+    stages.push_back(st);
+  }
+  j["stages"] = stages;
+  ordered_json ops = ordered_json::array();
+  for (const auto& row : comm_rows(r)) {
+    ops.push_back({{"dim", std::string(models::to_string(row.dim))}, {"collective", row.collective}, {"bytes", row.bytes},
+                   {"count", row.count}, {"group_size", row.group}, {"concurrent_groups", row.concurrent}, {"time_s", row.time},
+                   {"algorithm", row.algorithm}, {"protocol", row.protocol}});
+  }
+  j["communication_ops"] = ops;
+  ordered_json links = ordered_json::array();
+  for (std::size_t i = 0; i < std::min<std::size_t>(5, r.links.size()); ++i) {
+    const auto& l = r.links[i];
+    links.push_back({{"link", l.link}, {"from", t.name(t.link_source(l.link))}, {"to", t.name(t.link_target(l.link))},
+                     {"class", std::string(models::to_string(t.link(l.link).link_class))}, {"bytes", l.bytes}, {"busy_s", l.busy},
+                     {"utilisation", l.utilisation}, {"peak", l.peak}});
+  }
+  j["busiest_links"] = links;
+  return j.dump(2) + "\n";
+}
+
+std::string ops_csv(const RunContext& c) {
+  const auto& r = c.result;
+  const auto& t = c.cluster.topology;
+  std::string out =
+      "op,stage,gpu,node,stream,pass,name,kind,dim,collective,micro_batch,layer,start_us,end_us,duration_us,flops,bytes,algorithm,"
+      "protocol\n";
+  if (!r.feasible) return out;
+  for (std::size_t i = 0; i < r.program.ops.size(); ++i) {
+    const auto& op = r.program.ops[i];
+    const int stage = r.program.op_rank[i];
+    const models::DeviceId gpu = r.stage_gpu[static_cast<std::size_t>(stage)];
+    const bool comm = op.kind == ProgramOpKind::Collective || op.kind == ProgramOpKind::SendRecv;
+    const char* kind = op.kind == ProgramOpKind::Gemm        ? "gemm"
+                       : op.kind == ProgramOpKind::Attention ? "attention"
+                       : op.kind == ProgramOpKind::Memory    ? "memory"
+                       : op.kind == ProgramOpKind::SendRecv  ? "send"
+                                                             : "collective";
+    std::string algo, proto;
+    if (r.op_comm[i] >= 0) {
+      algo = r.comm_costs[static_cast<std::size_t>(r.op_comm[i])].algorithm;
+      proto = r.comm_costs[static_cast<std::size_t>(r.op_comm[i])].protocol;
+    }
+    const auto& tm = r.timing[i];
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.6g},{:.0f},{},{}\n", i, stage, t.name(gpu),
+                       t.device(gpu).node, models::to_string(op.stream), models::to_string(op.pass), op.name, kind,
+                       comm ? std::string(models::to_string(op.dim)) : std::string(),
+                       comm ? std::string(models::to_string(op.collective)) : std::string(), op.micro_batch, op.layer, tm.start * 1e6,
+                       tm.end * 1e6, (tm.end - tm.start) * 1e6, op.flops, op.bytes, algo, proto);
+  }
+  return out;
+}
+
+std::string links_csv(const RunContext& c) {
+  const auto& r = c.result;
+  const auto& t = c.cluster.topology;
+  std::string out = "link,from,to,class,kind,bandwidth_GBps,bytes_per_step,busy_s,utilisation,peak\n";
+  std::vector<LinkLoad> sorted = r.links;
+  std::sort(sorted.begin(), sorted.end(), [](const LinkLoad& a, const LinkLoad& b) { return a.link < b.link; });
+  for (const auto& l : sorted) {
+    const auto& link = t.link(l.link);
+    out += fmt::format("{},{},{},{},{},{:.3f},{:.0f},{:.9f},{:.6f},{:.6f}\n", l.link, t.name(t.link_source(l.link)),
+                       t.name(t.link_target(l.link)), models::to_string(link.link_class), t.link_kind_name(link), link.bandwidth / 1e9,
+                       l.bytes, l.busy, l.utilisation, l.peak);
+  }
+  return out;
+}
+
+std::string trace_json(const RunContext& c) {
+  using nlohmann::ordered_json;
+  const auto& r = c.result;
+  const auto& t = c.cluster.topology;
+  ordered_json events = ordered_json::array();
+  if (r.feasible) {
+    std::map<int, bool> named_nodes;
+    for (std::size_t stage = 0; stage < r.stage_gpu.size(); ++stage) {
+      const models::DeviceId gpu = r.stage_gpu[stage];
+      const int node = t.device(gpu).node;
+      if (!named_nodes[node]) {
+        named_nodes[node] = true;
+        events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", node},
+                          {"args", {{"name", fmt::format("node {} ({})", node, c.cluster.spec.groups[static_cast<std::size_t>(
+                                                                                     c.cluster.node_group[static_cast<std::size_t>(node)])]
+                                                                                     .node.name)}}}});
+        events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", node}, {"args", {{"sort_index", node}}}});
+      }
+      for (int st = 0; st < models::kStreams; ++st) {
+        const int tid = t.device(gpu).local * models::kStreams + st;
+        events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", node}, {"tid", tid},
+                          {"args", {{"name", fmt::format("{} (stage {}) {}", t.name(gpu), stage, models::to_string(static_cast<models::Stream>(st)))}}}});
+        events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", node}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
+      }
+    }
+    for (std::size_t i = 0; i < r.program.ops.size(); ++i) {
+      const auto& op = r.program.ops[i];
+      const auto& tm = r.timing[i];
+      if (tm.end <= tm.start) continue;
+      const models::DeviceId gpu = r.stage_gpu[static_cast<std::size_t>(r.program.op_rank[i])];
+      const int tid = t.device(gpu).local * models::kStreams + static_cast<int>(op.stream);
+      ordered_json args = {{"pass", std::string(models::to_string(op.pass))}};
+      if (op.micro_batch >= 0) args["micro_batch"] = op.micro_batch;
+      if (op.layer >= 0) args["layer"] = op.layer;
+      if (op.flops > 0) args["flops"] = op.flops;
+      if (op.bytes > 0) args["bytes"] = op.bytes;
+      if (r.op_comm[i] >= 0) {
+        args["algorithm"] = r.comm_costs[static_cast<std::size_t>(r.op_comm[i])].algorithm;
+        args["protocol"] = r.comm_costs[static_cast<std::size_t>(r.op_comm[i])].protocol;
+      }
+      std::string name = op.name;
+      if (op.micro_batch >= 0) name += fmt::format(" mb{}", op.micro_batch);
+      events.push_back({{"name", name}, {"cat", std::string(models::to_string(op.pass))}, {"ph", "X"},
+                        {"ts", std::round(tm.start * 1e9) / 1e3}, {"dur", std::round((tm.end - tm.start) * 1e9) / 1e3},
+                        {"pid", t.device(gpu).node}, {"tid", tid}, {"args", args}});
+    }
+  }
+  ordered_json j;
+  j["traceEvents"] = events;
+  j["displayTimeUnit"] = "ms";
+  j["otherData"] = {{"generator", "ccsim run"}, {"scenario", c.scenario.name},
+                    {"note", "one GPU per pipeline stage is shown; its TP/CP/DP peers run the same timeline"}};
+  return j.dump() + "\n";
+}
+
+}  // namespace ccsim::planner

@@ -1,0 +1,420 @@
+#include "planner/workload_runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "models/yaml_fields.hpp"
+#include "sim/engine.hpp"
+
+namespace ccsim::planner {
+
+using models::ParallelDim;
+using models::ProgramOp;
+using models::ProgramOpKind;
+
+// ---------------------------------------------------------------------------------------------
+// Placement
+
+Placement::Placement(const models::StrategySpec& s, int world) : s_(s), world_(world) {
+  if (static_cast<std::int64_t>(s.tp) * s.cp * s.dp * s.pp != world) {
+    throw std::invalid_argument(fmt::format("tp·cp·dp·pp = {} differs from the {} GPUs", s.tp * s.cp * s.dp * s.pp, world));
+  }
+  // The order names five dimensions; EP is folded into (cp, dp).
+  std::size_t pos = 0;
+  const std::string& o = s.order;
+  while (pos <= o.size()) {
+    const std::size_t dash = o.find('-', pos);
+    const std::string part = o.substr(pos, dash == std::string::npos ? std::string::npos : dash - pos);
+    if (part == "tp") order_.push_back('t');
+    if (part == "cp") order_.push_back('c');
+    if (part == "dp") order_.push_back('d');
+    if (part == "pp") order_.push_back('p');
+    if (dash == std::string::npos) break;
+    pos = dash + 1;
+  }
+  int stride = 1;
+  for (char d : order_) {
+    const int idx = d == 't' ? 0 : d == 'c' ? 1 : d == 'd' ? 2 : 3;
+    stride_[static_cast<std::size_t>(idx)] = stride;
+    stride *= d == 't' ? s.tp : d == 'c' ? s.cp : d == 'd' ? s.dp : s.pp;
+  }
+}
+
+Placement::Coords Placement::coords(int rank) const {
+  Coords c;
+  c.tp = rank / stride_[0] % s_.tp;
+  c.cp = rank / stride_[1] % s_.cp;
+  c.dp = rank / stride_[2] % s_.dp;
+  c.pp = rank / stride_[3] % s_.pp;
+  return c;
+}
+
+int Placement::rank(const Coords& c) const {
+  return c.tp * stride_[0] + c.cp * stride_[1] + c.dp * stride_[2] + c.pp * stride_[3];
+}
+
+std::vector<int> Placement::group(ParallelDim dim, int r) const {
+  const Coords base = coords(r);
+  std::vector<int> out;
+  switch (dim) {
+    case ParallelDim::TP:
+      for (int i = 0; i < s_.tp; ++i) out.push_back(rank({i, base.cp, base.dp, base.pp}));
+      break;
+    case ParallelDim::CP:
+      for (int i = 0; i < s_.cp; ++i) out.push_back(rank({base.tp, i, base.dp, base.pp}));
+      break;
+    case ParallelDim::PP:
+      for (int i = 0; i < s_.pp; ++i) out.push_back(rank({base.tp, base.cp, base.dp, i}));
+      break;
+    case ParallelDim::DP:
+      // Gradients are reduced over DP × CP (every replica of the parameters).
+      for (int d = 0; d < s_.dp; ++d)
+        for (int c = 0; c < s_.cp; ++c) out.push_back(rank({base.tp, c, d, base.pp}));
+      break;
+    case ParallelDim::EP: {
+      const int combined = base.dp * s_.cp + base.cp;
+      const int first = combined / s_.ep * s_.ep;
+      for (int k = first; k < first + s_.ep; ++k) out.push_back(rank({base.tp, k % s_.cp, k / s_.cp, base.pp}));
+      break;
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compute calibration
+
+std::string ComputeCalibration::default_path() {
+  const char* env = std::getenv("CCSIM_DATA_DIR");
+  const std::filesystem::path base = env != nullptr && *env != '\0' ? env : CCSIM_DEFAULT_DATA_DIR;
+  return (base / "calibration" / "compute.yaml").string();
+}
+
+ComputeCalibration ComputeCalibration::load(const std::string& path, const std::string& gpu) {
+  const models::YamlSource doc = models::load_yaml_file(path);
+  const models::Fields root({doc}, "");
+  root.reject_unknown({"source", "defaults", "gpus"});
+  ComputeCalibration c;
+  c.source = root.optional_string("source").value_or("");
+  const auto read = [&](const models::Fields& f) {
+    f.reject_unknown({"gemm_efficiency", "attention_efficiency", "memory_efficiency", "kernel_overhead"});
+    for (auto [key, slot] : {std::pair{"gemm_efficiency", &c.gemm_efficiency}, std::pair{"attention_efficiency", &c.attention_efficiency},
+                             std::pair{"memory_efficiency", &c.memory_efficiency}}) {
+      if (!f.has(key)) continue;
+      *slot = f.number(key, 0.0);
+      if (*slot > 1.0) throw f.error(key, "a fraction of the peak in (0, 1]");
+    }
+    if (f.has("kernel_overhead")) c.kernel_overhead = f.quantity("kernel_overhead", models::Quantity::Time, false);
+  };
+  read(root.map("defaults"));
+  if (const auto gpus = root.optional_map("gpus")) {
+    if (const auto mine = gpus->optional_map(gpu)) read(*mine);
+  }
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runner
+
+WorkloadRunner::WorkloadRunner(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
+                               ComputeCalibration compute, std::string engine)
+    : scenario_(scenario),
+      cluster_(cluster),
+      costs_(costs),
+      compute_(std::move(compute)),
+      engine_(std::move(engine)),
+      placement_(*scenario.strategy, static_cast<int>(cluster.topology.gpus().size())) {}
+
+namespace {
+
+const models::GpuSpec& gpu_spec(const models::Cluster& c, models::DeviceId gpu) {
+  const int node = c.topology.device(gpu).node;
+  return c.spec.groups[static_cast<std::size_t>(c.node_group[static_cast<std::size_t>(node)])].node.gpu;
+}
+
+std::optional<Algorithm> algorithm_choice(const models::StrategySpec& s, models::Collective c) {
+  std::string key(models::to_string(c));
+  for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const auto it = s.algorithms.find(key);
+  if (it == s.algorithms.end() || it->second == "auto") return std::nullopt;
+  return parse_algorithm(it->second);
+}
+
+}  // namespace
+
+double WorkloadRunner::compute_time(const ProgramOp& op, const models::GpuSpec& gpu) const {
+  if (op.flops <= 0 && op.bytes <= 0) return 0.0;
+  const bool fp8 = scenario_.workload->dtype == "fp8" && gpu.fp8_flops > 0;
+  const double peak = fp8 ? gpu.fp8_flops : gpu.bf16_flops;
+  const double memory = op.bytes / (gpu.hbm_bandwidth * compute_.memory_efficiency);
+  double math = 0;
+  if (op.kind == ProgramOpKind::Gemm) math = op.flops / (peak * compute_.gemm_efficiency);
+  if (op.kind == ProgramOpKind::Attention) math = op.flops / (peak * compute_.attention_efficiency);
+  return std::max(math, memory) + compute_.kernel_overhead;
+}
+
+CommCost WorkloadRunner::lower(const ProgramOp& op, int stage) {
+  const models::Topology& topo = cluster_.topology;
+  const auto gpus = topo.gpus();
+  const int rep = placement_.rank({0, 0, 0, stage});
+  std::vector<int> group;
+  if (op.kind == ProgramOpKind::SendRecv) {
+    const Placement::Coords c = placement_.coords(rep);
+    group = {rep, placement_.rank({c.tp, c.cp, c.dp, op.peer})};
+  } else {
+    group = placement_.group(op.dim, rep);
+  }
+  // Groups that run the same op at the same time and share a node with this one.
+  std::set<int> nodes;
+  for (int r : group) nodes.insert(topo.device(gpus[static_cast<std::size_t>(r)]).node);
+  std::vector<std::vector<int>> others;
+  std::set<int> covered(group.begin(), group.end());
+  const int per_stage = placement_.world() / scenario_.strategy->pp;
+  (void)per_stage;
+  for (int q = 0; q < placement_.world(); ++q) {
+    if (covered.count(q) != 0) continue;
+    const Placement::Coords c = placement_.coords(q);
+    if (c.pp != stage || nodes.count(topo.device(gpus[static_cast<std::size_t>(q)]).node) == 0) continue;
+    std::vector<int> g = op.kind == ProgramOpKind::SendRecv
+                             ? std::vector<int>{q, placement_.rank({c.tp, c.cp, c.dp, op.peer})}
+                             : placement_.group(op.dim, q);
+    bool fresh = true;
+    for (int r : g) fresh = fresh && covered.count(r) == 0;
+    if (!fresh) continue;
+    covered.insert(g.begin(), g.end());
+    others.push_back(std::move(g));
+  }
+  const auto to_gpus = [&](const std::vector<int>& ranks) {
+    std::vector<models::DeviceId> out;
+    for (int r : ranks) out.push_back(gpus[static_cast<std::size_t>(r)]);
+    return out;
+  };
+  CommCost cost;
+  cost.group_size = static_cast<int>(group.size());
+  cost.concurrent_groups = static_cast<int>(others.size());
+  if (op.kind == ProgramOpKind::SendRecv) {
+    // One-way point-to-point: rank 2i sends to rank 2i+1 in every pair (NCCL p2p, Simple).
+    models::Schedule s;
+    s.collective = models::Collective::SendRecv;
+    s.algorithm = "p2p";
+    s.bytes = static_cast<std::uint64_t>(op.bytes);
+    s.element_size = 1;
+    std::vector<models::DeviceId> rank_gpu;
+    const auto add_pair = [&](const std::vector<int>& pair) {
+      const int a = s.nranks == 1 && s.ranks.empty() ? 0 : static_cast<int>(s.ranks.size());
+      s.ranks.resize(static_cast<std::size_t>(a + 2));
+      models::Op send;
+      send.kind = models::OpKind::Send;
+      send.peer = a + 1;
+      send.src = {models::BufferKind::Input, 0, s.bytes};
+      s.ranks[static_cast<std::size_t>(a)].add(send);
+      models::Op recv;
+      recv.kind = models::OpKind::Recv;
+      recv.peer = a;
+      recv.dst = {models::BufferKind::Output, 0, s.bytes};
+      s.ranks[static_cast<std::size_t>(a + 1)].add(recv);
+      for (int r : pair) rank_gpu.push_back(gpus[static_cast<std::size_t>(r)]);
+    };
+    add_pair(group);
+    for (const auto& g : others) add_pair(g);
+    s.nranks = static_cast<int>(s.ranks.size());
+    sim::Plan plan;
+    plan.schedule = &s;
+    plan.rank_gpu = rank_gpu;
+    plan.cost = costs_.params(Algorithm::Direct, Protocol::Simple, topo);
+    const sim::Timeline tl = sim::make_engine(engine_, cluster_)->run(plan);
+    cost.time = tl.makespan;
+    cost.algorithm = "p2p";
+    cost.protocol = "Simple";
+    cost.links = tl.links;
+    return cost;
+  }
+  CollectiveOptions o;
+  o.collective = op.collective;
+  o.algorithm = algorithm_choice(*scenario_.strategy, op.collective);
+  o.gpus = to_gpus(group);
+  for (const auto& g : others) o.concurrent.push_back(to_gpus(g));
+  o.element_size = 1;
+  o.engine = engine_;
+  o.granularity = scenario_.simulation.granularity;
+  CollectiveRunner runner(cluster_, costs_, o);
+  const CollectiveResult r = runner.run(static_cast<std::uint64_t>(op.bytes));
+  cost.time = r.time;
+  cost.algorithm = std::string(to_string(r.algorithm));
+  cost.protocol = std::string(to_string(r.protocol));
+  cost.links = r.links;
+  return cost;
+}
+
+WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::size_t)>& progress) {
+  const models::WorkloadSpec& w = *scenario_.workload;
+  const models::StrategySpec& s = *scenario_.strategy;
+  const models::TransformerConfig& m = *scenario_.model;
+  const models::Topology& topo = cluster_.topology;
+  WorkloadResult out;
+  out.world = placement_.world();
+  out.micro_batches = models::micro_batches(w, s);
+  out.compute = compute_;
+  for (int stage = 0; stage < s.pp; ++stage) out.stage_gpu.push_back(topo.gpus()[static_cast<std::size_t>(placement_.rank({0, 0, 0, stage}))]);
+  // Memory first: a layout that does not fit is reported, not simulated.
+  out.memory = models::memory_footprint(m, w, s);
+  out.hbm_capacity = std::numeric_limits<double>::infinity();
+  for (models::DeviceId g : topo.gpus()) out.hbm_capacity = std::min(out.hbm_capacity, gpu_spec(cluster_, g).hbm_capacity);
+  for (const auto& f : out.memory) out.feasible = out.feasible && f.total() <= out.hbm_capacity;
+  const models::GpuSpec& gpu0 = gpu_spec(cluster_, out.stage_gpu[0]);
+  out.peak_flops = w.dtype == "fp8" && gpu0.fp8_flops > 0 ? gpu0.fp8_flops : gpu0.bf16_flops;
+  if (!out.feasible) return out;
+
+  out.program = models::build_program(m, w, s);
+  const models::Program& p = out.program;
+  const std::size_t n = p.ops.size();
+  // Lower communication ops (memoized) and time compute ops.
+  std::vector<double> duration(n, 0.0);
+  out.op_comm.assign(n, -1);
+  std::size_t comm_ops = 0;
+  for (const auto& op : p.ops) comm_ops += op.kind == ProgramOpKind::Collective || op.kind == ProgramOpKind::SendRecv;
+  std::size_t done = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const ProgramOp& op = p.ops[i];
+    const int stage = p.op_rank[i];
+    if (op.kind == ProgramOpKind::Collective || op.kind == ProgramOpKind::SendRecv) {
+      if (op.bytes <= 0) continue;
+      const auto key = std::make_tuple(static_cast<int>(op.dim), stage, static_cast<int>(op.collective), op.peer, op.bytes);
+      auto it = memo_.find(key);
+      if (it == memo_.end()) {
+        costs_list_.push_back(lower(op, stage));
+        it = memo_.emplace(key, static_cast<int>(costs_list_.size() - 1)).first;
+      }
+      out.op_comm[i] = it->second;
+      duration[i] = costs_list_[static_cast<std::size_t>(it->second)].time;
+      if (progress) progress(++done, comm_ops);
+    } else {
+      duration[i] = compute_time(op, gpu_spec(cluster_, out.stage_gpu[static_cast<std::size_t>(stage)]));
+    }
+  }
+  out.comm_costs = costs_list_;
+  // Execute the DAG: an op starts when its dependencies and its stream predecessor are done.
+  std::vector<std::uint32_t> stream_pred(n, ~0U);
+  for (const auto& rank : p.ranks) {
+    std::array<std::uint32_t, models::kStreams> last;
+    last.fill(~0U);
+    for (std::uint32_t id : rank.ops) {
+      auto& l = last[static_cast<std::size_t>(p.ops[id].stream)];
+      stream_pred[id] = l;
+      l = id;
+    }
+  }
+  std::vector<std::vector<std::uint32_t>> succ(n);
+  std::vector<std::uint32_t> pending(n, 0);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    for (std::uint32_t d : p.ops[i].deps) {
+      succ[d].push_back(i);
+      ++pending[i];
+    }
+    if (stream_pred[i] != ~0U) {
+      succ[stream_pred[i]].push_back(i);
+      ++pending[i];
+    }
+  }
+  out.timing.assign(n, {});
+  std::vector<double> ready(n, 0.0);
+  std::vector<std::uint32_t> queue;
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (pending[i] == 0) queue.push_back(i);
+  std::size_t processed = 0;
+  while (!queue.empty()) {
+    const std::uint32_t i = queue.back();
+    queue.pop_back();
+    ++processed;
+    out.timing[i].start = ready[i];
+    out.timing[i].end = ready[i] + duration[i];
+    for (std::uint32_t j : succ[i]) {
+      ready[j] = std::max(ready[j], out.timing[i].end);
+      if (--pending[j] == 0) queue.push_back(j);
+    }
+  }
+  if (processed != n) throw std::logic_error("the workload program deadlocks (a cycle between streams and dependencies)");
+  for (const auto& t : out.timing) out.step_time = std::max(out.step_time, t.end);
+
+  // Per stage: compute busy time, communication and its exposed part, idle time.
+  for (const auto& rank : p.ranks) {
+    StageBreakdown b;
+    std::vector<std::pair<double, double>> busy;  // compute intervals
+    for (std::uint32_t id : rank.ops) {
+      const auto& op = p.ops[id];
+      const auto& t = out.timing[id];
+      b.end = std::max(b.end, t.end);
+      if (op.stream == models::Stream::Compute && t.end > t.start) {
+        b.compute += t.end - t.start;
+        busy.emplace_back(t.start, t.end);
+      }
+    }
+    std::sort(busy.begin(), busy.end());
+    std::vector<std::pair<double, double>> merged;
+    for (const auto& iv : busy) {
+      if (!merged.empty() && iv.first <= merged.back().second) merged.back().second = std::max(merged.back().second, iv.second);
+      else merged.push_back(iv);
+    }
+    const auto covered = [&](double a, double z) {
+      double c = 0;
+      for (const auto& [x, y] : merged) c += std::max(0.0, std::min(y, z) - std::max(x, a));
+      return c;
+    };
+    std::vector<std::pair<double, double>> exposed_iv;
+    for (std::uint32_t id : rank.ops) {
+      const auto& op = p.ops[id];
+      if (op.kind != ProgramOpKind::Collective && op.kind != ProgramOpKind::SendRecv) continue;
+      const auto& t = out.timing[id];
+      const auto d = static_cast<std::size_t>(op.dim);
+      b.comm[d] += t.end - t.start;
+      b.exposed[d] += (t.end - t.start) - covered(t.start, t.end);
+      exposed_iv.emplace_back(t.start, t.end);
+    }
+    // Idle: the step's length not covered by compute or any communication.
+    std::vector<std::pair<double, double>> all = merged;
+    all.insert(all.end(), exposed_iv.begin(), exposed_iv.end());
+    std::sort(all.begin(), all.end());
+    double covered_all = 0, reach = 0;
+    for (const auto& [x, y] : all) {
+      const double from = std::max(x, reach);
+      if (y > from) covered_all += y - from;
+      reach = std::max(reach, y);
+    }
+    b.idle = std::max(0.0, out.step_time - covered_all);
+    out.stages.push_back(b);
+  }
+  out.mfu = p.model_flops / (out.step_time * out.world * out.peak_flops);
+
+  // Links: every communication op instance adds its simulated groups' traffic.
+  std::map<models::LinkId, LinkLoad> links;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (out.op_comm[i] < 0) continue;
+    for (const auto& l : costs_list_[static_cast<std::size_t>(out.op_comm[i])].links) {
+      LinkLoad& a = links[l.link];
+      a.link = l.link;
+      a.bytes += l.bytes;
+      a.busy += l.busy;
+      a.peak = std::max(a.peak, l.peak);
+    }
+  }
+  const std::vector<double> efficiency = costs_.params(Algorithm::Ring, Protocol::Simple, topo).link_efficiency;
+  for (auto& [id, l] : links) {
+    const models::Link& link = topo.link(id);
+    const double eff = link.kind < efficiency.size() ? efficiency[link.kind] : 1.0;
+    l.utilisation = l.bytes / (link.bandwidth * eff * out.step_time);
+    out.links.push_back(l);
+  }
+  std::stable_sort(out.links.begin(), out.links.end(), [](const LinkLoad& a, const LinkLoad& b) {
+    return a.utilisation != b.utilisation ? a.utilisation > b.utilisation : a.link < b.link;
+  });
+  return out;
+}
+
+}  // namespace ccsim::planner
