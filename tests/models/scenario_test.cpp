@@ -93,7 +93,7 @@ cluster:
   nodes: [{node: dgx-h100, count: 8}]
   fabric: {kind: fat-tree, wiring: rail-optimized}
 workload:
-  model: llama3-70b
+  model: llama-3-70b
   sequence_length: 8192
   micro_batch_size: 1
   global_batch_size: 64
@@ -109,7 +109,7 @@ strategy:
 )");
   const Scenario s = load_scenario(file, shipped_catalog());
   REQUIRE(s.workload);
-  CHECK(s.workload->model == "llama3-70b");
+  CHECK(s.workload->model == "llama-3-70b");
   CHECK(s.workload->sequence_length == 8192);
   CHECK(s.workload->phase == "training_step");
   REQUIRE(s.strategy);
