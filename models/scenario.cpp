@@ -181,7 +181,7 @@ StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   spec.tp_comm_overlap = s.boolean("tp_comm_overlap", false);
   if (spec.tp_comm_overlap && spec.tp == 1) throw s.error("tp_comm_overlap", "false when tp is 1 (there is no TP communication)");
   spec.grad_reduce_dtype = s.choice("grad_reduce_dtype", {"fp32", "bf16"}, "fp32");
-  spec.bucket_params = s.integer("bucket_params", 1, 0);
+  spec.bucket_params = s.integer("bucket_params", 0, 0);  // 0: Megatron's default
   spec.pipeline_schedule = s.choice("pipeline_schedule", {"1f1b", "interleaved"}, "1f1b");
   spec.virtual_stages = s.count("virtual_stages", 1, 1024, spec.pipeline_schedule == "interleaved" ? 2 : 1);
   if (spec.pipeline_schedule == "interleaved" && spec.virtual_stages < 2) {

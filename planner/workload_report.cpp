@@ -108,8 +108,9 @@ std::string run_summary(const RunContext& c) {
     out += fmt::format("# layout: {}; decode of {} sequences, context {} + {} generated tokens, {}\n", layout(s), w.batch_size,
                        w.context_length, w.generated_tokens, w.dtype);
   }
-  out += fmt::format("# model: {} ({:.2f} B parameters, {:.2f} B active); compute: {}\n", m.name, m.total_params() / 1e9,
-                     m.active_params() / 1e9, r.compute.source);
+  out += fmt::format("# model: {} ({:.2f} B parameters, {:.2f} B active); roofline at {:.0f} % GEMM, {:.0f} % attention, {:.0f} % HBM efficiency\n",
+                     m.name, m.total_params() / 1e9, m.active_params() / 1e9, 100 * r.compute.gemm_efficiency,
+                     100 * r.compute.attention_efficiency, 100 * r.compute.memory_efficiency);
   out += "\n";
   // Memory first: it decides feasibility.
   std::size_t worst = 0;
@@ -144,11 +145,9 @@ std::string run_summary(const RunContext& c) {
     head.add_row({"MFU", fmt::format("{:.2f} %", 100 * r.mfu)});
   }
   head.add_row({"compute per GPU", seconds(mean(r.stages, &StageBreakdown::compute))});
-  double comm = 0, exposed = 0;
-  for (ParallelDim d : kDims) {
-    comm += mean_dim(r.stages, false, d);
-    exposed += mean_dim(r.stages, true, d);
-  }
+  double comm = 0;
+  for (ParallelDim d : kDims) comm += mean_dim(r.stages, false, d);
+  const double exposed = mean(r.stages, &StageBreakdown::exposed_total);
   head.add_row({"communication per GPU", seconds(comm)});
   head.add_row({"  of which exposed", seconds(exposed)});
   head.add_row({"pipeline bubble / idle", seconds(mean(r.stages, &StageBreakdown::idle))});
@@ -164,14 +163,14 @@ std::string run_summary(const RunContext& c) {
   }
   out += dims.render(0);
   out += "\n";
-  models::TextTable ops({"dim", "collective", "size (B)", "per step", "group", "concurrent", "time each", "algorithm", "protocol"},
+  models::TextTable ops({"dim", "collective", "size (B)", "per step", "group", "concurrent", "time each*", "algorithm", "protocol"},
                         {false, false, true, true, true, true, true, false, false});
   for (const auto& row : comm_rows(r)) {
     ops.add_row({std::string(models::to_string(row.dim)), row.collective, fmt::format("{:.0f}", row.bytes), std::to_string(row.count),
                  std::to_string(row.group), std::to_string(row.concurrent), seconds(row.time), row.algorithm, row.protocol});
   }
   out += ops.render(0);
-  out += "\n";
+  out += "(* slowest pipeline stage; concurrent = other groups running the same op at once on shared nodes)\n\n";
   models::TextTable links({"busiest links", "class", "utilisation", "peak", "GB/step"}, {false, false, true, true, true});
   for (std::size_t i = 0; i < std::min<std::size_t>(5, r.links.size()); ++i) {
     const auto& l = r.links[i];
@@ -205,6 +204,9 @@ std::string report_json(const RunContext& c) {
   j["layout"] = {{"tp", s.tp}, {"pp", s.pp}, {"dp", s.dp}, {"cp", s.cp}, {"ep", s.ep}, {"sequence_parallel", s.sequence_parallel},
                  {"zero_stage", s.zero_stage}, {"pipeline_schedule", s.pipeline_schedule}, {"virtual_stages", s.virtual_stages},
                  {"micro_batches", r.micro_batches}};
+  j["compute_calibration"] = {{"gemm_efficiency", r.compute.gemm_efficiency}, {"attention_efficiency", r.compute.attention_efficiency},
+                               {"memory_efficiency", r.compute.memory_efficiency}, {"kernel_overhead_s", r.compute.kernel_overhead},
+                               {"source", r.compute.source}};
   j["feasible"] = r.feasible;
   ordered_json mem = ordered_json::array();
   for (const auto& f : r.memory) {
@@ -221,6 +223,7 @@ std::string report_json(const RunContext& c) {
   j["mfu"] = r.mfu;
   j["model_flops"] = r.program.model_flops;
   j["compute_s"] = mean(r.stages, &StageBreakdown::compute);
+  j["exposed_communication_s"] = mean(r.stages, &StageBreakdown::exposed_total);
   j["bubble_s"] = mean(r.stages, &StageBreakdown::idle);
   ordered_json comm;
   for (ParallelDim d : kDims) {
@@ -230,7 +233,8 @@ std::string report_json(const RunContext& c) {
   ordered_json stages = ordered_json::array();
   for (std::size_t i = 0; i < r.stages.size(); ++i) {
     const auto& b = r.stages[i];
-    ordered_json st = {{"stage", i}, {"gpu", t.name(r.stage_gpu[i])}, {"compute_s", b.compute}, {"idle_s", b.idle}, {"end_s", b.end}};
+    ordered_json st = {{"stage", i}, {"gpu", t.name(r.stage_gpu[i])}, {"compute_s", b.compute}, {"exposed_communication_s", b.exposed_total},
+                       {"idle_s", b.idle}, {"end_s", b.end}};
     for (ParallelDim d : kDims) {
       st[std::string("comm_") + std::string(models::to_string(d)) + "_s"] = b.comm[static_cast<std::size_t>(d)];
       st[std::string("exposed_") + std::string(models::to_string(d)) + "_s"] = b.exposed[static_cast<std::size_t>(d)];

@@ -88,6 +88,14 @@ std::vector<int> Placement::group(ParallelDim dim, int r) const {
   return out;
 }
 
+std::vector<int> Placement::expert_dp_group(int r) const {
+  const Coords base = coords(r);
+  const int combined = base.dp * s_.cp + base.cp;
+  std::vector<int> out;
+  for (int k = combined % s_.ep; k < s_.dp * s_.cp; k += s_.ep) out.push_back(rank({base.tp, k % s_.cp, k / s_.cp, base.pp}));
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Compute calibration
 
@@ -169,22 +177,20 @@ CommCost WorkloadRunner::lower(const ProgramOp& op, int stage) {
     const Placement::Coords c = placement_.coords(rep);
     group = {rep, placement_.rank({c.tp, c.cp, c.dp, op.peer})};
   } else {
-    group = placement_.group(op.dim, rep);
+    group = op.expert ? placement_.expert_dp_group(rep) : placement_.group(op.dim, rep);
   }
   // Groups that run the same op at the same time and share a node with this one.
   std::set<int> nodes;
   for (int r : group) nodes.insert(topo.device(gpus[static_cast<std::size_t>(r)]).node);
   std::vector<std::vector<int>> others;
   std::set<int> covered(group.begin(), group.end());
-  const int per_stage = placement_.world() / scenario_.strategy->pp;
-  (void)per_stage;
   for (int q = 0; q < placement_.world(); ++q) {
     if (covered.count(q) != 0) continue;
     const Placement::Coords c = placement_.coords(q);
     if (c.pp != stage || nodes.count(topo.device(gpus[static_cast<std::size_t>(q)]).node) == 0) continue;
-    std::vector<int> g = op.kind == ProgramOpKind::SendRecv
-                             ? std::vector<int>{q, placement_.rank({c.tp, c.cp, c.dp, op.peer})}
-                             : placement_.group(op.dim, q);
+    std::vector<int> g = op.kind == ProgramOpKind::SendRecv ? std::vector<int>{q, placement_.rank({c.tp, c.cp, c.dp, op.peer})}
+                         : op.expert                        ? placement_.expert_dp_group(q)
+                                                            : placement_.group(op.dim, q);
     bool fresh = true;
     for (int r : g) fresh = fresh && covered.count(r) == 0;
     if (!fresh) continue;
@@ -286,7 +292,7 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
     const int stage = p.op_rank[i];
     if (op.kind == ProgramOpKind::Collective || op.kind == ProgramOpKind::SendRecv) {
       if (op.bytes <= 0) continue;
-      const auto key = std::make_tuple(static_cast<int>(op.dim), stage, static_cast<int>(op.collective), op.peer, op.bytes);
+      const auto key = std::make_tuple(static_cast<int>(op.dim), stage, static_cast<int>(op.collective), op.peer, op.expert, op.bytes);
       auto it = memo_.find(key);
       if (it == memo_.end()) {
         costs_list_.push_back(lower(op, stage));
@@ -387,6 +393,7 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
       if (y > from) covered_all += y - from;
       reach = std::max(reach, y);
     }
+    b.exposed_total = std::max(0.0, covered_all - b.compute);
     b.idle = std::max(0.0, out.step_time - covered_all);
     out.stages.push_back(b);
   }

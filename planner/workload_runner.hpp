@@ -38,6 +38,9 @@ class Placement {
   int rank(const Coords& c) const;
   /// Ranks of the `dim` group that contains `rank`, in group order (PP: all stages).
   std::vector<int> group(models::ParallelDim dim, int rank) const;
+  /// The expert-data-parallel group of `rank`: ranks holding the same experts (same tp, pp
+  /// and position in their EP group), dp·cp/ep of them.
+  std::vector<int> expert_dp_group(int rank) const;
 
  private:
   const models::StrategySpec& s_;
@@ -80,7 +83,8 @@ struct StageBreakdown {
   double compute = 0;                   ///< busy time of the compute stream
   std::array<double, models::kParallelDims> comm{};     ///< communication time per dim (sum of op durations)
   std::array<double, models::kParallelDims> exposed{};  ///< part of it not overlapped by compute
-  double idle = 0;                      ///< neither computing nor in exposed communication (pipeline bubble)
+  double exposed_total = 0;             ///< time with communication in flight and no compute (each instant once)
+  double idle = 0;                      ///< neither computing nor communicating (pipeline bubble); compute + exposed_total + idle = step
   double end = 0;                       ///< when the stage's last op ends
 };
 
@@ -129,7 +133,7 @@ class WorkloadRunner {
   ComputeCalibration compute_;
   std::string engine_;
   Placement placement_;
-  std::map<std::tuple<int, int, int, int, double>, int> memo_;  // (dim, stage, collective, peer, bytes) -> cost index
+  std::map<std::tuple<int, int, int, int, bool, double>, int> memo_;  // (dim, stage, collective, peer, expert, bytes) -> cost index
   std::vector<CommCost> costs_list_;
 };
 

@@ -50,7 +50,7 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
                                      m.name, s.pp, s.virtual_stages)};
   }
   if (s.ep > 1 && !m.moe) {
-    return LayoutProblem{"strategy", "ep", fmt::format("ep 1: {} has no MoE layers", m.name)};
+    return LayoutProblem{"strategy", "ep", fmt::format("ep 1 ({} has no MoE layers)", m.name)};
   }
   if (m.moe && m.moe->experts % s.ep != 0) {
     return LayoutProblem{"strategy", "ep", fmt::format("an EP size dividing the {} experts of {}", m.moe->experts, m.name)};
@@ -132,6 +132,7 @@ std::vector<MemoryFootprint> memory_footprint(const TransformerConfig& m, const 
     MemoryFootprint f;
     f.stage = stage;
     double params = 0;      // this GPU's parameters (TP-sharded; experts sharded by EP)
+    double expert_params = 0;  // of which expert parameters (their replicas: dp·cp/ep)
     int stage_layers = 0;
     for (int v = 0; v < s.virtual_stages; ++v) {
       const auto [first, count] = layers[static_cast<std::size_t>(v * s.pp + stage)];
@@ -141,6 +142,7 @@ std::vector<MemoryFootprint> memory_footprint(const TransformerConfig& m, const 
         if (m.is_moe_layer(l) && s.ep > 1) {
           const double experts = static_cast<double>(m.moe->experts) * static_cast<double>(m.expert_params());
           p = p - experts + experts / s.ep;
+          expert_params += experts / s.ep / s.tp;
         }
         params += p / s.tp;
       }
@@ -149,10 +151,17 @@ std::vector<MemoryFootprint> memory_footprint(const TransformerConfig& m, const 
     if (stage == s.pp - 1) params += static_cast<double>(m.output_params()) / s.tp;
     f.weights = params * e;
     if (training) {
-      const int dp = s.dp * s.cp;  // the distributed optimizer shards over DP × CP
-      f.gradients = params * e_grad / (s.zero_stage >= 2 ? dp : 1);
-      f.optimizer = params * 12.0 / (s.zero_stage >= 1 ? dp : 1);
-      if (s.zero_stage >= 3) f.weights /= dp;
+      // The distributed optimizer shards dense parameters over DP × CP and expert parameters
+      // over the expert-data-parallel group, DP × CP / EP (Megatron-Core).
+      const double dp = static_cast<double>(s.dp) * s.cp;
+      const double edp = dp / s.ep;
+      const double dense = params - expert_params;
+      const auto sharded = [&](int from_stage) {
+        return s.zero_stage >= from_stage ? dense / dp + expert_params / edp : params;
+      };
+      f.gradients = sharded(2) * e_grad;
+      f.optimizer = sharded(1) * 12.0;
+      if (s.zero_stage >= 3) f.weights = sharded(3) * e;
       // Activations per layer per micro-batch (Korthikanti et al. 2022, eq. 2-5, with
       // FlashAttention so no a·s² term): s·b·h·(10 + 24/t) bytes without SP, 34·s·b·h/t with
       // SP; selective recomputation stores the same without the attention core (already
@@ -411,13 +420,19 @@ void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& 
           // LM head backward (and forward loss already done): 2 × 2·T·h·V/t.
           cur = b.compute(ProgramOpKind::Gemm, pass, "lm-head", mult * tokens * m.logits_flops() / s.tp,
                           static_cast<double>(m.vocab) * h * e / s.tp, mb, -1, b.flush(cur));
+          // The column-parallel LM head's input gradient is summed over TP (ReduceScatter with SP).
+          cur = b.tp_comm(s.sequence_parallel ? Collective::ReduceScatter : Collective::AllReduce, pass, act, mb, -1, cur);
         }
         for (int i = 0; i < count; ++i) {
           const int l = slot.forward ? first + i : first + count - 1 - i;
           std::vector<std::uint32_t> extra;
           if (s.zero_stage >= 3) {
             // FSDP: gather this layer's parameters (prefetched on the DP stream).
-            const double bytes = static_cast<double>(m.layer_params(l)) / s.tp * e;
+            double layer = static_cast<double>(m.layer_params(l));
+            if (m.is_moe_layer(l) && s.ep > 1) {
+              layer -= static_cast<double>(m.moe->experts) * static_cast<double>(m.expert_params()) * (1.0 - 1.0 / s.ep);
+            }
+            const double bytes = layer / s.tp * e;
             extra.push_back(b.comm(ParallelDim::DP, Collective::AllGather, pass, "dp-param-allgather", bytes, mb, l,
                                    {start != ~0U ? start : cur}));
           }
@@ -434,12 +449,15 @@ void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& 
           if (!slot.forward && mb == mbs - 1) last_bwd[static_cast<std::size_t>(l)] = cur;
         }
         if (slot.forward && chunk == pp * v - 1) {
+          if (s.sequence_parallel) cur = b.tp_comm(Collective::AllGather, pass, act, mb, -1, cur);
           cur = b.compute(ProgramOpKind::Gemm, pass, "lm-head", tokens * m.logits_flops() / s.tp,
                           static_cast<double>(m.vocab) * h * e / s.tp, mb, -1, b.flush(cur));
           // Vocab-parallel cross entropy: AllReduce of max, sum and target logit per token (fp32).
           if (s.tp > 1) cur = b.comm(ParallelDim::TP, Collective::AllReduce, pass, "tp-allreduce", 3.0 * tokens * 4.0, mb, -1, {cur});
         }
         if (!slot.forward && chunk == 0) {
+          // With SP the embedding's output gradient is sequence-sharded: gather it first.
+          if (s.sequence_parallel) cur = b.tp_comm(Collective::AllGather, pass, act, mb, -1, cur);
           cur = b.compute(ProgramOpKind::Memory, pass, "embedding", 0, act, mb, -1, b.flush(cur));
         }
         cur = b.compute(ProgramOpKind::Memory, pass, slot.forward ? "send" : "send-grad", 0, 0, mb, -1, b.flush(cur));
@@ -479,9 +497,10 @@ void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& 
       const auto [first, count] = chunks[static_cast<std::size_t>(vc * pp + stage)];
       for (int l = first + count - 1; l >= first; --l) order.push_back(l);
     }
-    double params_local = 0, bucket = 0;
+    double params_local = 0, bucket = 0, expert_local = 0;
     std::vector<std::uint32_t> buckets;
     int index = 0;
+    const bool edp_comm = s.dp * s.cp / s.ep > 1;
     const auto emit = [&](std::uint32_t after) {
       if (bucket <= 0) return;
       if (dp_comm) {
@@ -494,8 +513,18 @@ void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& 
     for (int l : order) {
       double lp = static_cast<double>(m.layer_params(l));
       if (m.is_moe_layer(l) && s.ep > 1) {
+        // Expert gradients reduce over the expert-data-parallel group, one bucket per layer.
         const double experts = static_cast<double>(m.moe->experts) * static_cast<double>(m.expert_params());
-        lp = lp - experts + experts / s.ep;  // expert grads reduce over the expert-DP group; counted at this size
+        lp -= experts;
+        const double mine = experts / s.ep / s.tp;
+        expert_local += mine;
+        if (edp_comm) {
+          const Collective c = s.zero_stage == 0 ? Collective::AllReduce : Collective::ReduceScatter;
+          const std::uint32_t id = b.comm(ParallelDim::DP, c, Pass::Backward, fmt::format("dp-expert-{} l{}", StageBuilder::to_lower(c), l),
+                                          mine * e_grad, -1, l, {last_bwd[static_cast<std::size_t>(l)]});
+          p.ops[id].expert = true;
+          buckets.push_back(id);
+        }
       }
       bucket += lp / s.tp;
       params_local += lp / s.tp;
@@ -510,10 +539,16 @@ void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& 
     std::vector<std::uint32_t> deps = buckets;
     deps.push_back(stage_tail[static_cast<std::size_t>(stage)]);
     const double shard = s.zero_stage >= 1 ? s.dp * s.cp : 1;
+    const double expert_shard = s.zero_stage >= 1 ? s.dp * s.cp / s.ep : 1;
     std::uint32_t opt = b.compute(ProgramOpKind::Memory, Pass::Optimizer, "optimizer", 0,
-                                  params_local / shard * kOptimizerBytesPerParam, -1, -1, deps);
-    if (dp_comm && (s.zero_stage == 1 || s.zero_stage == 2)) {
-      b.comm(ParallelDim::DP, Collective::AllGather, Pass::Optimizer, "dp-param-allgather", params_local * e, -1, -1, {opt});
+                                  (params_local / shard + expert_local / expert_shard) * kOptimizerBytesPerParam, -1, -1, deps);
+    if (s.zero_stage == 1 || s.zero_stage == 2) {
+      if (dp_comm) b.comm(ParallelDim::DP, Collective::AllGather, Pass::Optimizer, "dp-param-allgather", params_local * e, -1, -1, {opt});
+      if (edp_comm && expert_local > 0) {
+        const std::uint32_t id = b.comm(ParallelDim::DP, Collective::AllGather, Pass::Optimizer, "dp-expert-param-allgather",
+                                        expert_local * e, -1, -1, {opt});
+        p.ops[id].expert = true;
+      }
     }
   }
   // Model FLOPs of the step (all GPUs): 6 · active non-embedding parameters per token + the
@@ -537,7 +572,8 @@ void build_inference(Program& p, const TransformerConfig& m, const WorkloadSpec&
   // Decode: one token per sequence attending over the cache at its mean length during generation.
   const double context = decode ? static_cast<double>(w.context_length) + static_cast<double>(w.generated_tokens) / 2.0
                                 : static_cast<double>(w.sequence_length);
-  const double kv_share = m.mla ? 1.0 / s.tp : std::max(1.0, static_cast<double>(m.kv_heads) / s.tp) / m.kv_heads;
+  // MLA's latent cache is replicated on every TP rank (vLLM), which reads all of it.
+  const double kv_share = m.mla ? 1.0 : std::max(1.0, static_cast<double>(m.kv_heads) / s.tp) / m.kv_heads;
   const double kv_read = decode ? seqs * context * m.kv_cache_bytes_per_token(e) * kv_share : 0.0;
   const auto chunks = chunk_layers(m.layers, s.pp);
   std::uint32_t prev = ~0U;
@@ -578,8 +614,9 @@ void build_inference(Program& p, const TransformerConfig& m, const WorkloadSpec&
   }
   double per_token = 0;
   for (int l = 0; l < m.layers; ++l) per_token += m.attention_projection_flops() + m.mlp_flops(l) + m.attention_score_flops(context);
-  p.model_flops = per_token * tokens + m.logits_flops() * seqs;
-  p.tokens = tokens;
+  // Every DP replica serves its own batch at the same time.
+  p.model_flops = (per_token * tokens + m.logits_flops() * seqs) * s.dp;
+  p.tokens = tokens * s.dp;
 }
 
 }  // namespace

@@ -52,6 +52,7 @@ struct ProgramOp {
   ParallelDim dim = ParallelDim::TP;   ///< communication ops: the group it runs in
   Collective collective = Collective::AllReduce;
   int peer = -1;             ///< SendRecv: destination pipeline stage
+  bool expert = false;       ///< DP ops on expert (MoE) parameters: over the expert-data-parallel group, dp·cp/ep ranks
   int micro_batch = -1;      ///< -1 when not tied to a micro-batch
   int layer = -1;            ///< global layer index, -1 for embedding / head / optimizer
   std::vector<std::uint32_t> deps;  ///< global ids of ops (any rank) that must finish first
