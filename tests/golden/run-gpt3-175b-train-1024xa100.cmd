@@ -1,0 +1,1 @@
+run scenarios/workloads/gpt3-175b-train-1024xa100.yaml

@@ -1,0 +1,1 @@
+run scenarios/workloads/mixtral-8x7b-train-ep8.yaml
