@@ -82,7 +82,9 @@ void add_fabric(Topology& t, const FabricSpec& spec, const std::vector<NodeDevic
   }
   if (spec.kind == FabricKind::SingleSwitch || leaves.size() == 1) return;
 
-  // Spine tier: uplink bandwidth = downlink ÷ oversubscription, spread over the spines.
+  // Spine tier: uplink bandwidth = downlink ÷ oversubscription, spread over the spines. Every
+  // leaf is cabled as a full one (max_down_ports ports of its port speed): a partly filled
+  // last leaf keeps whole-port uplinks instead of slower-than-a-port links.
   int max_down_ports = 0;
   for (const Leaf& leaf : leaves) max_down_ports = std::max(max_down_ports, leaf.down_ports);
   const int uplink_ports = std::max(1, static_cast<int>(std::ceil(max_down_ports / spec.oversubscription)));
@@ -92,8 +94,8 @@ void add_fabric(Topology& t, const FabricSpec& spec, const std::vector<NodeDevic
   for (int s = 0; s < spines; ++s) spine_ids.push_back(add_switch(t, 2, s, -1));
   for (const Leaf& leaf : leaves) {
     if (leaf.down_ports == 0) continue;
-    const double uplink = leaf.down_bandwidth / spec.oversubscription;
-    const int lanes = std::max(1, static_cast<int>(std::lround(leaf.down_ports / spec.oversubscription / spines)));
+    const double uplink = leaf.down_bandwidth / leaf.down_ports * max_down_ports / spec.oversubscription;
+    const int lanes = std::max(1, static_cast<int>(std::lround(max_down_ports / spec.oversubscription / spines)));
     for (DeviceId spine : spine_ids) {
       t.add_link(leaf.id, spine,
                  LinkAttrs{LinkClass::Network, port_kind.name, lanes, uplink / spines,

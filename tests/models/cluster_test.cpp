@@ -121,6 +121,18 @@ TEST_CASE("1,024 H100 GPUs with a 2:1 oversubscribed spine", "[cluster]") {
   CHECK(link_group(s, "ib-ndr", "leaf-spine").bandwidth_per_link == 50e9);
 }
 
+TEST_CASE("a partly filled last leaf keeps whole-port uplinks", "[cluster]") {
+  // GPT-3 scenario: 128 DGX A100, 20 nodes per leaf -> 7 leaf groups, the last with 8 nodes.
+  // Every leaf is cabled as a full one: 20 HDR ports up (non-blocking), one per spine, so
+  // every leaf-spine link runs at the 25 GB/s port rate — 8 rails × 7 groups × 20 = 1,120
+  // links, none slower than a port (the partial leaf used to get 8 × 25 / 20 = 10 GB/s links).
+  const TopologySummary s = summarize(shipped_cluster("workloads/gpt3-175b-train-1024xa100.yaml"));
+  const auto& up = link_group(s, "ib-hdr", "leaf-spine");
+  CHECK(up.links == 1120);
+  CHECK(up.bandwidth_per_link == 25e9);
+  for (const auto& l : s.links) CHECK_FALSE((l.kind == "ib-hdr" && l.bandwidth_per_link < 25e9));
+}
+
 TEST_CASE("heterogeneous cluster keeps each group's hardware", "[cluster]") {
   const Cluster c = shipped_cluster("mixed-a100-h100.yaml");
   const TopologySummary s = summarize(c);
