@@ -52,6 +52,11 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
     all_nodes_nvls_ = all_nodes_nvls_ && node.nvswitch != models::kNoDevice && t.device(node.nvswitch).nvls;
   }
   one_nvls_domain_ = per_node.size() == 1 && all_nodes_nvls_;
+  nodes_ = static_cast<int>(per_node.size());
+  {
+    const int node0 = t.device(options_.gpus.front()).node;
+    if (node0 >= 0) arch_ = cluster.spec.groups[static_cast<std::size_t>(cluster.node_group[static_cast<std::size_t>(node0)])].node.gpu.arch;
+  }
   if (options_.algorithm && *options_.algorithm == Algorithm::Nvls && !one_nvls_domain_) {
     throw std::invalid_argument("nvls needs all ranks on one NVSwitch with NVLink SHARP (NVSwitch gen3+)");
   }
@@ -197,6 +202,7 @@ sim::Timeline CollectiveRunner::simulate(Algorithm a, Protocol p, std::uint64_t 
       options_.concurrent.empty() ? one : models::replicate(one, static_cast<int>(1 + options_.concurrent.size()));
   plan.schedule = &schedule;
   plan.cost = costs_.params(a, p, cluster_.topology);
+  plan.cost.max_rate = costs_.max_rate(a, p, arch_, nodes_, req.channels);
   return engine.run(plan);
 }
 

@@ -78,6 +78,8 @@ class CollectiveRunner {
   bool one_nvls_domain_ = false;
   bool all_nodes_nvls_ = false;
   int channels_ = 1;
+  int nodes_ = 1;           ///< nodes the ranks span
+  std::string arch_;        ///< GPU architecture of rank 0 ("sm90"), for NCCL's protocol caps
   std::vector<std::vector<int>> ring_orders_;
 };
 

@@ -1,6 +1,8 @@
-#include <cctype>
-#include <algorithm>
 #include "planner/cost_model.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
 
 #include <cstdlib>
 #include <filesystem>
@@ -43,7 +45,7 @@ std::string CostModel::default_path() {
 CostModel CostModel::load(const std::string& path) {
   const models::YamlSource doc = models::load_yaml_file(path);
   const Fields root({doc}, "");
-  root.reject_unknown({"source", "protocols", "algorithms", "link_efficiency"});
+  root.reject_unknown({"source", "protocols", "algorithms", "link_efficiency", "bandwidth_caps"});
   CostModel m;
   m.source_ = root.optional_string("source").value_or("");
   const Fields protocols = root.map("protocols");
@@ -89,6 +91,43 @@ CostModel CostModel::load(const std::string& path) {
       }
     }
   }
+  if (const auto caps = root.optional_map("bandwidth_caps")) {
+    caps->reject_unknown({"ring", "tree", "nvls", "nvls-tree", "default"});
+    for (const char* algo : {"ring", "tree", "nvls", "nvls-tree", "default"}) {
+      const auto per_algo = caps->optional_map(algo);
+      if (!per_algo) continue;
+      per_algo->reject_unknown({"LL", "LL128", "Simple"});
+      for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+        const auto f = per_algo->optional_map(to_string(p));
+        if (!f) continue;
+        Cap cap;
+        cap.per_rank = f->choice("per", {"rank", "channel"}) == "rank";
+        for (const auto& layer : f->layers()) {
+          for (const auto& kv : layer.node) {
+            const std::string arch = kv.first.Scalar();
+            if (arch == "per" || cap.by_arch.count(arch) != 0) continue;
+            const auto value = f->find(arch);
+            if (!value->node.IsSequence() || value->node.size() != 3) {
+              throw f->error(arch, "a list of three bandwidths (one node, two nodes, more than two nodes)");
+            }
+            std::array<double, 3> v{};
+            for (std::size_t i = 0; i < 3; ++i) {
+              const YAML::Node& item = value->node[i];
+              try {
+                v[i] = models::parse_quantity(item.IsScalar() ? item.Scalar() : std::string(), Quantity::Bandwidth);
+              } catch (const models::UnitError&) {
+                throw models::InputError(models::location_of({item, value->file}), f->key_path(arch),
+                                         "a bandwidth such as 36.7GB/s", models::describe_node(item));
+              }
+              if (v[i] <= 0) throw f->error(arch, "bandwidths above 0");
+            }
+            cap.by_arch[arch] = v;
+          }
+        }
+        m.caps_[{algo, static_cast<int>(p)}] = cap;
+      }
+    }
+  }
   if (const auto eff = root.optional_map("link_efficiency")) {
     for (const auto& layer : eff->layers()) {
       for (const auto& kv : layer.node) {
@@ -131,6 +170,17 @@ sim::CostParams CostModel::params(Algorithm a, Protocol p, const models::Topolog
     if (it != link_efficiency_.end()) c.link_efficiency[k] = it->second;
   }
   return c;
+}
+
+double CostModel::max_rate(Algorithm a, Protocol p, const std::string& arch, int nodes, int channels) const {
+  const std::string key = a == Algorithm::Ring ? "ring" : a == Algorithm::Tree ? "tree" : "";
+  const auto it = caps_.find({key, static_cast<int>(p)});
+  if (key.empty() || it == caps_.end()) return std::numeric_limits<double>::infinity();
+  const auto arch_it = it->second.by_arch.find(arch);
+  if (arch_it == it->second.by_arch.end()) return std::numeric_limits<double>::infinity();
+  const double cap = arch_it->second[static_cast<std::size_t>(nodes <= 1 ? 0 : nodes == 2 ? 1 : 2)];
+  const double data_rate = it->second.per_rank ? cap / std::max(1, channels) : cap;
+  return data_rate / entry(a, p).bandwidth_factor;  // wire bytes per second
 }
 
 }  // namespace ccsim::planner

@@ -35,6 +35,14 @@ class CostModel {
   /// matched to the topology's link kinds by name). Throws std::invalid_argument when the
   /// table has no entry for the pair.
   sim::CostParams params(Algorithm a, Protocol p, const models::Topology& topology) const;
+  /// NCCL's throughput cap for (algorithm, protocol) as the highest rate of one connection
+  /// (source, destination, channel),
+  /// wire bytes per second, or +inf when the table has none. `arch` is the GPU architecture
+  /// ("sm90"), `nodes` the nodes the collective spans, `channels` the rings / trees it uses.
+  /// A per-rank cap C (Ring LL) gives each of a rank's `channels` concurrent transfers C /
+  /// channels of data per second; a per-channel cap gives each transfer C; both times the
+  /// protocol's wire bytes per data byte.
+  double max_rate(Algorithm a, Protocol p, const std::string& arch, int nodes, int channels) const;
   /// Pipeline chunk size of the protocol, bytes.
   double chunk_bytes(Protocol p) const { return chunk_[static_cast<std::size_t>(p)]; }
   const std::string& source() const { return source_; }
@@ -51,6 +59,11 @@ class CostModel {
   std::map<std::string, std::array<Entry, 3>> algorithms_;  // "ring", "tree", "nvls", "nvls-tree", "default"
   std::array<double, 3> chunk_{};
   std::map<std::string, double> link_efficiency_;
+  struct Cap {
+    bool per_rank = false;
+    std::map<std::string, std::array<double, 3>> by_arch;  // bytes/s for 1, 2, >2 nodes
+  };
+  std::map<std::pair<std::string, int>, Cap> caps_;  // (algorithm table name, protocol) -> cap
   std::string source_;
 };
 

@@ -80,6 +80,7 @@ Timeline AnalyticEngine::run(const Plan& plan) {
   handle();
 
   std::vector<std::uint32_t> local_index(topo.num_links(), ~0U);
+  std::vector<std::uint32_t> connection_index(g.connections, ~0U), capped_connections;
   std::vector<models::LinkId> touched;
   MaxMinProblem problem;
   std::vector<std::uint32_t> flow_res;
@@ -91,9 +92,10 @@ Timeline AnalyticEngine::run(const Plan& plan) {
       problem.resources.clear();
       for (models::LinkId id : touched) local_index[id] = ~0U;
       touched.clear();
+      // Links first (resources 0 .. touched − 1), then one private resource per flow for its
+      // rate cap, if there is one.
       for (std::uint32_t t : active) {
         const Transfer& tr = g.transfers[t];
-        flow_res.clear();
         for (std::uint32_t k = 0; k < tr.path_count; ++k) {
           const models::LinkId id = g.path_links[tr.path_begin + k];
           if (local_index[id] == ~0U) {
@@ -101,7 +103,23 @@ Timeline AnalyticEngine::run(const Plan& plan) {
             problem.capacity.push_back(capacity(id));
             touched.push_back(id);
           }
-          flow_res.push_back(local_index[id]);
+        }
+      }
+      const bool capped = plan.cost.max_rate < kInf;
+      for (std::uint32_t c : capped_connections) connection_index[c] = ~0U;
+      capped_connections.clear();
+      for (std::uint32_t t : active) {
+        const Transfer& tr = g.transfers[t];
+        flow_res.clear();
+        for (std::uint32_t k = 0; k < tr.path_count; ++k) flow_res.push_back(local_index[g.path_links[tr.path_begin + k]]);
+        if (capped) {
+          // One resource per connection: the cap bounds the connection's transfers together.
+          if (connection_index[tr.connection] == ~0U) {
+            connection_index[tr.connection] = static_cast<std::uint32_t>(problem.capacity.size());
+            problem.capacity.push_back(plan.cost.max_rate);
+            capped_connections.push_back(tr.connection);
+          }
+          flow_res.push_back(connection_index[tr.connection]);
         }
         problem.add_flow(flow_res);
       }
@@ -109,7 +127,8 @@ Timeline AnalyticEngine::run(const Plan& plan) {
       std::vector<double> load(touched.size(), 0.0);
       for (std::size_t f = 0; f < active.size(); ++f) {
         rate[active[f]] = rates[f];
-        for (std::uint32_t k = problem.offsets[f]; k < problem.offsets[f + 1]; ++k) load[problem.resources[k]] += rates[f];
+        for (std::uint32_t k = problem.offsets[f]; k < problem.offsets[f + 1]; ++k)
+          if (problem.resources[k] < load.size()) load[problem.resources[k]] += rates[f];
       }
       for (std::size_t i = 0; i < touched.size(); ++i) {
         link_used[touched[i]] = 1;

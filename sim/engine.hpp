@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,6 +27,10 @@ struct CostParams {
   std::array<double, 4> step_latency{};           ///< seconds per step, by LinkClass
   double base_latency = 0.0;                      ///< seconds, once per collective
   std::vector<double> link_efficiency;            ///< by Topology link kind index; missing = 1
+  /// Highest rate of one connection — the transfers between a source and a destination GPU on
+  /// one channel, together — in wire bytes per second (+inf: links only). Models limits that
+  /// are not in the links, such as NCCL's LL / LL128 protocol throughput caps per channel.
+  double max_rate = std::numeric_limits<double>::infinity();
 };
 
 struct Plan {

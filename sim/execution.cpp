@@ -83,6 +83,7 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
     return (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) | static_cast<std::uint64_t>(channel);
   };
   std::unordered_map<std::uint64_t, Queue> sends;
+  std::unordered_map<std::uint64_t, std::uint32_t> connection_ids;  // (source GPU, destination GPU, channel)
   for (int r = 0; r < s.nranks; ++r) {
     const auto& prog = s.ranks[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < prog.ops.size(); ++i)
@@ -110,6 +111,12 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
         const std::uint32_t send_id = it->second.ops[it->second.next++];
         const models::DeviceId src = plan.rank_gpu[static_cast<std::size_t>(op.peer)];
         Transfer t;
+        {
+          const auto [it_conn, fresh] =
+              connection_ids.try_emplace(key_of(static_cast<int>(src), static_cast<int>(gpu), op.channel), connections);
+          if (fresh) ++connections;
+          t.connection = it_conn->second;
+        }
         t.send_op = send_id;
         t.recv_op = id;
         t.src = src;
@@ -125,6 +132,7 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
       } else if (op.kind == OpKind::SwitchSend || op.kind == OpKind::SwitchRecv) {
         const models::DeviceId sw = nvswitch_of(r);
         Transfer t;
+        t.connection = connections++;  // in-switch legs are not capped together
         t.group = op.tag;
         const bool up = op.kind == OpKind::SwitchSend;
         (up ? t.send_op : t.recv_op) = id;

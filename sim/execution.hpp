@@ -23,6 +23,7 @@ struct Transfer {
   std::uint32_t path_begin = 0;   ///< links in ExecutionGraph::path_links
   std::uint32_t path_count = 0;
   std::uint32_t group = kNoOp;    ///< in-switch group (NVLS legs)
+  std::uint32_t connection = 0;   ///< (source, destination, channel) connection: CostParams::max_rate applies per connection
 };
 
 /// Static structure, built once per Plan.
@@ -45,6 +46,7 @@ class ExecutionGraph {
   std::vector<std::uint32_t> dep_count;         ///< number of dependencies of each op
   std::vector<int> group_size;                  ///< contributors per in-switch group
   std::vector<std::vector<std::uint32_t>> group_receivers;  ///< switch -> GPU transfers per group
+  std::uint32_t connections = 0;                ///< distinct Transfer::connection values
 
  private:
   const Plan& plan_;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -87,14 +88,22 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
     return l.bandwidth * eff;
   };
   std::vector<simgrid::s4u::Link*> links(topo.num_links(), nullptr);
-  std::map<std::pair<models::DeviceId, models::DeviceId>, simgrid::s4u::Host*> pair_host;
+  // One virtual host per device pair, whose route is the pair's path; with a rate cap, one per
+  // connection, whose route also holds a private link of the cap's capacity.
+  const bool capped = plan.cost.max_rate < std::numeric_limits<double>::infinity();
+  std::map<std::pair<std::uint64_t, std::uint64_t>, simgrid::s4u::Host*> pair_host;
   std::vector<simgrid::s4u::Host*> transfer_host(g.transfers.size(), nullptr);
   for (std::size_t t = 0; t < g.transfers.size(); ++t) {
     const auto& tr = g.transfers[t];
     if (tr.path_count == 0) continue;
-    auto [it, fresh] = pair_host.try_emplace({tr.src, tr.dst}, nullptr);
+    const auto key = capped ? std::pair<std::uint64_t, std::uint64_t>{~0ULL, tr.connection}
+                            : std::pair<std::uint64_t, std::uint64_t>{tr.src, tr.dst};
+    auto [it, fresh] = pair_host.try_emplace(key, nullptr);
     if (fresh) {
       std::vector<simgrid::s4u::LinkInRoute> route;
+      if (capped) {
+        route.emplace_back(zone->create_link("cap" + std::to_string(tr.connection), plan.cost.max_rate)->set_latency(0)->seal());
+      }
       for (std::uint32_t k = 0; k < tr.path_count; ++k) {
         const models::LinkId id = g.path_links[tr.path_begin + k];
         if (links[id] == nullptr) {

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include "planner/algorithms/algorithms.hpp"
+#include "planner/cost_model.hpp"
+
+#include <cmath>
 
 using namespace ccsim;
 using models::Collective;
@@ -131,4 +134,19 @@ TEST_CASE("verify catches broken schedules", "[algorithms]") {
   // Phase schedules are not data-exact.
   req.granularity = models::Granularity::Phase;
   CHECK_FALSE(models::verify(planner::generate(Algorithm::Ring, req)).ok);
+}
+
+TEST_CASE("calibration: NCCL's protocol bandwidth caps as per-transfer rates", "[cost]") {
+  const auto costs = planner::CostModel::load(planner::CostModel::default_path());
+  // Ring LL on Hopper over 2 nodes: llMaxBws 45 GB/s per rank; 8 channels -> 5.625 GB/s of
+  // data per transfer; LL moves 2 wire bytes per data byte -> 11.25 GB/s of wire bytes.
+  CHECK(costs.max_rate(planner::Algorithm::Ring, planner::Protocol::LL, "sm90", 2, 8) == Approx(45e9 / 8 / 0.5));
+  // Ring LL128 per channel 36.7 GB/s on Hopper; wire factor 1/0.92.
+  CHECK(costs.max_rate(planner::Algorithm::Ring, planner::Protocol::LL128, "sm90", 1, 16) == Approx(36.7e9 / 0.92));
+  // More than two nodes, Ampere, tree Simple: 17.8 GB/s per channel, wire factor 1/0.92.
+  CHECK(costs.max_rate(planner::Algorithm::Tree, planner::Protocol::Simple, "sm80", 4, 1) == Approx(17.8e9 / 0.92));
+  // No cap: ring Simple, NVLS, unknown architectures.
+  CHECK(std::isinf(costs.max_rate(planner::Algorithm::Ring, planner::Protocol::Simple, "sm90", 1, 8)));
+  CHECK(std::isinf(costs.max_rate(planner::Algorithm::Nvls, planner::Protocol::Simple, "sm90", 1, 8)));
+  CHECK(std::isinf(costs.max_rate(planner::Algorithm::Ring, planner::Protocol::LL, "gfx942", 1, 8)));
 }

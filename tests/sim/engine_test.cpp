@@ -251,3 +251,36 @@ TEST_CASE("engines: recursive doubling AllGather, NVLS and hierarchical closed f
     }
   }
 }
+
+TEST_CASE("engines: a per-transfer rate cap bounds a lone transfer", "[engine]") {
+  // Rank 1 sends S = 450 MB to rank 0 over NVLink (450 GB/s) with a cap of 45 GB/s (as NCCL's
+  // LL throughput cap): T = α + S / 45e9 = 0.6 us + 10 ms. Two such transfers into one port
+  // stay at 45 GB/s each (90 GB/s < 450 GB/s).
+  models::Schedule s;
+  s.collective = Collective::SendRecv;
+  s.algorithm = "fan-in";
+  s.nranks = 3;
+  s.bytes = 450000000;
+  s.ranks.resize(3);
+  const models::Slice all{models::BufferKind::Input, 0, s.bytes};
+  models::Op send;
+  send.kind = models::OpKind::Send;
+  send.peer = 0;
+  send.src = all;
+  s.ranks[1].add(send);
+  s.ranks[2].add(send);
+  models::Op recv;
+  recv.kind = models::OpKind::Recv;
+  recv.dst = all;
+  recv.peer = 1;
+  s.ranks[0].add(recv);
+  recv.peer = 2;
+  s.ranks[0].add(recv);
+  for (const char* engine : {"analytic", "flow"}) {
+    INFO(engine);
+    sim::Plan plan = plan_for(h100_node(), s);
+    plan.cost.max_rate = 45e9;
+    const auto tl = sim::make_engine(engine, h100_node())->run(plan);
+    CHECK(tl.makespan == Approx(0.6e-6 + 450e6 / 45e9).epsilon(1e-9));
+  }
+}
