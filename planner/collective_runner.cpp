@@ -23,12 +23,23 @@ constexpr int kChunkBudget = 8192;
 constexpr int kMaxChunks = 64;
 }  // namespace
 
-CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostModel& costs, CollectiveOptions options)
-    : cluster_(cluster), costs_(costs), options_(std::move(options)), router_(cluster) {
+CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostModel& costs, CollectiveOptions options,
+                                   sim::Engine* analytic, sim::Engine* engine)
+    : cluster_(cluster), costs_(costs), options_(std::move(options)) {
   if (options_.gpus.empty()) throw std::invalid_argument("a collective needs at least one rank");
   const models::Topology& t = cluster.topology;
-  analytic_ = sim::make_engine("analytic", cluster);
-  engine_ = options_.engine == "analytic" ? nullptr : sim::make_engine(options_.engine, cluster);
+  if (analytic == nullptr) {
+    own_analytic_ = sim::make_engine("analytic", cluster);
+    analytic = own_analytic_.get();
+  }
+  analytic_ = analytic;
+  if (options_.engine != "analytic") {
+    if (engine == nullptr) {
+      own_engine_ = sim::make_engine(options_.engine, cluster);
+      engine = own_engine_.get();
+    }
+    engine_ = engine;
+  }
   // Ranks per node, when ranks fill nodes evenly in node-major order.
   std::map<int, int> per_node;
   int last_node = -2;
@@ -63,7 +74,10 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
   if (options_.algorithm && *options_.algorithm == Algorithm::NvlsTree && (!all_nodes_nvls_ || ranks_per_node_ == 0)) {
     throw std::invalid_argument("nvls-tree needs whole nodes with NVLink SHARP (NVSwitch gen3+)");
   }
-  bound_ = lower_bound(cluster, router_, options_.collective, options_.gpus, options_.root);
+  if (options_.check_bound) {
+    models::Router router(cluster);
+    bound_ = lower_bound(cluster, router, options_.collective, options_.gpus, options_.root);
+  }
   plan_rings();
 }
 
@@ -237,6 +251,7 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
     best.transfers = tl.transfers;
     best.links = std::move(tl.links);
   }
+  if (!options_.check_bound) return best;
   best.bound = bound_.time(static_cast<double>(bytes));
   if (best.time < best.bound * (1.0 - 1e-9)) {
     throw std::logic_error(fmt::format("simulated {} {} of {} bytes takes {:.6g} s, below the lower bound {:.6g} s: "

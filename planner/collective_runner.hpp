@@ -32,6 +32,10 @@ struct CollectiveOptions {
   /// `gpus`, disjoint from it): they are simulated together, so they contend for shared
   /// links; the time reported is the slowest group's.
   std::vector<std::vector<models::DeviceId>> concurrent;
+  /// Compute the lower bound (latency, volume, max-flow cut) and fail when a simulated time
+  /// is below it. `ccsim run` turns it off: its ops are the same Schedules `ccsim collective`
+  /// checks, and the max-flow per group dominated a 16,384-GPU step's run time.
+  bool check_bound = true;
 };
 
 struct CollectiveResult {
@@ -40,7 +44,7 @@ struct CollectiveResult {
   Protocol protocol = Protocol::Simple;
   models::Granularity granularity = models::Granularity::Step;
   double time = 0;    ///< seconds
-  double bound = 0;   ///< seconds, lower bound
+  double bound = 0;   ///< seconds, lower bound (0 when not checked)
   std::size_t transfers = 0;
   std::vector<sim::LinkRecord> links;  ///< per-link bytes, busy time, peak of the chosen run (all concurrent groups)
 };
@@ -49,7 +53,10 @@ class CollectiveRunner {
  public:
   /// Throws std::invalid_argument for options that cannot run (no ranks, explicit algorithm
   /// that does not implement the collective, NVLS without NVSwitch).
-  CollectiveRunner(const models::Cluster& cluster, const CostModel& costs, CollectiveOptions options);
+  /// `analytic` and `engine` may be engines shared across runners on the same cluster (their
+  /// route caches are reused); null: the runner makes its own.
+  CollectiveRunner(const models::Cluster& cluster, const CostModel& costs, CollectiveOptions options,
+                   sim::Engine* analytic = nullptr, sim::Engine* engine = nullptr);
 
   /// Simulates size `bytes` (nccl-tests size S). Throws std::logic_error when the simulated
   /// time is below the lower bound.
@@ -70,9 +77,10 @@ class CollectiveRunner {
   const models::Cluster& cluster_;
   const CostModel& costs_;
   CollectiveOptions options_;
-  models::Router router_;
-  std::unique_ptr<sim::Engine> analytic_;
-  std::unique_ptr<sim::Engine> engine_;
+  std::unique_ptr<sim::Engine> own_analytic_;
+  std::unique_ptr<sim::Engine> own_engine_;
+  sim::Engine* analytic_ = nullptr;
+  sim::Engine* engine_ = nullptr;  ///< the engine of the final run (null: analytic)
   LowerBound bound_;
   int ranks_per_node_ = 0;
   bool one_nvls_domain_ = false;

@@ -138,7 +138,9 @@ WorkloadRunner::WorkloadRunner(const models::Scenario& scenario, const models::C
       costs_(costs),
       compute_(std::move(compute)),
       engine_(std::move(engine)),
-      placement_(*scenario.strategy, static_cast<int>(cluster.topology.gpus().size())) {}
+      placement_(*scenario.strategy, static_cast<int>(cluster.topology.gpus().size())),
+      analytic_(sim::make_engine("analytic", cluster)),
+      chosen_(engine_ == "analytic" ? nullptr : sim::make_engine(engine_, cluster)) {}
 
 namespace {
 
@@ -235,7 +237,7 @@ CommCost WorkloadRunner::lower(const ProgramOp& op, int stage) {
     plan.schedule = &s;
     plan.rank_gpu = rank_gpu;
     plan.cost = costs_.params(Algorithm::Direct, Protocol::Simple, topo);
-    const sim::Timeline tl = sim::make_engine(engine_, cluster_)->run(plan);
+    const sim::Timeline tl = (chosen_ ? *chosen_ : *analytic_).run(plan);
     cost.time = tl.makespan;
     cost.algorithm = "p2p";
     cost.protocol = "Simple";
@@ -250,7 +252,8 @@ CommCost WorkloadRunner::lower(const ProgramOp& op, int stage) {
   o.element_size = 1;
   o.engine = engine_;
   o.granularity = scenario_.simulation.granularity;
-  CollectiveRunner runner(cluster_, costs_, o);
+  o.check_bound = false;
+  CollectiveRunner runner(cluster_, costs_, o, analytic_.get(), chosen_.get());
   const CollectiveResult r = runner.run(static_cast<std::uint64_t>(op.bytes));
   cost.time = r.time;
   cost.algorithm = std::string(to_string(r.algorithm));
@@ -368,9 +371,13 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
       if (!merged.empty() && iv.first <= merged.back().second) merged.back().second = std::max(merged.back().second, iv.second);
       else merged.push_back(iv);
     }
+    // Compute time inside [a, z]: the merged intervals are disjoint and sorted, so start at
+    // the first one ending after a (binary search) and stop at the first starting after z.
     const auto covered = [&](double a, double z) {
       double c = 0;
-      for (const auto& [x, y] : merged) c += std::max(0.0, std::min(y, z) - std::max(x, a));
+      auto it = std::upper_bound(merged.begin(), merged.end(), a,
+                                 [](double v, const std::pair<double, double>& iv) { return v < iv.second; });
+      for (; it != merged.end() && it->first < z; ++it) c += std::max(0.0, std::min(it->second, z) - std::max(it->first, a));
       return c;
     };
     std::vector<std::pair<double, double>> exposed_iv;
