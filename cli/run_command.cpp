@@ -18,6 +18,8 @@ namespace ccsim::cli {
 
 namespace fs = std::filesystem;
 
+static int simulate_and_write(const RunCliOptions& o, const models::Scenario& scenario);
+
 CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   CLI::App* c = app.add_subcommand("run", "simulate one step of the scenario's LLM workload (training step, prefill or decode)");
   c->add_option("scenario", o.scenario, "scenario file with cluster, workload and strategy sections")->required();
@@ -40,11 +42,29 @@ int run_run(const RunCliOptions& o) {
                              "a scenario without one (use ccsim topo or ccsim collective for cluster-only scenarios)");
   }
   // Check the output directory before spending time on the simulation.
+  bool created = false;
   if (!o.out.empty()) {
     std::error_code ec;
+    if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) {
+      throw models::OutputError(fmt::format("--out {}: exists and is not a directory", o.out));
+    }
+    created = !fs::exists(o.out, ec);
     fs::create_directories(o.out, ec);
-    if (ec || !fs::is_directory(o.out)) throw models::OutputError(fmt::format("--out {}: cannot create the directory", o.out));
+    if (ec || !fs::is_directory(o.out)) {
+      throw models::OutputError(fmt::format("--out {}: cannot create the directory ({})", o.out, ec ? ec.message() : "unknown"));
+    }
   }
+  try {
+    return simulate_and_write(o, scenario);
+  } catch (...) {
+    // A directory this run created and left empty goes away with the failure.
+    std::error_code ec;
+    if (created && fs::is_empty(o.out, ec)) fs::remove(o.out, ec);
+    throw;
+  }
+}
+
+static int simulate_and_write(const RunCliOptions& o, const models::Scenario& scenario) {
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
   const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path() : o.calibration);
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
@@ -72,7 +92,9 @@ int run_run(const RunCliOptions& o) {
   const std::string summary = planner::run_summary(ctx);
   if (!o.out.empty()) {
     const fs::path dir(o.out);
-    // report.json last: when it is there, the rest is complete.
+    // report.json last: when it is there, the rest is complete (an old one goes first).
+    std::error_code ec;
+    fs::remove(dir / "report.json", ec);
     models::write_file_atomic((dir / "effective.yaml").string(), models::effective_yaml(scenario));
     models::write_file_atomic((dir / "ops.csv").string(), planner::ops_csv(ctx));
     models::write_file_atomic((dir / "links.csv").string(), planner::links_csv(ctx));

@@ -3,6 +3,7 @@
 #include "models/workload/builder.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <filesystem>
 #include <sstream>
 
@@ -138,12 +139,15 @@ WorkloadSpec parse_workload(const Fields& w) {
   spec.model = w.string("model");
   spec.phase = w.choice("phase", {"training_step", "prefill", "decode"}, "training_step");
   const bool needs_sequence = spec.phase != "decode";
-  spec.sequence_length = needs_sequence ? w.integer("sequence_length", 1) : w.integer("sequence_length", 1, 1);
-  spec.micro_batch_size = w.integer("micro_batch_size", 1, 1);
-  spec.global_batch_size = w.integer("global_batch_size", 1, 0);
-  spec.batch_size = w.integer("batch_size", 1, 1);
-  spec.context_length = w.integer("context_length", 0, 0);
-  spec.generated_tokens = w.integer("generated_tokens", 1, 1);
+  // Bounds keep every product of sizes far inside 64-bit integers and doubles' exact range.
+  constexpr int kMaxTokens = 1 << 24;      // 16,777,216 tokens per sequence
+  constexpr int kMaxBatch = 1 << 20;       // 1,048,576 sequences
+  spec.sequence_length = needs_sequence ? w.count("sequence_length", 1, kMaxTokens) : w.count("sequence_length", 1, kMaxTokens, 1);
+  spec.micro_batch_size = w.count("micro_batch_size", 1, kMaxBatch, 1);
+  spec.global_batch_size = w.count("global_batch_size", 1, std::numeric_limits<int>::max(), 0);
+  spec.batch_size = w.count("batch_size", 1, kMaxBatch, 1);
+  spec.context_length = w.count("context_length", 0, 1 << 28, 0);
+  spec.generated_tokens = w.count("generated_tokens", 1, kMaxTokens, 1);
   spec.dtype = w.choice("dtype", {"bf16", "fp16", "fp8", "fp32"}, "bf16");
   spec.recompute = w.choice("recompute", {"none", "selective", "full"}, "none");
   return spec;
@@ -187,6 +191,9 @@ StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   if (spec.pipeline_schedule == "interleaved" && spec.virtual_stages < 2) {
     throw s.error("virtual_stages", "at least 2 model chunks per pipeline rank for the interleaved schedule");
   }
+  if (spec.pipeline_schedule == "interleaved" && spec.pp < 2) {
+    throw s.error("pipeline_schedule", "1f1b when pp is 1 (the interleaved schedule splits a pipeline of at least 2 stages)");
+  }
   if (spec.pipeline_schedule == "1f1b" && spec.virtual_stages != 1) {
     throw s.error("virtual_stages", "1 for the 1f1b schedule (use pipeline_schedule: interleaved)");
   }
@@ -207,6 +214,7 @@ StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
       for (const auto& entry : layer.node) {
         const std::string key = entry.first.Scalar();
         if (spec.algorithms.count(key) != 0) continue;  // the most specific layer wins
+        spec.algorithm_locations[key] = algorithms->location(key);
         spec.algorithms[key] = algorithms->choice(
             key, {"auto", "ring", "tree", "halving-doubling", "recursive-doubling", "bruck", "direct", "pairwise",
                   "hierarchical", "nvls", "nvls-tree"});
@@ -268,6 +276,14 @@ Scenario load_scenario(const std::string& path, const Catalog& catalog) {
       const Fields w = root.map("workload");
       throw w.error("global_batch_size", fmt::format("a multiple of micro_batch_size·dp = {}·{} = {}",
                                                      scenario.workload->micro_batch_size, scenario.strategy->dp, per_step));
+    }
+  }
+  if (scenario.workload && scenario.workload->dtype == "fp8") {
+    for (const auto& group : scenario.cluster.groups) {
+      if (group.node.gpu.fp8_flops <= 0) {
+        throw root.map("workload").error("dtype", "a dtype every GPU of the cluster computes in (" + group.node.gpu.name +
+                                                      " has no FP8 tensor cores)");
+      }
     }
   }
   if (scenario.model) {

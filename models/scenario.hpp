@@ -46,6 +46,7 @@ struct StrategySpec {
   int virtual_stages = 1;                ///< model chunks per pipeline rank (interleaved)
   std::string order = "tp-cp-ep-pp-dp";  ///< rank placement, innermost first (Megatron's default)
   std::map<std::string, std::string> algorithms;  ///< collective -> algorithm ("auto" by default)
+  std::map<std::string, SourceLocation> algorithm_locations;  ///< where each choice was written (for errors)
   bool tp_comm_overlap = false;          ///< TP collectives overlap the next GEMM (Megatron --tp-comm-overlap); exposed otherwise
   std::string grad_reduce_dtype = "fp32";///< gradient reduction precision: fp32 (Megatron's default main grads) | bf16
   std::int64_t bucket_params = 0;        ///< DP gradient bucket, parameters; 0 = Megatron's max(40M, 1M·dp)

@@ -97,16 +97,18 @@ std::string run_summary(const RunContext& c) {
   const auto& r = c.result;
   const auto& t = c.cluster.topology;
   std::string out;
-  out += fmt::format("# ccsim run: {} — {} {} on {} GPUs ({} nodes), {} engine\n", sc.name, m.name, w.phase, r.world,
-                     c.cluster.nodes.size(), c.engine);
+  const auto plural = [](std::int64_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); };
+  out += fmt::format("# ccsim run: {} — {} {} on {} ({}), {} engine\n", sc.name, m.name, w.phase, plural(r.world, "GPU"),
+                     plural(static_cast<std::int64_t>(c.cluster.nodes.size()), "node"), c.engine);
   if (w.phase == "training_step") {
     out += fmt::format("# layout: {}; {} micro-batches of {} × {} tokens per DP rank, {}, recompute {}\n", layout(s), r.micro_batches,
                        w.micro_batch_size, w.sequence_length, w.dtype, w.recompute);
   } else if (w.phase == "prefill") {
-    out += fmt::format("# layout: {}; prefill of {} sequences × {} tokens, {}\n", layout(s), w.micro_batch_size, w.sequence_length, w.dtype);
+    out += fmt::format("# layout: {}; prefill of {} × {} tokens per DP replica, {}\n", layout(s), plural(w.micro_batch_size, "sequence"),
+                       w.sequence_length, w.dtype);
   } else {
-    out += fmt::format("# layout: {}; decode of {} sequences, context {} + {} generated tokens, {}\n", layout(s), w.batch_size,
-                       w.context_length, w.generated_tokens, w.dtype);
+    out += fmt::format("# layout: {}; decode of {} per DP replica, context {} + {} generated tokens, {}\n", layout(s),
+                       plural(w.batch_size, "sequence"), w.context_length, w.generated_tokens, w.dtype);
   }
   out += fmt::format("# model: {} ({:.2f} B parameters, {:.2f} B active); roofline at {:.0f} % GEMM, {:.0f} % attention, {:.0f} % HBM efficiency\n",
                      m.name, m.total_params() / 1e9, m.active_params() / 1e9, 100 * r.compute.gemm_efficiency,

@@ -111,15 +111,19 @@ ComputeCalibration ComputeCalibration::load(const std::string& path, const std::
   root.reject_unknown({"source", "defaults", "gpus"});
   ComputeCalibration c;
   c.source = root.optional_string("source").value_or("");
+  // Bounds: efficiencies of at least 1 % and launch overheads of at most 1 ms keep times sane.
   const auto read = [&](const models::Fields& f) {
     f.reject_unknown({"gemm_efficiency", "attention_efficiency", "memory_efficiency", "kernel_overhead"});
     for (auto [key, slot] : {std::pair{"gemm_efficiency", &c.gemm_efficiency}, std::pair{"attention_efficiency", &c.attention_efficiency},
                              std::pair{"memory_efficiency", &c.memory_efficiency}}) {
       if (!f.has(key)) continue;
       *slot = f.number(key, 0.0);
-      if (*slot > 1.0) throw f.error(key, "a fraction of the peak in (0, 1]");
+      if (*slot > 1.0 || *slot < 0.01) throw f.error(key, "a fraction of the peak in [0.01, 1]");
     }
-    if (f.has("kernel_overhead")) c.kernel_overhead = f.quantity("kernel_overhead", models::Quantity::Time, false);
+    if (f.has("kernel_overhead")) {
+      c.kernel_overhead = f.quantity("kernel_overhead", models::Quantity::Time, false);
+      if (c.kernel_overhead > 1e-3) throw f.error("kernel_overhead", "a launch overhead of at most 1ms");
+    }
   };
   read(root.map("defaults"));
   if (const auto gpus = root.optional_map("gpus")) {
@@ -253,8 +257,25 @@ CommCost WorkloadRunner::lower(const ProgramOp& op, int stage) {
   o.engine = engine_;
   o.granularity = scenario_.simulation.granularity;
   o.check_bound = false;
-  CollectiveRunner runner(cluster_, costs_, o, analytic_.get(), chosen_.get());
-  const CollectiveResult r = runner.run(static_cast<std::uint64_t>(op.bytes));
+  CollectiveResult r;
+  try {
+    CollectiveRunner runner(cluster_, costs_, o, analytic_.get(), chosen_.get());
+    r = runner.run(static_cast<std::uint64_t>(op.bytes));
+  } catch (const std::invalid_argument& e) {
+    // Only an explicit algorithm choice can fail here; say which key and which group.
+    std::string key(models::to_string(op.collective));
+    for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const auto& s = *scenario_.strategy;
+    const auto loc = s.algorithm_locations.find(key);
+    if (!o.algorithm || loc == s.algorithm_locations.end()) throw;
+    std::set<int> group_nodes;
+    for (models::DeviceId g : o.gpus) group_nodes.insert(topo.device(g).node);
+    throw models::InputError(loc->second, "strategy.algorithms." + key,
+                             fmt::format("an algorithm that runs {} on the {} group ({} ranks on {} node{})",
+                                         models::to_string(op.collective), models::to_string(op.dim), o.gpus.size(),
+                                         group_nodes.size(), group_nodes.size() == 1 ? "" : "s"),
+                             "'" + s.algorithms.at(key) + "'", e.what());
+  }
   cost.time = r.time;
   cost.algorithm = std::string(to_string(r.algorithm));
   cost.protocol = std::string(to_string(r.protocol));
@@ -272,13 +293,28 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
   out.micro_batches = models::micro_batches(w, s);
   out.compute = compute_;
   for (int stage = 0; stage < s.pp; ++stage) out.stage_gpu.push_back(topo.gpus()[static_cast<std::size_t>(placement_.rank({0, 0, 0, stage}))]);
+  // Compute of a stage is timed on its slowest GPU (lowest dense peak, then HBM bandwidth): in a
+  // mixed cluster every replica waits for the slowest at the DP reduction.
+  std::vector<models::DeviceId> compute_gpu = out.stage_gpu;
+  for (int r = 0; r < placement_.world(); ++r) {
+    const auto stage = static_cast<std::size_t>(placement_.coords(r).pp);
+    const models::DeviceId g = topo.gpus()[static_cast<std::size_t>(r)];
+    const auto& a = gpu_spec(cluster_, g);
+    const auto& b = gpu_spec(cluster_, compute_gpu[stage]);
+    if (a.bf16_flops < b.bf16_flops || (a.bf16_flops == b.bf16_flops && a.hbm_bandwidth < b.hbm_bandwidth)) compute_gpu[stage] = g;
+  }
   // Memory first: a layout that does not fit is reported, not simulated.
   out.memory = models::memory_footprint(m, w, s);
   out.hbm_capacity = std::numeric_limits<double>::infinity();
   for (models::DeviceId g : topo.gpus()) out.hbm_capacity = std::min(out.hbm_capacity, gpu_spec(cluster_, g).hbm_capacity);
   for (const auto& f : out.memory) out.feasible = out.feasible && f.total() <= out.hbm_capacity;
-  const models::GpuSpec& gpu0 = gpu_spec(cluster_, out.stage_gpu[0]);
-  out.peak_flops = w.dtype == "fp8" && gpu0.fp8_flops > 0 ? gpu0.fp8_flops : gpu0.bf16_flops;
+  // MFU's denominator: the sum of every GPU's dense peak in the workload's dtype.
+  double total_peak = 0;
+  for (models::DeviceId g : topo.gpus()) {
+    const auto& spec = gpu_spec(cluster_, g);
+    total_peak += w.dtype == "fp8" && spec.fp8_flops > 0 ? spec.fp8_flops : spec.bf16_flops;
+  }
+  out.peak_flops = total_peak / static_cast<double>(topo.gpus().size());
   if (!out.feasible) return out;
 
   out.program = models::build_program(m, w, s);
@@ -305,7 +341,7 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
       duration[i] = costs_list_[static_cast<std::size_t>(it->second)].time;
       if (progress) progress(++done, comm_ops);
     } else {
-      duration[i] = compute_time(op, gpu_spec(cluster_, out.stage_gpu[static_cast<std::size_t>(stage)]));
+      duration[i] = compute_time(op, gpu_spec(cluster_, compute_gpu[static_cast<std::size_t>(stage)]));
     }
   }
   out.comm_costs = costs_list_;

@@ -104,11 +104,11 @@ struct WorkloadResult {
   std::vector<OpTiming> timing;                  ///< per program op
   std::vector<int> op_comm;                      ///< per op: index into comm_costs, or -1
   std::vector<CommCost> comm_costs;
-  std::vector<models::DeviceId> stage_gpu;       ///< GPU of each stage's representative rank
+  std::vector<models::DeviceId> stage_gpu;       ///< GPU of each stage's representative rank (compute is timed on the stage's slowest GPU)
   std::vector<StageBreakdown> stages;
   double step_time = 0;                          ///< seconds (TTFT for prefill, TPOT for decode)
   double mfu = 0;                                ///< model FLOPs / (step time × GPUs × dense peak)
-  double peak_flops = 0;                         ///< dense peak of the dtype, per GPU
+  double peak_flops = 0;                         ///< dense peak of the dtype, mean over the cluster's GPUs
   std::vector<LinkLoad> links;                   ///< by utilisation, descending
   int world = 0;
   int micro_batches = 1;

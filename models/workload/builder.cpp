@@ -67,6 +67,23 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
     if (s.ep > 1) return LayoutProblem{"strategy", "ep", "ep 1 for inference (expert parallelism is modelled for training)"};
     if (s.pipeline_schedule == "interleaved") return LayoutProblem{"strategy", "pipeline_schedule", "1f1b for inference"};
   }
+  if (m.layers > 4096) {
+    return LayoutProblem{"workload", "model", fmt::format("a model of at most 4,096 layers ({} has {})", m.name, m.layers)};
+  }
+  if (w.phase == "training_step") {
+    constexpr double kMaxPasses = 4'194'304;  // (micro-batch, layer) passes per stage: bounds the Program's size
+    const double passes = static_cast<double>(micro_batches(w, s)) * m.layers / s.pp;
+    if (micro_batches(w, s) > 65536 || passes > kMaxPasses) {
+      return LayoutProblem{"workload", "global_batch_size",
+                           fmt::format("at most 65,536 micro-batches per step and 4,194,304 (micro-batch, layer) passes per "
+                                       "pipeline stage (global_batch_size / (micro_batch_size·dp) = {} micro-batches, {:.0f} passes)",
+                                       micro_batches(w, s), passes)};
+    }
+    if (s.sequence_parallel && w.sequence_length / s.cp % s.tp != 0) {
+      return LayoutProblem{"workload", "sequence_length",
+                           fmt::format("a sequence length whose CP shard divides by tp = {} (sequence parallelism splits it)", s.tp)};
+    }
+  }
   if (s.pipeline_schedule == "interleaved" && micro_batches(w, s) % s.pp != 0) {
     return LayoutProblem{"workload", "global_batch_size",
                          fmt::format("micro-batches per step (global_batch_size / (micro_batch_size·dp) = {}) divisible by "
