@@ -177,7 +177,7 @@ double WorkloadRunner::compute_time(const ProgramOp& op, const models::GpuSpec& 
 CommCost WorkloadRunner::lower(const ProgramOp& op, int stage) {
   const models::Topology& topo = cluster_.topology;
   const auto gpus = topo.gpus();
-  const int rep = placement_.rank({0, 0, 0, stage});
+  const int rep = stage_rep_[static_cast<std::size_t>(stage)];
   std::vector<int> group;
   if (op.kind == ProgramOpKind::SendRecv) {
     const Placement::Coords c = placement_.coords(rep);
@@ -292,17 +292,28 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
   out.world = placement_.world();
   out.micro_batches = models::micro_batches(w, s);
   out.compute = compute_;
-  for (int stage = 0; stage < s.pp; ++stage) out.stage_gpu.push_back(topo.gpus()[static_cast<std::size_t>(placement_.rank({0, 0, 0, stage}))]);
-  // Compute of a stage is timed on its slowest GPU (lowest dense peak, then HBM bandwidth): in a
-  // mixed cluster every replica waits for the slowest at the DP reduction.
-  std::vector<models::DeviceId> compute_gpu = out.stage_gpu;
+  // Each stage is represented by TP/CP rank 0 of its slowest DP replica (the one holding the
+  // GPU with the lowest dense peak, then HBM bandwidth): in a mixed cluster every replica waits
+  // for the slowest at the DP reduction. Compute is timed on that GPU; communication on that
+  // replica's groups.
+  std::vector<models::DeviceId> compute_gpu;
+  stage_rep_.clear();
+  for (int stage = 0; stage < s.pp; ++stage) {
+    stage_rep_.push_back(placement_.rank({0, 0, 0, stage}));
+    compute_gpu.push_back(topo.gpus()[static_cast<std::size_t>(stage_rep_.back())]);
+  }
   for (int r = 0; r < placement_.world(); ++r) {
-    const auto stage = static_cast<std::size_t>(placement_.coords(r).pp);
+    const Placement::Coords c = placement_.coords(r);
+    const auto stage = static_cast<std::size_t>(c.pp);
     const models::DeviceId g = topo.gpus()[static_cast<std::size_t>(r)];
     const auto& a = gpu_spec(cluster_, g);
     const auto& b = gpu_spec(cluster_, compute_gpu[stage]);
-    if (a.bf16_flops < b.bf16_flops || (a.bf16_flops == b.bf16_flops && a.hbm_bandwidth < b.hbm_bandwidth)) compute_gpu[stage] = g;
+    if (a.bf16_flops < b.bf16_flops || (a.bf16_flops == b.bf16_flops && a.hbm_bandwidth < b.hbm_bandwidth)) {
+      compute_gpu[stage] = g;
+      stage_rep_[stage] = placement_.rank({0, 0, c.dp, c.pp});
+    }
   }
+  for (int rep : stage_rep_) out.stage_gpu.push_back(topo.gpus()[static_cast<std::size_t>(rep)]);
   // Memory first: a layout that does not fit is reported, not simulated.
   out.memory = models::memory_footprint(m, w, s);
   out.hbm_capacity = std::numeric_limits<double>::infinity();

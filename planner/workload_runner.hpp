@@ -135,6 +135,7 @@ class WorkloadRunner {
   Placement placement_;
   std::map<std::tuple<int, int, int, int, bool, double>, int> memo_;  // (dim, stage, collective, peer, expert, bytes) -> cost index
   std::vector<CommCost> costs_list_;
+  std::vector<int> stage_rep_;             ///< representative rank of each stage (set by run)
   std::unique_ptr<sim::Engine> analytic_;  ///< shared by every lowering (its route cache too)
   std::unique_ptr<sim::Engine> chosen_;    ///< the scenario's engine when it is not analytic
 };

@@ -4,7 +4,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <cmath>
 #include <set>
 #include <stdexcept>
@@ -423,4 +427,34 @@ TEST_CASE("decode: per-token TP communication grows when TP crosses the node bou
   const auto tp_time = [](const planner::WorkloadResult& r) { return r.stages[0].comm[static_cast<std::size_t>(ParallelDim::TP)]; };
   CHECK(tp8.stages[0].compute < tp4.stages[0].compute);
   CHECK(tp_time(tp8) > 1.3 * tp_time(tp4));
+}
+
+TEST_CASE("mixed clusters: the step does not depend on the order node groups are listed", "[workload]") {
+  // 1 × DGX A100 + 1 × DGX H100, Llama-3-8B, TP8 DP2 (one replica per node). Every replica
+  // waits for the slowest at the DP reduction, so compute is timed on the A100 whichever group
+  // comes first, and MFU divides by the sum of both nodes' peaks (8·312 + 8·989 TFLOP/s).
+  const auto run = [](const std::string& nodes) {
+    const auto dir = std::filesystem::temp_directory_path() / ("ccsim-mixed-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const auto file = (dir / "mixed.yaml").string();
+    std::ofstream(file) << "cluster:\n  nodes: " << nodes
+                        << "\n  fabric: {kind: single-switch}\n"
+                           "workload: {model: llama-3-8b, sequence_length: 2048, micro_batch_size: 1, global_batch_size: 4}\n"
+                           "strategy: {tp: 8, zero_stage: 1}\n";
+    const models::Scenario sc = models::load_scenario(file, test::shipped_catalog());
+    const models::Cluster cluster = models::build_cluster(sc.cluster);
+    const planner::CostModel costs = planner::CostModel::load(planner::CostModel::default_path());
+    planner::WorkloadRunner runner(sc, cluster, costs,
+                                   planner::ComputeCalibration::load(planner::ComputeCalibration::default_path(), "any"),
+                                   "analytic");
+    auto r = runner.run();
+    std::filesystem::remove_all(dir);
+    return r;
+  };
+  const auto a = run("[{node: dgx-a100}, {node: dgx-h100}]");
+  const auto b = run("[{node: dgx-h100}, {node: dgx-a100}]");
+  CHECK(a.stages[0].compute == Approx(b.stages[0].compute).epsilon(1e-12));
+  CHECK(a.peak_flops == Approx((312e12 + 989e12) / 2));
+  CHECK(b.peak_flops == Approx(a.peak_flops));
+  CHECK(b.step_time == Approx(a.step_time).epsilon(0.02));
 }
