@@ -260,6 +260,7 @@ Scenario load_scenario(const std::string& path, const Catalog& catalog) {
         std::string list;
         for (const auto& m : shipped) list += (list.empty() ? "" : ", ") + m;
         const std::string near = closest_match(name, shipped);
+        if (list.empty()) list = "none in " + models_dir();
         throw w.error("model", "a shipped model (" + list + ") or a path to a Hugging Face config.json",
                       near.empty() ? std::string{} : "did you mean '" + near + "'?");
       }

@@ -66,6 +66,9 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
     if (s.zero_stage > 0) return LayoutProblem{"strategy", "zero_stage", "zero_stage 0 for inference"};
     if (s.ep > 1) return LayoutProblem{"strategy", "ep", "ep 1 for inference (expert parallelism is modelled for training)"};
     if (s.pipeline_schedule == "interleaved") return LayoutProblem{"strategy", "pipeline_schedule", "1f1b for inference"};
+    if (s.sequence_parallel) {
+      return LayoutProblem{"strategy", "sequence_parallel", "false for inference (vLLM's scheme has no sequence parallelism)"};
+    }
   }
   if (m.layers > 4096) {
     return LayoutProblem{"workload", "model", fmt::format("a model of at most 4,096 layers ({} has {})", m.name, m.layers)};
