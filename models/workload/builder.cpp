@@ -399,7 +399,42 @@ void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& 
   // Last backward op of each layer in the last micro-batch (DP buckets wait for them).
   std::vector<std::uint32_t> last_bwd(static_cast<std::size_t>(m.layers), ~0U);
   std::vector<std::uint32_t> stage_tail(static_cast<std::size_t>(pp), ~0U);
-  std::vector<std::uint32_t> zero3_gather(static_cast<std::size_t>(m.layers), ~0U);
+  // ZeRO-1/2 with overlap_param_gather (Megatron --overlap-param-gather), in steady state: the
+  // parameter AllGathers of the previous step's update run at the start of this one, bucket by
+  // bucket on the DP stream, and each layer's first forward waits for its bucket.
+  std::vector<std::uint32_t> param_gather(static_cast<std::size_t>(m.layers), ~0U);
+  const bool overlapped_gather = s.overlap_param_gather && (s.zero_stage == 1 || s.zero_stage == 2) && s.dp * s.cp > 1;
+  if (overlapped_gather) {
+    const std::int64_t limit = s.bucket_params > 0 ? s.bucket_params : default_bucket(s.dp);
+    for (int stage = 0; stage < pp; ++stage) {
+      auto& b = builders[static_cast<std::size_t>(stage)];
+      std::vector<int> order;  // forward order of this stage's layers
+      for (int vc = 0; vc < v; ++vc) {
+        const auto [first, count] = chunks[static_cast<std::size_t>(vc * pp + stage)];
+        for (int l = first; l < first + count; ++l) order.push_back(l);
+      }
+      double bucket = stage == 0 ? static_cast<double>(m.embedding_params()) / s.tp : 0.0;
+      std::vector<int> members;
+      int index = 0;
+      const auto emit = [&]() {
+        if (members.empty() && bucket <= 0) return;
+        const std::uint32_t id = b.comm(ParallelDim::DP, Collective::AllGather, Pass::Optimizer,
+                                        fmt::format("dp-param-allgather b{}", index++), bucket * e, -1, -1, {});
+        for (int l : members) param_gather[static_cast<std::size_t>(l)] = id;
+        members.clear();
+        bucket = 0;
+      };
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const int l = order[i];
+        double lp = static_cast<double>(m.layer_params(l));
+        if (m.is_moe_layer(l) && s.ep > 1) lp -= static_cast<double>(m.moe->experts) * static_cast<double>(m.expert_params());
+        bucket += lp / s.tp;
+        members.push_back(l);
+        if (i + 1 == order.size() && stage == pp - 1) bucket += static_cast<double>(m.output_params()) / s.tp;
+        if (bucket >= static_cast<double>(limit) || i + 1 == order.size()) emit();
+      }
+    }
+  }
   std::size_t remaining = 0;
   for (const auto& o : orders) remaining += o.size();
   while (remaining > 0) {
@@ -446,6 +481,9 @@ void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& 
         for (int i = 0; i < count; ++i) {
           const int l = slot.forward ? first + i : first + count - 1 - i;
           std::vector<std::uint32_t> extra;
+          if (slot.forward && mb == 0 && param_gather[static_cast<std::size_t>(l)] != ~0U) {
+            extra.push_back(param_gather[static_cast<std::size_t>(l)]);
+          }
           if (s.zero_stage >= 3) {
             // FSDP: gather this layer's parameters (prefetched on the DP stream).
             double layer = static_cast<double>(m.layer_params(l));
@@ -563,7 +601,9 @@ void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& 
     std::uint32_t opt = b.compute(ProgramOpKind::Memory, Pass::Optimizer, "optimizer", 0,
                                   (params_local / shard + expert_local / expert_shard) * kOptimizerBytesPerParam, -1, -1, deps);
     if (s.zero_stage == 1 || s.zero_stage == 2) {
-      if (dp_comm) b.comm(ParallelDim::DP, Collective::AllGather, Pass::Optimizer, "dp-param-allgather", params_local * e, -1, -1, {opt});
+      if (dp_comm && !overlapped_gather) {
+        b.comm(ParallelDim::DP, Collective::AllGather, Pass::Optimizer, "dp-param-allgather", params_local * e, -1, -1, {opt});
+      }
       if (edp_comm && expert_local > 0) {
         const std::uint32_t id = b.comm(ParallelDim::DP, Collective::AllGather, Pass::Optimizer, "dp-expert-param-allgather",
                                         expert_local * e, -1, -1, {opt});

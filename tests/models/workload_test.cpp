@@ -842,3 +842,32 @@ TEST_CASE("check_layout: the rules, with the key each names", "[workload]") {
   CHECK(key(llama, w, s) == "ok");
   CHECK(key(llama, decode("llama-3-8b", 4), s) == "strategy.cp");  // CP for inference
 }
+
+TEST_CASE("training: overlapped parameter gathers move the ZeRO-1 AllGather to the step's start", "[workload]") {
+  // Llama-2-7B, t = 2, p = 1, dp = 4, ZeRO-1. Without overlap: one parameter AllGather of the
+  // stage's params / t · 2 B after the optimizer. With overlap_param_gather: the same bytes in
+  // buckets with no dependencies (they run first on the DP stream), and the first micro-batch's
+  // forward of every layer waits for its bucket.
+  const TransformerConfig m = load_transformer("llama-2-7b");
+  StrategySpec s = strategy(2, 1, 4);
+  s.zero_stage = 1;
+  const WorkloadSpec w = training("llama-2-7b", 1, 2048, 8);
+  const Program plain = build(m, w, s);
+  s.overlap_param_gather = true;
+  const Program overlapped = build(m, w, s);
+  const auto gathers = [](const Program& p) { return select(p, collective(ParallelDim::DP, Collective::AllGather)); };
+  REQUIRE(gathers(plain).size() == 1);
+  const double total = plain.ops[gathers(plain)[0]].bytes;
+  // 6,738,415,616 params / 2 · 2 B = 6,738,415,616 bytes.
+  CHECK(total == Approx(6'738'415'616.0));
+  const auto buckets = gathers(overlapped);
+  CHECK(buckets.size() > 1);
+  CHECK(total_bytes(overlapped, buckets) == Approx(total).margin(0.5 * buckets.size()));
+  for (auto id : buckets) CHECK(overlapped.ops[id].deps.empty());
+  // Every layer's micro-batch-0 forward QKV GEMM waits (through its norm) on a gather.
+  std::size_t waiting = 0;
+  for (const auto& op : overlapped.ops)
+    for (auto d : op.deps)
+      if (std::find(buckets.begin(), buckets.end(), d) != buckets.end()) ++waiting;
+  CHECK(waiting == 32);
+}
