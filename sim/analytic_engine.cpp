@@ -92,10 +92,12 @@ Timeline AnalyticEngine::run(const Plan& plan) {
       problem.resources.clear();
       for (models::LinkId id : touched) local_index[id] = ~0U;
       touched.clear();
-      // Links first (resources 0 .. touched − 1), then one private resource per flow for its
-      // rate cap, if there is one.
+      // Links are resources 0 .. touched − 1; with a rate cap, one private resource per
+      // connection comes after them (a second pass, so link indices stay contiguous).
+      const bool capped = plan.cost.max_rate < kInf;
       for (std::uint32_t t : active) {
         const Transfer& tr = g.transfers[t];
+        flow_res.clear();
         for (std::uint32_t k = 0; k < tr.path_count; ++k) {
           const models::LinkId id = g.path_links[tr.path_begin + k];
           if (local_index[id] == ~0U) {
@@ -103,25 +105,27 @@ Timeline AnalyticEngine::run(const Plan& plan) {
             problem.capacity.push_back(capacity(id));
             touched.push_back(id);
           }
+          flow_res.push_back(local_index[id]);
         }
+        problem.add_flow(flow_res);
       }
-      const bool capped = plan.cost.max_rate < kInf;
-      for (std::uint32_t c : capped_connections) connection_index[c] = ~0U;
-      capped_connections.clear();
-      for (std::uint32_t t : active) {
-        const Transfer& tr = g.transfers[t];
-        flow_res.clear();
-        for (std::uint32_t k = 0; k < tr.path_count; ++k) flow_res.push_back(local_index[g.path_links[tr.path_begin + k]]);
-        if (capped) {
-          // One resource per connection: the cap bounds the connection's transfers together.
+      if (capped) {
+        for (std::uint32_t c : capped_connections) connection_index[c] = ~0U;
+        capped_connections.clear();
+        MaxMinProblem with_caps;
+        with_caps.capacity = problem.capacity;
+        for (std::size_t f = 0; f < active.size(); ++f) {
+          const Transfer& tr = g.transfers[active[f]];
+          flow_res.assign(problem.resources.begin() + problem.offsets[f], problem.resources.begin() + problem.offsets[f + 1]);
           if (connection_index[tr.connection] == ~0U) {
-            connection_index[tr.connection] = static_cast<std::uint32_t>(problem.capacity.size());
-            problem.capacity.push_back(plan.cost.max_rate);
+            connection_index[tr.connection] = static_cast<std::uint32_t>(with_caps.capacity.size());
+            with_caps.capacity.push_back(plan.cost.max_rate);
             capped_connections.push_back(tr.connection);
           }
           flow_res.push_back(connection_index[tr.connection]);
+          with_caps.add_flow(flow_res);
         }
-        problem.add_flow(flow_res);
+        problem = std::move(with_caps);
       }
       const std::vector<double> rates = solve_max_min(problem);
       std::vector<double> load(touched.size(), 0.0);

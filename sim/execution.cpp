@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <unordered_map>
 #include <stdexcept>
@@ -84,6 +85,7 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
   };
   std::unordered_map<std::uint64_t, Queue> sends;
   std::unordered_map<std::uint64_t, std::uint32_t> connection_ids;  // (source GPU, destination GPU, channel)
+  const bool capped = cost.max_rate < std::numeric_limits<double>::infinity();
   for (int r = 0; r < s.nranks; ++r) {
     const auto& prog = s.ranks[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < prog.ops.size(); ++i)
@@ -111,7 +113,7 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
         const std::uint32_t send_id = it->second.ops[it->second.next++];
         const models::DeviceId src = plan.rank_gpu[static_cast<std::size_t>(op.peer)];
         Transfer t;
-        {
+        if (capped) {  // connections matter only for a rate cap
           const auto [it_conn, fresh] =
               connection_ids.try_emplace(key_of(static_cast<int>(src), static_cast<int>(gpu), op.channel), connections);
           if (fresh) ++connections;
