@@ -220,7 +220,7 @@ CommCost WorkloadRunner::lower(const ProgramOp& op, int stage) {
     s.element_size = 1;
     std::vector<models::DeviceId> rank_gpu;
     const auto add_pair = [&](const std::vector<int>& pair) {
-      const int a = s.nranks == 1 && s.ranks.empty() ? 0 : static_cast<int>(s.ranks.size());
+      const int a = static_cast<int>(s.ranks.size());
       s.ranks.resize(static_cast<std::size_t>(a + 2));
       models::Op send;
       send.kind = models::OpKind::Send;

@@ -311,8 +311,6 @@ class StageBuilder {
     const int d_v = m_.mla ? m_.mla->v_head_dim : m_.head_dim;
     const double out_params = static_cast<double>(m_.heads) * d_v * h;
     const double qkv_params = attn_params - out_params;
-    Collective first_tp = s_.sequence_parallel ? Collective::AllGather : Collective::AllReduce;
-    (void)first_tp;
     std::vector<std::uint32_t> d{dep};
     d.insert(d.end(), extra_deps.begin(), extra_deps.end());
     std::uint32_t cur = compute(ProgramOpKind::Memory, pass, "norm", 0, mult * kElementwisePerHidden / 2 * act / sp_, mb, l, d);
@@ -338,7 +336,6 @@ class StageBuilder {
     if (s_.sequence_parallel) cur = tp_comm(Collective::AllGather, pass, act, mb, l, cur);
     if (m_.is_moe_layer(l)) {
       const auto& moe = *m_.moe;
-      const double ie = static_cast<double>(moe.expert_intermediate);
       const double expert_params = static_cast<double>(m_.expert_params());
       const double k = moe.experts_per_token;
       cur = compute(ProgramOpKind::Gemm, pass, "router", mult * 2.0 * tokens * h * moe.experts / t,
@@ -352,7 +349,6 @@ class StageBuilder {
       const double shared = moe.shared_experts;
       cur = compute(ProgramOpKind::Gemm, pass, "experts", mult * 2.0 * tokens * (k + shared) * expert_params / t,
                     (touched + shared) * expert_params * e_ / t, mb, l, {cur});
-      (void)ie;
       if (s_.ep > 1) cur = comm(ParallelDim::EP, Collective::AlltoAll, pass, "ep-combine", routed, mb, l, {cur});
     } else {
       const double i = static_cast<double>(m_.intermediate);
@@ -455,9 +451,6 @@ void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& 
           const std::uint32_t id = sent[key(chunk + 1, slot.micro_batch, false)];
           if (id == ~0U) break;
           in.push_back(id);
-        }
-        if (!slot.forward) {
-          // Own forward of the same micro-batch must be done (it is earlier on the stream).
         }
         const auto [first, count] = chunks[static_cast<std::size_t>(chunk)];
         const int mb = slot.micro_batch;

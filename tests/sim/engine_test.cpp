@@ -33,6 +33,31 @@ const models::Cluster& h100_node() {
   return c;
 }
 
+/// Ranks 1 and 2 each send `bytes` to rank 0 (a hand-written SendRecv pattern).
+models::Schedule fan_in(std::uint64_t bytes) {
+  models::Schedule s;
+  s.collective = Collective::SendRecv;
+  s.algorithm = "fan-in";
+  s.nranks = 3;
+  s.bytes = bytes;
+  s.ranks.resize(3);
+  const models::Slice all{models::BufferKind::Input, 0, s.bytes};
+  models::Op send;
+  send.kind = models::OpKind::Send;
+  send.peer = 0;
+  send.src = all;
+  s.ranks[1].add(send);
+  s.ranks[2].add(send);
+  models::Op recv;
+  recv.kind = models::OpKind::Recv;
+  recv.dst = all;
+  recv.peer = 1;
+  s.ranks[0].add(recv);
+  recv.peer = 2;
+  s.ranks[0].add(recv);
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("max-min solver: textbook cases", "[maxmin]") {
@@ -80,26 +105,7 @@ TEST_CASE("engines: ring AllReduce matches 2(N-1)(alpha + S/(N B))", "[engine]")
 TEST_CASE("engines: two flows into one port each get half", "[engine]") {
   // SendRecv-like pattern by hand: ranks 1 and 2 both send S to rank 0. Rank 0's NVSwitch
   // downlink (450 GB/s) is shared: each flow gets 225 GB/s, T = α + S / 225e9.
-  models::Schedule s;
-  s.collective = Collective::SendRecv;
-  s.algorithm = "fan-in";
-  s.nranks = 3;
-  s.bytes = 450000000;
-  s.ranks.resize(3);
-  const models::Slice all{models::BufferKind::Input, 0, s.bytes};
-  models::Op send;
-  send.kind = models::OpKind::Send;
-  send.peer = 0;
-  send.src = all;
-  s.ranks[1].add(send);
-  s.ranks[2].add(send);
-  models::Op recv;
-  recv.kind = models::OpKind::Recv;
-  recv.dst = all;
-  recv.peer = 1;
-  s.ranks[0].add(recv);
-  recv.peer = 2;
-  s.ranks[0].add(recv);
+  const models::Schedule s = fan_in(450000000);
   const double expected = 0.6e-6 + 450e6 / 225e9;
   for (const char* engine : {"analytic", "flow"}) {
     INFO(engine);
@@ -256,26 +262,7 @@ TEST_CASE("engines: a per-transfer rate cap bounds a lone transfer", "[engine]")
   // Rank 1 sends S = 450 MB to rank 0 over NVLink (450 GB/s) with a cap of 45 GB/s (as NCCL's
   // LL throughput cap): T = α + S / 45e9 = 0.6 us + 10 ms. Two such transfers into one port
   // stay at 45 GB/s each (90 GB/s < 450 GB/s).
-  models::Schedule s;
-  s.collective = Collective::SendRecv;
-  s.algorithm = "fan-in";
-  s.nranks = 3;
-  s.bytes = 450000000;
-  s.ranks.resize(3);
-  const models::Slice all{models::BufferKind::Input, 0, s.bytes};
-  models::Op send;
-  send.kind = models::OpKind::Send;
-  send.peer = 0;
-  send.src = all;
-  s.ranks[1].add(send);
-  s.ranks[2].add(send);
-  models::Op recv;
-  recv.kind = models::OpKind::Recv;
-  recv.dst = all;
-  recv.peer = 1;
-  s.ranks[0].add(recv);
-  recv.peer = 2;
-  s.ranks[0].add(recv);
+  const models::Schedule s = fan_in(450000000);
   for (const char* engine : {"analytic", "flow"}) {
     INFO(engine);
     sim::Plan plan = plan_for(h100_node(), s);
