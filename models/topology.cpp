@@ -129,6 +129,14 @@ std::uint16_t Topology::add_gpu_model(const std::string& name) {
   return static_cast<std::uint16_t>(gpu_models_.size() - 1);
 }
 
+void Topology::set_bandwidth(LinkId id, double bytes_per_second) {
+  if (id >= links_.size()) throw std::invalid_argument("set_bandwidth: no such link");
+  if (!(bytes_per_second > 0) || !std::isfinite(bytes_per_second)) {
+    throw std::invalid_argument("set_bandwidth: a bandwidth above 0 and finite");
+  }
+  links_[id].bandwidth = bytes_per_second;
+}
+
 LinkId Topology::add_link(DeviceId a, DeviceId b, const LinkAttrs& attrs) {
   if (a >= num_devices() || b >= num_devices() || a == b) {
     throw std::invalid_argument(fmt::format("add_link: bad endpoints {} and {}", a, b));

@@ -96,6 +96,9 @@ class Topology {
   const Device& device(DeviceId id) const { return graph_[id]; }
   Device& device(DeviceId id) { return graph_[id]; }
   const Link& link(LinkId id) const { return links_[id]; }
+  /// What-if: sets one direction's bandwidth (bytes per second). Routes do not depend on
+  /// bandwidth, so cached routes stay valid. Throws std::invalid_argument unless > 0 and finite.
+  void set_bandwidth(LinkId id, double bytes_per_second);
   DeviceId link_source(LinkId id) const { return ends_[id].first; }
   DeviceId link_target(LinkId id) const { return ends_[id].second; }
   static LinkId reverse(LinkId id) { return id ^ 1U; }

@@ -21,6 +21,8 @@ constexpr int kStepRanks = 64;
 /// which bounds a step-granularity schedule to a few hundred thousand ops.
 constexpr int kChunkBudget = 8192;
 constexpr int kMaxChunks = 64;
+/// At most this many channels per ring (NCCL's MAXCHANNELS / 2 for rings).
+constexpr int kMaxChannels = 16;
 }  // namespace
 
 CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostModel& costs, CollectiveOptions options,
@@ -134,41 +136,51 @@ void CollectiveRunner::plan_rings() {
   const int n = static_cast<int>(options_.gpus.size());
   const int per = ranks_per_node_;
   const int nodes = per > 0 ? n / per : 0;
+  // Direct GPU-to-GPU links among the ranks of the first node (xGMI and NVLink meshes; none
+  // on NVSwitch and PCIe-only nodes). Nodes of one collective share a template.
+  LinkGraph mesh;
+  bool direct = false;
+  if (per > 1) {
+    mesh.n = per;
+    mesh.capacity.assign(static_cast<std::size_t>(per * per), 0.0);
+    for (int u = 0; u < per; ++u)
+      for (models::LinkId id : t.out_links(options_.gpus[static_cast<std::size_t>(u)])) {
+        if (t.link(id).link_class != models::LinkClass::ScaleUp) continue;
+        for (int v = 0; v < per; ++v)
+          if (t.link_target(id) == options_.gpus[static_cast<std::size_t>(v)]) {
+            mesh.capacity[static_cast<std::size_t>(u * per + v)] += t.link(id).bandwidth;
+            direct = true;
+          }
+      }
+  }
+  if (direct) node_orders_ = search_rings(mesh, kMaxChannels);
   int auto_channels = 1;
   if (per > 1 && nodes > 1) {
-    // Across nodes: channel c walks every node from local c+1 round to local c, every other
-    // node backwards, so each node-to-node hop joins GPUs of the same local index — the same
-    // NIC rail — and successive channels use successive rails.
-    auto_channels = std::min(16, per);
+    // Across nodes each channel walks every node once. On a direct-link node the walk is one
+    // of the searched Hamiltonian paths (entered at its first GPU's NIC, left at its last's),
+    // so the channels use distinct GPU-to-GPU links. Otherwise channel c walks every node
+    // from local c+1 round to local c. Every other node is walked backwards, so each
+    // node-to-node hop joins GPUs of the same local index — the same NIC rail.
+    auto_channels = std::min(kMaxChannels, per);
+    const std::vector<std::vector<int>> paths = direct ? search_paths(mesh, auto_channels) : std::vector<std::vector<int>>{};
     for (int c = 0; c < auto_channels; ++c) {
       std::vector<int> order;
       for (int node = 0; node < nodes; ++node) {
         std::vector<int> seq;
-        for (int k = 1; k <= per; ++k) seq.push_back(node * per + (c + k) % per);
+        if (!paths.empty()) {
+          for (int local : paths[static_cast<std::size_t>(c)]) seq.push_back(node * per + local);
+        } else {
+          for (int k = 1; k <= per; ++k) seq.push_back(node * per + (c + k) % per);
+        }
         if (node % 2 == 1) std::reverse(seq.begin(), seq.end());
         order.insert(order.end(), seq.begin(), seq.end());
       }
       ring_orders_.push_back(std::move(order));
     }
-  } else if (nodes == 1 && n > 2) {
-    // One node whose GPUs are joined pairwise (xGMI mesh): one ring per stride coprime with n,
-    // so the channels' rings use different direct links.
-    bool mesh = true;
-    for (int r = 1; r < n && mesh; ++r) {
-      bool linked = false;
-      for (models::LinkId id : t.out_links(options_.gpus[0]))
-        linked = linked || (t.link_target(id) == options_.gpus[static_cast<std::size_t>(r)] && t.link(id).link_class == models::LinkClass::ScaleUp);
-      mesh = linked;
-    }
-    if (mesh) {
-      for (int stride = 1; stride < n; ++stride) {
-        if (std::gcd(stride, n) != 1) continue;
-        std::vector<int> order;
-        for (int k = 0; k < n; ++k) order.push_back(k * stride % n);
-        ring_orders_.push_back(std::move(order));
-      }
-      auto_channels = static_cast<int>(ring_orders_.size());
-    }
+  } else if (nodes == 1 && !node_orders_.empty()) {
+    // One direct-link node: the searched rings, as many channels as the search found best.
+    ring_orders_ = node_orders_;
+    auto_channels = static_cast<int>(ring_orders_.size());
   }
   channels_ = options_.channels > 0 ? options_.channels : auto_channels;
 }
@@ -185,11 +197,19 @@ AlgorithmRequest CollectiveRunner::request(Algorithm a, Protocol p, std::uint64_
   r.channels = a == Algorithm::Ring ? channels_ : 1;
   r.ranks_per_node = ranks_per_node_;
   if (a == Algorithm::Ring) r.ring_orders = ring_orders_;
+  if (a == Algorithm::Hierarchical && !node_orders_.empty()) {
+    // On direct-link nodes the intra-node rings of the channels walk the searched rings, so
+    // together they use every GPU-to-GPU link.
+    r.node_orders = node_orders_;
+    r.channels = options_.channels > 0 ? options_.channels : static_cast<int>(node_orders_.size());
+  }
   r.granularity = g;
   const double per_channel = static_cast<double>(bytes) / r.channels;
   const int wanted = static_cast<int>(std::ceil(per_channel / costs_.chunk_bytes(p)));
-  // NVLS-tree has no phase granularity and ~3 ops per rank per part and chunk: a tighter budget.
-  const int budget = std::max(1, (a == Algorithm::NvlsTree ? kChunkBudget / 4 : kChunkBudget) / r.nranks);
+  // NVLS-tree has no phase granularity and ~3 ops per rank per part and chunk, hierarchical
+  // ~4 per intra-node ring step: tighter budgets.
+  const int weight = a == Algorithm::NvlsTree ? 4 : a == Algorithm::Hierarchical ? 2 * std::max(1, ranks_per_node_) : 1;
+  const int budget = std::max(1, kChunkBudget / (weight * r.nranks * r.channels));
   r.pipeline_chunks = std::clamp(wanted, 1, std::min(kMaxChunks, budget));
   return r;
 }

@@ -14,6 +14,7 @@
 #include "planner/algorithms/algorithms.hpp"
 #include "planner/bounds.hpp"
 #include "planner/cost_model.hpp"
+#include "planner/ring_search.hpp"
 #include "sim/engine.hpp"
 
 namespace ccsim::planner {
@@ -68,6 +69,9 @@ class CollectiveRunner {
   int ranks_per_node() const { return ranks_per_node_; }
   int channels() const { return channels_; }
   const std::vector<std::vector<int>>& ring_orders() const { return ring_orders_; }
+  /// Rings over the GPUs of one node found by the ring search (local indices), when the
+  /// node's GPUs are joined by direct links; empty otherwise.
+  const std::vector<std::vector<int>>& node_orders() const { return node_orders_; }
 
  private:
   sim::Timeline simulate(Algorithm a, Protocol p, std::uint64_t bytes, sim::Engine& engine, models::Granularity& g);
@@ -89,6 +93,7 @@ class CollectiveRunner {
   int nodes_ = 1;           ///< nodes the ranks span
   std::string arch_;        ///< GPU architecture of rank 0 ("sm90"), for NCCL's protocol caps
   std::vector<std::vector<int>> ring_orders_;
+  std::vector<std::vector<int>> node_orders_;  ///< searched rings of a direct-link node (local indices)
 };
 
 }  // namespace ccsim::planner

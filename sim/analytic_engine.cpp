@@ -61,20 +61,35 @@ Timeline AnalyticEngine::run(const Plan& plan) {
   bool dirty = false;
 
   DagState::Events ev;
+  // Data of transfer t starts flowing (an empty or local transfer completes at once).
+  const auto flow = [&](std::uint32_t t) {
+    if (g.transfers[t].bytes <= 0.0 || g.transfers[t].path_count == 0) {
+      dag.transfer_done(t, ev);
+    } else {
+      active.push_back(t);
+      dirty = true;
+    }
+  };
   const auto handle = [&]() {
-    for (std::uint32_t op : ev.finished) {
-      if (op_start[op] < 0) op_start[op] = now;
-      op_end[op] = now;
+    while (!ev.empty()) {
+      for (std::uint32_t op : ev.finished) {
+        if (op_start[op] < 0) op_start[op] = now;
+        op_end[op] = now;
+      }
+      ev.finished.clear();
+      const std::vector<std::uint32_t> startable = std::move(ev.startable);
+      const std::vector<std::uint32_t> flowable = std::move(ev.flowable);
+      ev.startable.clear();
+      ev.flowable.clear();
+      for (std::uint32_t t : startable) {
+        const Transfer& tr = g.transfers[t];
+        for (std::uint32_t op : {tr.send_op, tr.recv_op})
+          if (op != detail::kNoOp) op_start[op] = now;
+        remaining[t] = tr.bytes;
+        events.push({now + tr.latency, seq++, t});
+      }
+      for (std::uint32_t t : flowable) flow(t);
     }
-    for (std::uint32_t t : ev.startable) {
-      const Transfer& tr = g.transfers[t];
-      for (std::uint32_t op : {tr.send_op, tr.recv_op})
-        if (op != detail::kNoOp) op_start[op] = now;
-      remaining[t] = tr.bytes;
-      events.push({now + tr.latency, seq++, t});
-    }
-    ev.startable.clear();
-    ev.finished.clear();
   };
   dag.start(ev);
   handle();
@@ -186,13 +201,8 @@ Timeline AnalyticEngine::run(const Plan& plan) {
     while (!events.empty() && events.top().time <= now * (1.0 + kCoalesce)) {
       const std::uint32_t t = events.top().transfer;
       events.pop();
-      if (g.transfers[t].bytes <= 0.0 || g.transfers[t].path_count == 0) {
-        dag.transfer_done(t, ev);
-        handle();
-      } else {
-        active.push_back(t);
-        dirty = true;
-      }
+      if (dag.latency_elapsed(t)) flow(t);
+      handle();
     }
   }
   if (dag.ops_done() != g.op_count()) {

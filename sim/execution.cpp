@@ -84,6 +84,7 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
     return (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) | static_cast<std::uint64_t>(channel);
   };
   std::unordered_map<std::uint64_t, Queue> sends;
+  std::unordered_map<std::uint64_t, std::uint32_t> last_on_connection;  // (src rank, dst rank, channel) -> transfer
   std::unordered_map<std::uint64_t, std::uint32_t> connection_ids;  // (source GPU, destination GPU, channel)
   const bool capped = cost.max_rate < std::numeric_limits<double>::infinity();
   for (int r = 0; r < s.nranks; ++r) {
@@ -131,6 +132,14 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
                                              : add_transfer(t, router.route(src, gpu, flow), send.steps, send.src.bytes);
         op_transfer[send_id] = tid;
         op_transfer[id] = tid;
+        // Receives of one rank come in op order, and are matched to sends in op order, so
+        // transfers of one connection are created in message order.
+        const auto [it_last, first_message] = last_on_connection.try_emplace(key_of(op.peer, r, op.channel), tid);
+        if (!first_message) {
+          transfers[it_last->second].next_on_connection = tid;
+          transfers[tid].waits_for_previous = true;
+          it_last->second = tid;
+        }
       } else if (op.kind == OpKind::SwitchSend || op.kind == OpKind::SwitchRecv) {
         const models::DeviceId sw = nvswitch_of(r);
         Transfer t;
@@ -181,7 +190,18 @@ DagState::DagState(const ExecutionGraph& graph)
       side_ready_(graph.transfers.size(), 0),
       group_arrived_(graph.group_size.size(), 0),
       recv_waiting_(graph.transfers.size(), 0),
-      finished_(graph.op_count(), 0) {}
+      connection_free_(graph.transfers.size(), 1),
+      latency_over_(graph.transfers.size(), 0),
+      finished_(graph.op_count(), 0) {
+  for (std::size_t t = 0; t < graph.transfers.size(); ++t)
+    if (graph.transfers[t].waits_for_previous) connection_free_[t] = 0;
+}
+
+bool DagState::latency_elapsed(std::uint32_t t) {
+  if (connection_free_[t]) return true;
+  latency_over_[t] = 1;
+  return false;
+}
 
 void DagState::start(Events& out) {
   // Collect first: readying one op can cascade into later ops reaching zero dependencies.
@@ -235,6 +255,11 @@ void DagState::transfer_done(std::uint32_t t, Events& out) {
         }
       }
     }
+  }
+  if (tr.next_on_connection != kNoOp) {
+    const std::uint32_t next = tr.next_on_connection;
+    connection_free_[next] = 1;
+    if (latency_over_[next]) out.flowable.push_back(next);
   }
   if (tr.send_op != kNoOp) finish(tr.send_op, out);
   if (tr.recv_op != kNoOp) finish(tr.recv_op, out);

@@ -24,6 +24,16 @@ struct Transfer {
   std::uint32_t path_count = 0;
   std::uint32_t group = kNoOp;    ///< in-switch group (NVLS legs)
   std::uint32_t connection = 0;   ///< (source, destination, channel) connection: CostParams::max_rate applies per connection
+  /// The next transfer on the same (source rank, destination rank, channel) connection, in
+  /// message order (kNoOp: none). A connection is a FIFO, as NCCL's per-peer, per-channel
+  /// connection buffers and an RDMA queue pair are: a transfer's data flows only after the
+  /// previous transfer on its connection has been delivered, so pipeline steps never share
+  /// a link with their own predecessors. Latency is pipelined: a transfer's latency runs as
+  /// soon as both sides are ready, while its predecessor is still in flight (NCCL keeps
+  /// NCCL_STEPS slots in flight per connection), so a message's delivery is
+  /// max(ready, predecessor delivered − latency) + latency + bytes / rate.
+  std::uint32_t next_on_connection = kNoOp;
+  bool waits_for_previous = false;  ///< there is an earlier transfer on this connection
 };
 
 /// Static structure, built once per Plan.
@@ -62,11 +72,18 @@ class DagState {
   explicit DagState(const ExecutionGraph& graph);
 
   struct Events {
-    std::vector<std::uint32_t> startable;  ///< transfers whose both sides are ready
+    std::vector<std::uint32_t> startable;  ///< transfers whose both sides are ready: their latency starts
     std::vector<std::uint32_t> finished;   ///< ops completed (local ops complete when ready)
+    /// Transfers whose latency had elapsed, waiting for their connection, that may flow now.
+    std::vector<std::uint32_t> flowable;
+    bool empty() const { return startable.empty() && finished.empty() && flowable.empty(); }
   };
   /// Ops with no dependencies become ready.
   void start(Events& out);
+  /// Transfer t's latency has elapsed. Returns true when its data may flow now; false when an
+  /// earlier transfer on its connection is still in flight (t is then reported in
+  /// Events::flowable when that one is done).
+  bool latency_elapsed(std::uint32_t t);
   /// Marks both ops of transfer t done and cascades.
   void transfer_done(std::uint32_t t, Events& out);
   std::uint32_t ops_done() const { return done_count_; }
@@ -78,6 +95,8 @@ class DagState {
   const ExecutionGraph& g_;
   std::vector<std::uint32_t> pending_;   ///< unmet dependencies per op
   std::vector<std::uint8_t> side_ready_; ///< per transfer: sides ready (bit 0 send, bit 1 recv)
+  std::vector<std::uint8_t> connection_free_;  ///< per transfer: no earlier transfer on its connection in flight
+  std::vector<std::uint8_t> latency_over_;     ///< per transfer: latency elapsed, waiting for its connection
   std::vector<int> group_arrived_;       ///< per group: contributions completed
   std::vector<std::uint8_t> recv_waiting_;  ///< per transfer: switch receive ready, waiting for its group
   std::vector<std::uint8_t> finished_;   ///< per op: done (an always-on check)

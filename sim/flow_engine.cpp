@@ -174,15 +174,20 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
       op_end[op] = now;
     }
     std::vector<std::uint32_t> start = std::move(ev.startable);
+    std::vector<std::uint32_t> flowable = std::move(ev.flowable);
     ev.startable.clear();
+    ev.flowable.clear();
     ev.finished.clear();
+    for (std::uint32_t t : flowable) launch(t);
     for (std::uint32_t t : start) {
       const auto& tr = g.transfers[t];
       for (std::uint32_t op : {tr.send_op, tr.recv_op})
         if (op != detail::kNoOp) op_start[op] = now;
       if (tr.latency > 0) {
-        simgrid::kernel::timer::Timer::set(simgrid::s4u::Engine::get_clock() + tr.latency, [&launch, t]() { launch(t); });
-      } else {
+        simgrid::kernel::timer::Timer::set(simgrid::s4u::Engine::get_clock() + tr.latency, [&launch, &dag, t]() {
+          if (dag.latency_elapsed(t)) launch(t);
+        });
+      } else if (dag.latency_elapsed(t)) {
         launch(t);
       }
     }

@@ -20,4 +20,9 @@ inline models::Cluster shipped_cluster(const std::string& scenario) {
   return models::build_cluster(models::load_scenario(source_path("scenarios/" + scenario), shipped_catalog()).cluster);
 }
 
+/// The cluster of a scenario file given relative to the source tree (e.g. tests/data/real-cases/X.yaml).
+inline models::Cluster cluster_at(const std::string& relative) {
+  return models::build_cluster(models::load_scenario(source_path(relative), shipped_catalog()).cluster);
+}
+
 }  // namespace ccsim::test

@@ -52,6 +52,9 @@ struct AlgorithmRequest {
   /// ranks. Empty: every ring is 0, 1, ..., n−1. The planner uses it to put channels on
   /// different NIC rails or links (as NCCL's multi-channel rings do).
   std::vector<std::vector<int>> ring_orders;
+  /// Hierarchical: the order of the local ranks in each channel's intra-node rings (channel c
+  /// uses node_orders[c % size]; each a permutation of 0 .. ranks_per_node − 1). Empty: 0, 1, ...
+  std::vector<std::vector<int>> node_orders;
   models::Granularity granularity = models::Granularity::Step;
 };
 
