@@ -39,6 +39,7 @@ std::string_view to_string(NodeLayout layout) {
     case NodeLayout::NvSwitch: return "nvswitch";
     case NodeLayout::XgmiMesh: return "xgmi-mesh";
     case NodeLayout::PcieBox: return "pcie-box";
+    case NodeLayout::Direct: return "direct";
   }
   return "?";
 }
@@ -206,15 +207,96 @@ GpuSpec Catalog::parse_gpu(const Resolved& r) const {
   return spec;
 }
 
+void Catalog::parse_gpu_links(const Fields& f, NodeSpec& spec, const std::string& layout) const {
+  if (spec.layout != NodeLayout::Direct) {
+    if (f.has("gpu_links")) throw f.error("gpu_links", "no gpu_links list for layout " + layout + " (use layout: direct)");
+    // The shorthands, expanded to the same list.
+    if (spec.layout == NodeLayout::XgmiMesh) {
+      for (int a = 0; a < spec.gpus; ++a)
+        for (int b = a + 1; b < spec.gpus; ++b) spec.gpu_links.push_back({a, b, spec.xgmi_links_per_peer, *spec.gpu.scaleup_link});
+    } else if (spec.layout == NodeLayout::PcieBox && spec.bridge_links > 0) {
+      for (int a = 0; a + 1 < spec.gpus; a += 2) spec.gpu_links.push_back({a, a + 1, spec.bridge_links, *spec.gpu.scaleup_link});
+    }
+    return;
+  }
+  const std::vector<YamlSource> items = f.list("gpu_links");
+  if (items.empty()) throw f.error("gpu_links", "a list of GPU pairs with their links, e.g. [{pair: [0, 1], count: 2}]");
+  std::vector<int> per_gpu(static_cast<std::size_t>(spec.gpus), 0);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const Fields item({items[i]}, element_path(f.key_path("gpu_links"), i));
+    item.reject_unknown({"pair", "count", "link"});
+    const auto pair = item.find("pair");
+    if (!pair) throw item.missing("pair", "two GPU indices such as [0, 3]");
+    // The pair as written, for messages: "[2, 7]".
+    std::string written = describe_node(pair->node);
+    if (pair->node.IsSequence()) {
+      written = "[";
+      for (std::size_t k = 0; k < pair->node.size(); ++k)
+        written += (k ? ", " : "") + (pair->node[k].IsScalar() ? pair->node[k].Scalar() : describe_node(pair->node[k]));
+      written += "]";
+    }
+    const auto bad_pair = [&](const std::string& expected) {
+      return InputError(location_of(*pair), item.key_path("pair"), expected, written);
+    };
+    const std::string indices = fmt::format("two distinct GPU indices from 0 to {}", spec.gpus - 1);
+    const auto index = [&](std::size_t k) {
+      int v = -1;
+      if (pair->node.IsSequence() && pair->node.size() == 2 && pair->node[k].IsScalar()) {
+        try {
+          const std::string text = pair->node[k].Scalar();
+          std::size_t used = 0;
+          v = std::stoi(text, &used);
+          if (used != text.size()) v = -1;
+        } catch (const std::exception&) {
+          v = -1;
+        }
+      }
+      if (v < 0 || v >= spec.gpus) throw bad_pair(indices);
+      return v;
+    };
+    GpuPairLinks g;
+    g.a = index(0);
+    g.b = index(1);
+    if (g.a == g.b) throw bad_pair(indices);
+    if (g.a > g.b) std::swap(g.a, g.b);
+    for (const auto& earlier : spec.gpu_links) {
+      if (earlier.a == g.a && earlier.b == g.b) {
+        throw bad_pair(fmt::format("a pair listed once (GPUs {} and {} are already joined)", g.a, g.b));
+      }
+    }
+    g.count = item.count("count", 1, kMaxLinks, 1);
+    if (item.has("link")) {
+      g.link = link(item, "link");
+    } else if (spec.gpu.scaleup_link) {
+      g.link = *spec.gpu.scaleup_link;
+    } else {
+      throw item.missing("link", "a scale-up link kind (the GPU has none of its own)");
+    }
+    if (g.link.link_class != LinkClass::ScaleUp) throw item.error("link", "a link of class scale-up");
+    per_gpu[static_cast<std::size_t>(g.a)] += g.count;
+    per_gpu[static_cast<std::size_t>(g.b)] += g.count;
+    for (int end : {g.a, g.b}) {
+      if (spec.gpu.scaleup_links > 0 && per_gpu[static_cast<std::size_t>(end)] > spec.gpu.scaleup_links) {
+        throw item.error("count", fmt::format("at most {} scale-up links on GPU {} in all ({} has {})", spec.gpu.scaleup_links, end,
+                                              spec.gpu.name, spec.gpu.scaleup_links));
+      }
+    }
+    spec.gpu_links.push_back(g);
+  }
+}
+
 NodeSpec Catalog::parse_node(const Resolved& r) const {
   const Fields& f = r.fields;
-  f.reject_unknown({"base", "name", "source", "layout", "gpu", "gpus", "nvswitch", "xgmi", "bridges", "pcie",
+  f.reject_unknown({"base", "name", "source", "layout", "gpu", "gpus", "nvswitch", "xgmi", "bridges", "gpu_links", "pcie",
                     "cpus", "cpus_per_domain", "cpu_link", "nics"});
   NodeSpec spec;
   spec.name = r.name;
   spec.source = f.optional_string("source").value_or("");
-  const std::string layout = f.choice("layout", {"nvswitch", "xgmi-mesh", "pcie-box"});
-  spec.layout = layout == "nvswitch" ? NodeLayout::NvSwitch : layout == "xgmi-mesh" ? NodeLayout::XgmiMesh : NodeLayout::PcieBox;
+  const std::string layout = f.choice("layout", {"nvswitch", "xgmi-mesh", "pcie-box", "direct"});
+  spec.layout = layout == "nvswitch"    ? NodeLayout::NvSwitch
+                : layout == "xgmi-mesh" ? NodeLayout::XgmiMesh
+                : layout == "direct"    ? NodeLayout::Direct
+                                        : NodeLayout::PcieBox;
   spec.gpu = gpu(f, "gpu");
   spec.gpus = f.count("gpus", 1, kMaxGpusPerNode);
 
@@ -254,6 +336,7 @@ NodeSpec Catalog::parse_node(const Resolved& r) const {
     if (!spec.gpu.scaleup_link) throw f.error("gpu", "a GPU with NVLink when NVLink bridges are fitted");
     if (spec.gpus % 2 != 0) throw f.error("gpus", "an even number of GPUs when NVLink bridges join pairs");
   }
+  parse_gpu_links(f, spec, layout);
 
   const Fields pcie = f.map("pcie");
   pcie.reject_unknown({"link", "switches", "p2p"});

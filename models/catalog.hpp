@@ -47,7 +47,19 @@ struct GpuSpec {
 };
 
 /// How the GPUs of a node connect; each layout is one builder in node_builders.hpp.
-enum class NodeLayout { NvSwitch, XgmiMesh, PcieBox };
+///   nvswitch   every GPU on one NVSwitch domain
+///   xgmi-mesh  every pair of GPUs joined by `xgmi.links_per_peer` scale-up links (shorthand)
+///   pcie-box   PCIe only, optional NVLink bridges joining pairs (0,1), (2,3), ... (shorthand)
+///   direct     the GPU pairs listed in `gpu_links`, as `nvidia-smi topo -m` shows them
+///              (NV1, NV2, ...; SYS pairs have no direct link), e.g. the DGX-1's hybrid cube-mesh
+enum class NodeLayout { NvSwitch, XgmiMesh, PcieBox, Direct };
+
+/// Direct scale-up links between two GPUs of a node (both directions).
+struct GpuPairLinks {
+  int a = 0, b = 0;   ///< local GPU indices, a < b
+  int count = 1;      ///< physical links between them (NV2 = 2)
+  LinkSpec link;      ///< kind of each link (the GPU's scale-up link unless given)
+};
 
 /// A node template, fully resolved.
 struct NodeSpec {
@@ -64,6 +76,9 @@ struct NodeSpec {
   int xgmi_links_per_peer = 0;
   // PCIe box: optional NVLink bridges joining GPU pairs (0,1), (2,3), ...
   int bridge_links = 0;
+  /// Direct GPU-to-GPU links of every non-NVSwitch layout: the `gpu_links` list of a direct
+  /// node, or what the xgmi-mesh and bridges shorthands expand to. Empty on NVSwitch nodes.
+  std::vector<GpuPairLinks> gpu_links;
   // Host side.
   LinkSpec pcie_link;              ///< PCIe generation of switch ports
   int pcie_switches = 0;           ///< GPUs and NICs are spread evenly over the switches
@@ -124,6 +139,8 @@ class Catalog {
   LinkSpec parse_link(const Resolved& r) const;
   GpuSpec parse_gpu(const Resolved& r) const;
   NodeSpec parse_node(const Resolved& r) const;
+  /// Fills spec.gpu_links from `gpu_links` (layout direct) or the layout's shorthand.
+  void parse_gpu_links(const Fields& f, NodeSpec& spec, const std::string& layout) const;
 
   Table links_{"link", {}};
   Table gpus_{"gpu", {}};

@@ -101,28 +101,19 @@ NodeDevices build_nvswitch_node(Topology& t, const NodeSpec& spec, int node) {
   return nd;
 }
 
-NodeDevices build_xgmi_mesh_node(Topology& t, const NodeSpec& spec, int node) {
+NodeDevices build_direct_node(Topology& t, const NodeSpec& spec, int node) {
   NodeDevices nd = build_host(t, spec, node);
-  for (std::size_t a = 0; a < nd.gpus.size(); ++a)
-    for (std::size_t b = a + 1; b < nd.gpus.size(); ++b)
-      t.add_link(nd.gpus[a], nd.gpus[b], attrs_of(*spec.gpu.scaleup_link, spec.xgmi_links_per_peer));
-  return nd;
-}
-
-NodeDevices build_pcie_box_node(Topology& t, const NodeSpec& spec, int node) {
-  NodeDevices nd = build_host(t, spec, node);
-  if (spec.bridge_links > 0) {
-    for (std::size_t g = 0; g + 1 < nd.gpus.size(); g += 2)
-      t.add_link(nd.gpus[g], nd.gpus[g + 1], attrs_of(*spec.gpu.scaleup_link, spec.bridge_links));
-  }
+  for (const GpuPairLinks& g : spec.gpu_links)
+    t.add_link(nd.gpus[static_cast<std::size_t>(g.a)], nd.gpus[static_cast<std::size_t>(g.b)], attrs_of(g.link, g.count));
   return nd;
 }
 
 NodeDevices add_node(Topology& t, const NodeSpec& spec, int node) {
   switch (spec.layout) {
     case NodeLayout::NvSwitch: return build_nvswitch_node(t, spec, node);
-    case NodeLayout::XgmiMesh: return build_xgmi_mesh_node(t, spec, node);
-    case NodeLayout::PcieBox: return build_pcie_box_node(t, spec, node);
+    case NodeLayout::XgmiMesh:
+    case NodeLayout::PcieBox:
+    case NodeLayout::Direct: return build_direct_node(t, spec, node);
   }
   return {};
 }

@@ -57,26 +57,31 @@ NodeDevices add_node(Topology& topology, const NodeSpec& spec, int node_index);
 ///                 CPU0 -------- socket link ------- CPU1
 NodeDevices build_nvswitch_node(Topology& topology, const NodeSpec& spec, int node_index);
 
-/// xGMI mesh layout (AMD MI300X OAM platform): every pair of GPUs is joined directly by
-/// `xgmi_links_per_peer` Infinity Fabric links; no switch. Host side as above.
+/// Direct-link layouts: the host side as above, plus the GPU-to-GPU links of
+/// spec.gpu_links, one physical link bundle (count lanes) per listed pair. The xgmi-mesh and
+/// pcie-box layouts are shorthands that expand to such lists (catalog.cpp):
 ///
+///   xgmi-mesh (AMD MI300X OAM, HGX H100 4-GPU): every pair joined, `links_per_peer` each
 ///      GPU0 ----- GPU1        every GPU has one xGMI link to each of the 7 others
 ///       | \     / |           (64 GB/s per direction each): 8 GPUs, 28 links
 ///       |   \ /   |
 ///       |   / \   |
 ///      GPU3 ----- GPU2   ...  GPU4..GPU7 likewise, all pairs connected
-///      each GPU + its NIC under a PCIe Gen5 switch; switches under CPU0 / CPU1
-NodeDevices build_xgmi_mesh_node(Topology& topology, const NodeSpec& spec, int node_index);
-
-/// PCIe box (workstations and PCIe servers): GPUs under PCIe switches under one or two
-/// CPUs; optional NVLink bridges joining GPU pairs (0,1), (2,3), ...; optional NICs.
-/// Without peer-to-peer (spec.p2p = false) GPU traffic is staged through CPU memory.
 ///
+///   pcie-box: optional NVLink bridges joining (0,1), (2,3), ...; without peer-to-peer
+///   (spec.p2p = false) GPU traffic is staged through CPU memory.
 ///      GPU0 ==bridge== GPU1      GPU2 ==bridge== GPU3     (bridges optional)
 ///         \           /             \           /
 ///          PCIe sw0                  PCIe sw1      NIC0
 ///               \___________   _________/         /
 ///                           CPU0 ----------------
-NodeDevices build_pcie_box_node(Topology& topology, const NodeSpec& spec, int node_index);
+///
+///   direct, e.g. dgx1-v100 (hybrid cube-mesh, `nvidia-smi topo -m`: NV1 / NV2 / SYS):
+///      GPU0 =NV2= GPU3        two quads {0,1,2,3} and {4,5,6,7}, fully joined inside
+///       |  \   /  |           (NV1 or NV2 per pair), and GPU i joined to GPU i+4
+///      GPU1 =NV2= GPU2        (NV2 for 0-4 and 1-5, NV1 for 2-6 and 3-7); 16 pairs,
+///       ||         |           6 NVLink2 per GPU; other pairs (SYS) go through the CPUs
+///      GPU5 ...   GPU6 ...
+NodeDevices build_direct_node(Topology& topology, const NodeSpec& spec, int node_index);
 
 }  // namespace ccsim::models

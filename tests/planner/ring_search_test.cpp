@@ -182,3 +182,55 @@ TEST_CASE("connections are FIFO, latency is pipelined: small messages keep NCCL'
   CHECK(t > 17.7e-6);
   CHECK(t < 17.7e-6 + 5e-6);
 }
+
+TEST_CASE("fault 4: 4 x V100 with 2 NVLinks per pair runs 6 ring channels over every link", "[ring-search][real-case]") {
+  // Issue 8, fault 4: NCCL finds 6 ring channels (each directed NVLink pair carries 2 of them,
+  // one NVLink each). Busbw of a 1 GiB Ring/Simple AllReduce ≈ 6 × 25 GB/s × 0.8 (NCCL's 20 GB/s
+  // per NVLink2) = 120 GB/s (less latency: within 5 %). With the old stride rings (2 channels)
+  // the same links gave 2 × 2 × 20 = 80 GB/s.
+  const models::Cluster c = test::cluster_at("tests/data/real-cases/v100-4gpu-nvlink-mesh.yaml");
+  planner::CollectiveRunner runner(c, costs(), ring_options(c, 0));
+  CHECK(runner.channels() == 6);
+  const std::uint64_t bytes = 1ULL << 30;
+  const double busbw = static_cast<double>(bytes) / runner.run(bytes).time * 2.0 * 3.0 / 4.0 / 1e9;
+  CHECK(busbw == Approx(120.0).epsilon(0.05));
+  // --channels 12 walks the same 6 rings twice: no more bandwidth, but not less either.
+  planner::CollectiveRunner twelve(c, costs(), ring_options(c, 12));
+  const double busbw12 = static_cast<double>(bytes) / twelve.run(bytes).time * 2.0 * 3.0 / 4.0 / 1e9;
+  CHECK(busbw12 == Approx(120.0).epsilon(0.05));
+}
+
+TEST_CASE("fault 5: DGX-1 (V100) hybrid cube-mesh from its GPU-pair link list; rings use NVLink only", "[ring-search][real-case]") {
+  const models::NodeSpec spec = test::shipped_catalog().node("dgx1-v100");
+  CHECK(spec.layout == models::NodeLayout::Direct);
+  REQUIRE(spec.gpu_links.size() == 16);  // 16 GPU pairs with NVLink (NV1 or NV2), 12 SYS pairs
+  std::map<std::pair<int, int>, int> links;
+  std::vector<int> per_gpu(8, 0);
+  for (const auto& g : spec.gpu_links) {
+    links[{g.a, g.b}] = g.count;
+    per_gpu[static_cast<std::size_t>(g.a)] += g.count;
+    per_gpu[static_cast<std::size_t>(g.b)] += g.count;
+  }
+  for (int n : per_gpu) CHECK(n == 6);  // a V100 has 6 NVLink2 links, all used
+  CHECK(links.at({0, 3}) == 2);
+  CHECK(links.at({0, 1}) == 1);
+  CHECK(links.count({0, 5}) == 0);      // SYS
+  const models::Cluster c = test::cluster_at("tests/data/real-cases/dgx1-v100.yaml");
+  planner::CollectiveRunner runner(c, costs(), ring_options(c, 0));
+  REQUIRE(!runner.ring_orders().empty());
+  for (const auto& order : runner.ring_orders()) {
+    REQUIRE(order.size() == 8);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const int a = std::min(order[i], order[(i + 1) % 8]), b = std::max(order[i], order[(i + 1) % 8]);
+      INFO(fmt::format("ring hop {} -> {}", order[i], order[(i + 1) % 8]));
+      CHECK(links.count({a, b}) == 1);
+    }
+  }
+  // Each ring crosses 8 NVLinks; with every GPU's 6 links in use the aggregate is bounded by
+  // 6 × 25 GB/s per GPU (×0.8 NCCL efficiency): busbw ≤ 120 GB/s, and above the 2 × 20 = 40 GB/s
+  // of one ring over one NVLink per hop.
+  const std::uint64_t bytes = 1ULL << 30;
+  const double busbw = static_cast<double>(bytes) / runner.run(bytes).time * 2.0 * 7.0 / 8.0 / 1e9;
+  CHECK(busbw <= 120.0);
+  CHECK(busbw > 80.0);
+}
