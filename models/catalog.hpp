@@ -108,7 +108,8 @@ std::string_view to_string(NodeLayout layout);
 
 class Catalog {
  public:
-  /// Loads `dir`/gpus.yaml, links.yaml and nodes.yaml. Throws InputError on bad files.
+  /// Loads `dir`/gpus.yaml, links.yaml, nodes.yaml and, when present, cpus.yaml. Throws
+  /// InputError on bad files.
   static Catalog load(const std::string& dir);
   /// $CCSIM_DATA_DIR/hardware when the variable is set, else the source tree's scenarios/hardware.
   static std::string default_dir();

@@ -78,3 +78,27 @@ TEST_CASE("NIC transport: small-message time differences equal the configured ov
   CHECK(socket - verbs == Approx(2 * (16.5e-6 - 3.5e-6)).epsilon(1e-3));
   CHECK(verbs - gdr == Approx(2 * (3.5e-6 + 2 * (4 * 0.5e-6 + 2 * 0.1e-6 - 2 * 0.5e-6))).epsilon(1e-3));
 }
+
+TEST_CASE("NIC transport: without GPUDirect RDMA the data bounces through both sockets' memory", "[transport][host-memory]") {
+  // verbs and socket: GPU -> PCIe switch -> CPU -> memory -> CPU -> PCIe switch -> NIC on the
+  // sending node and the mirror image on the receiving one, so the bounce shares the socket's
+  // memory link (written, then read) with staged GPU traffic; gdr goes GPU -> switch -> NIC.
+  for (const char* transport : {"gdr", "verbs", "socket"}) {
+    INFO(transport);
+    const models::Cluster c = two_nodes(transport);
+    const models::Topology& t = c.topology;
+    const models::DeviceId src = t.gpus()[0];
+    const models::DeviceId dst = t.gpus()[8];
+    const models::Route r = t.route(src, dst);
+    int memory_links = 0;
+    for (models::LinkId id : r.path.links) {
+      if (t.device(t.link_target(id)).kind == models::DeviceKind::Memory ||
+          t.device(t.link_source(id)).kind == models::DeviceKind::Memory) {
+        ++memory_links;
+      }
+    }
+    const bool bounce = std::string(transport) != "gdr";
+    CHECK(memory_links == (bounce ? 4 : 0));  // each side: CPU -> memory, memory -> CPU
+    CHECK(r.path.links.size() == (bounce ? 14U : 6U));
+  }
+}
