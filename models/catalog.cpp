@@ -18,6 +18,8 @@ constexpr int kMaxLinks = 1024;
 constexpr int kMaxDevicesPerNode = 4096;
 constexpr const char* kGpuFile = "gpus.yaml";
 constexpr const char* kNodeFile = "nodes.yaml";
+constexpr const char* kCpuFile = "cpus.yaml";  // optional: without it nodes name no CPU
+constexpr int kMaxMemoryChannels = 64;
 
 std::string join_names(const std::vector<std::string>& names) {
   std::string s;
@@ -78,10 +80,12 @@ Catalog Catalog::load(const std::string& dir) {
   };
   read(kLinkFile, catalog.links_);
   read(kGpuFile, catalog.gpus_);
+  if (std::filesystem::exists(std::filesystem::path(dir) / kCpuFile)) read(kCpuFile, catalog.cpus_);
   read(kNodeFile, catalog.nodes_);
   // Resolve every entry once so that a broken catalog fails at load time, not mid-run.
   for (const auto& name : catalog.link_names()) catalog.link(name);
   for (const auto& name : catalog.gpu_names()) catalog.gpu(name);
+  for (const auto& name : catalog.cpu_names()) catalog.cpu(name);
   for (const auto& name : catalog.node_names()) catalog.node(name);
   return catalog;
 }
@@ -170,13 +174,22 @@ Catalog::Resolved Catalog::resolve(const Table& table, const YamlSource& ref, co
 
 LinkSpec Catalog::parse_link(const Resolved& r) const {
   const Fields& f = r.fields;
-  f.reject_unknown({"base", "name", "source", "class", "bandwidth", "latency"});
+  f.reject_unknown({"base", "name", "source", "class", "bandwidth", "latency", "transports"});
   LinkSpec spec;
   spec.name = r.name;
   const std::string cls = f.choice("class", {"scale-up", "pcie", "host", "network"});
   spec.link_class = *parse_link_class(cls);
   spec.bandwidth = f.quantity("bandwidth", Quantity::Bandwidth, true);
   spec.latency = f.quantity("latency", Quantity::Time, false);
+  if (const auto transports = f.optional_map("transports")) {
+    if (spec.link_class != LinkClass::Network) throw f.error("transports", "no transports for a link of class " + cls);
+    transports->reject_unknown({"gdr", "verbs", "socket"});
+    for (NicTransport t : {NicTransport::Gdr, NicTransport::Verbs, NicTransport::Socket}) {
+      if (transports->has(to_string(t))) {
+        spec.transport_overhead[static_cast<std::size_t>(t)] = transports->quantity(to_string(t), Quantity::Time, false);
+      }
+    }
+  }
   spec.source = f.optional_string("source").value_or("");
   return spec;
 }
@@ -288,7 +301,7 @@ void Catalog::parse_gpu_links(const Fields& f, NodeSpec& spec, const std::string
 NodeSpec Catalog::parse_node(const Resolved& r) const {
   const Fields& f = r.fields;
   f.reject_unknown({"base", "name", "source", "layout", "gpu", "gpus", "nvswitch", "xgmi", "bridges", "gpu_links", "pcie",
-                    "cpus", "cpus_per_domain", "cpu_link", "nics"});
+                    "cpus", "cpus_per_domain", "cpu_link", "cpu", "nics"});
   NodeSpec spec;
   spec.name = r.name;
   spec.source = f.optional_string("source").value_or("");
@@ -354,13 +367,34 @@ NodeSpec Catalog::parse_node(const Resolved& r) const {
     spec.cpu_link = link(f, "cpu_link");
     if (spec.cpu_link.link_class != LinkClass::Host) throw f.error("cpu_link", "a link of class host");
   }
+  if (f.has("cpu")) spec.cpu = cpu(f, "cpu");
 
   if (const auto nics = f.optional_map("nics")) {
-    nics->reject_unknown({"link", "count"});
+    nics->reject_unknown({"link", "count", "transport"});
     spec.nics = nics->count("count", 0, kMaxDevicesPerNode);
     if (spec.nics > 0) {
       spec.nic_link = link(*nics, "link");
       if (spec.nic_link->link_class != LinkClass::Network) throw nics->error("link", "a link of class network");
+      // GPUDirect RDMA needs a port that supports it and GPUs that do PCIe peer-to-peer.
+      const auto& overhead = spec.nic_link->transport_overhead;
+      std::vector<std::string> usable;
+      for (NicTransport t : {NicTransport::Gdr, NicTransport::Verbs, NicTransport::Socket}) {
+        if (overhead[static_cast<std::size_t>(t)] && (t != NicTransport::Gdr || spec.p2p)) usable.emplace_back(to_string(t));
+      }
+      if (nics->has("transport")) {
+        const std::string t = nics->choice("transport", {"gdr", "verbs", "socket"});
+        if (std::find(usable.begin(), usable.end(), t) == usable.end()) {
+          const bool no_p2p = t == "gdr" && overhead[0] && !spec.p2p;
+          throw nics->error("transport",
+                            usable.empty() ? "a transport the NIC kind lists (it lists none)"
+                                           : fmt::format("a transport {} supports ({}){}", spec.nic_link->name, join_names(usable),
+                                                         no_p2p ? "; GPUDirect RDMA needs PCIe peer-to-peer (pcie.p2p)" : ""));
+        }
+        spec.nic_transport = *parse_nic_transport(t);
+      } else if (!usable.empty()) {
+        spec.nic_transport = *parse_nic_transport(usable.front());  // fastest first
+      }
+      spec.nic_transport_overhead = overhead[static_cast<std::size_t>(spec.nic_transport)].value_or(0.0);
     }
   }
 
@@ -385,23 +419,44 @@ NodeSpec Catalog::parse_node(const Resolved& r) const {
   return spec;
 }
 
+CpuSpec Catalog::parse_cpu(const Resolved& r) const {
+  const Fields& f = r.fields;
+  f.reject_unknown({"base", "name", "source", "memory"});
+  CpuSpec spec;
+  spec.name = r.name;
+  spec.source = f.optional_string("source").value_or("");
+  const Fields m = f.map("memory");
+  m.reject_unknown({"kind", "channels", "channel_bandwidth", "efficiency", "latency"});
+  spec.memory_kind = m.string("kind");
+  spec.memory_channels = m.count("channels", 1, kMaxMemoryChannels);
+  spec.channel_bandwidth = m.quantity("channel_bandwidth", Quantity::Bandwidth, true);
+  spec.memory_efficiency = m.number("efficiency", 0.0);
+  if (spec.memory_efficiency > 1.0) throw m.error("efficiency", "a fraction of the peak bandwidth in (0, 1]");
+  spec.memory_latency = m.quantity("latency", Quantity::Time, false);
+  return spec;
+}
+
 LinkSpec Catalog::link(const YamlSource& ref, const std::string& path) const {
   LinkSpec spec = parse_link(resolve(links_, ref, path));
   return spec;
 }
 GpuSpec Catalog::gpu(const YamlSource& ref, const std::string& path) const { return parse_gpu(resolve(gpus_, ref, path)); }
 NodeSpec Catalog::node(const YamlSource& ref, const std::string& path) const { return parse_node(resolve(nodes_, ref, path)); }
+CpuSpec Catalog::cpu(const YamlSource& ref, const std::string& path) const { return parse_cpu(resolve(cpus_, ref, path)); }
 
 LinkSpec Catalog::link(const Fields& parent, std::string_view key) const { return parse_link(resolve(links_, parent, key)); }
 GpuSpec Catalog::gpu(const Fields& parent, std::string_view key) const { return parse_gpu(resolve(gpus_, parent, key)); }
 NodeSpec Catalog::node(const Fields& parent, std::string_view key) const { return parse_node(resolve(nodes_, parent, key)); }
+CpuSpec Catalog::cpu(const Fields& parent, std::string_view key) const { return parse_cpu(resolve(cpus_, parent, key)); }
 
 LinkSpec Catalog::link(const std::string& name) const { return link(YamlSource{YAML::Node(name), nullptr}, name); }
 GpuSpec Catalog::gpu(const std::string& name) const { return gpu(YamlSource{YAML::Node(name), nullptr}, name); }
 NodeSpec Catalog::node(const std::string& name) const { return node(YamlSource{YAML::Node(name), nullptr}, name); }
+CpuSpec Catalog::cpu(const std::string& name) const { return cpu(YamlSource{YAML::Node(name), nullptr}, name); }
 
 std::vector<std::string> Catalog::link_names() const { return keys_of(links_.entries); }
 std::vector<std::string> Catalog::gpu_names() const { return keys_of(gpus_.entries); }
 std::vector<std::string> Catalog::node_names() const { return keys_of(nodes_.entries); }
+std::vector<std::string> Catalog::cpu_names() const { return keys_of(cpus_.entries); }
 
 }  // namespace ccsim::models

@@ -1,6 +1,6 @@
 #pragma once
-// The hardware catalog: GPUs, link kinds and node templates, read from
-// scenarios/hardware/{gpus,links,nodes}.yaml. Every entry carries the public source of its
+// The hardware catalog: GPUs, link kinds, CPUs and node templates, read from
+// scenarios/hardware/{gpus,links,cpus,nodes}.yaml (cpus.yaml may be absent: nodes then name no CPU). Every entry carries the public source of its
 // figures in a `source` key (datasheets, vendor user guides; see shared/reference/hardware.md).
 //
 // References. A scenario names an entry (`gpu: H100-SXM5`) or gives a map that overrides
@@ -9,6 +9,7 @@
 // whatever the layer below names (so `node: {base: dgx-h100, gpu: {hbm_capacity: 96GB}}`
 // changes only the GPU's memory). Base chains with a cycle are errors.
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -26,7 +27,28 @@ struct LinkSpec {
   LinkClass link_class = LinkClass::Network;
   double bandwidth = 0.0;  ///< bytes per second, per direction
   double latency = 0.0;    ///< seconds, one traversal of the link
+  /// Network links (NIC ports): the extra per-message latency, seconds, of each NIC transport
+  /// the port supports, indexed by NicTransport (GPUDirect RDMA is the reference, usually 0);
+  /// nullopt = not supported. Catalog key `transports: {gdr: 0us, verbs: 3.5us, socket: 16.5us}`.
+  std::array<std::optional<double>, 3> transport_overhead{};
   std::string source;
+};
+
+/// A CPU socket: the host side that traffic through host memory shares (GPUs without PCIe
+/// peer-to-peer, NICs without GPUDirect RDMA). One per socket; every socket of a node is alike.
+struct CpuSpec {
+  std::string name;
+  std::string memory_kind;             ///< "ddr5-4800", ...: the memory link's kind in the topology
+  int memory_channels = 0;             ///< DRAM channels per socket
+  double channel_bandwidth = 0.0;      ///< bytes per second, peak of one channel (MT/s × 8 bytes)
+  double memory_efficiency = 0.0;      ///< sustained copy bandwidth ÷ peak, in (0, 1]
+  double memory_latency = 0.0;         ///< seconds, one access (write or read) of host memory
+  std::string source;
+
+  /// Peak DRAM bandwidth of one socket, bytes per second, reads and writes together.
+  double memory_peak() const { return memory_channels * channel_bandwidth; }
+  /// Sustained copy bandwidth of one socket, bytes per second, reads and writes together.
+  double memory_sustained() const { return memory_peak() * memory_efficiency; }
 };
 
 struct GpuSpec {
@@ -85,17 +107,24 @@ struct NodeSpec {
   int cpus = 1;
   int cpus_per_domain = 1;         ///< CPUs joined all-to-all by cpu_link (2 on a dual-socket board)
   LinkSpec cpu_link;               ///< socket interconnect between CPUs of one domain
+  std::optional<CpuSpec> cpu;      ///< the sockets' model (host memory); none: memory not modelled
   bool p2p = true;                 ///< PCIe peer-to-peer between devices under a switch
   // Scale-out.
   std::optional<LinkSpec> nic_link;
   int nics = 0;
+  /// How the NICs move GPU data. Default: GPUDirect RDMA when the port supports it and the
+  /// GPUs do PCIe peer-to-peer, else verbs through host memory, else sockets.
+  NicTransport nic_transport = NicTransport::Gdr;
+  /// Extra per-message latency of nic_transport on nic_link, seconds (see LinkSpec).
+  double nic_transport_overhead = 0.0;
 };
 
 std::string_view to_string(NodeLayout layout);
 
 class Catalog {
  public:
-  /// Loads `dir`/gpus.yaml, links.yaml and nodes.yaml. Throws InputError on bad files.
+  /// Loads `dir`/gpus.yaml, links.yaml, nodes.yaml and, when present, cpus.yaml. Throws
+  /// InputError on bad files.
   static Catalog load(const std::string& dir);
   /// $CCSIM_DATA_DIR/hardware when the variable is set, else the source tree's scenarios/hardware.
   static std::string default_dir();
@@ -105,20 +134,24 @@ class Catalog {
   LinkSpec link(const YamlSource& ref, const std::string& path) const;
   GpuSpec gpu(const YamlSource& ref, const std::string& path) const;
   NodeSpec node(const YamlSource& ref, const std::string& path) const;
+  CpuSpec cpu(const YamlSource& ref, const std::string& path) const;
 
   /// Resolve the reference held by `key` of `parent`, stacking overrides from every layer.
   LinkSpec link(const Fields& parent, std::string_view key) const;
   GpuSpec gpu(const Fields& parent, std::string_view key) const;
   NodeSpec node(const Fields& parent, std::string_view key) const;
+  CpuSpec cpu(const Fields& parent, std::string_view key) const;
 
   /// Lookups by name (for tests and tools). Throw InputError when unknown.
   LinkSpec link(const std::string& name) const;
   GpuSpec gpu(const std::string& name) const;
   NodeSpec node(const std::string& name) const;
+  CpuSpec cpu(const std::string& name) const;
 
   std::vector<std::string> link_names() const;
   std::vector<std::string> gpu_names() const;
   std::vector<std::string> node_names() const;
+  std::vector<std::string> cpu_names() const;
 
  private:
   struct Table {
@@ -141,10 +174,12 @@ class Catalog {
   NodeSpec parse_node(const Resolved& r) const;
   /// Fills spec.gpu_links from `gpu_links` (layout direct) or the layout's shorthand.
   void parse_gpu_links(const Fields& f, NodeSpec& spec, const std::string& layout) const;
+  CpuSpec parse_cpu(const Resolved& r) const;
 
   Table links_{"link", {}};
   Table gpus_{"gpu", {}};
   Table nodes_{"node", {}};
+  Table cpus_{"cpu", {}};
 };
 
 }  // namespace ccsim::models

@@ -74,7 +74,9 @@ void add_fabric(Topology& t, const FabricSpec& spec, const std::vector<NodeDevic
     const int group = spec.kind == FabricKind::SingleSwitch ? 0 : n / per_leaf;
     for (std::size_t r = 0; r < node.nics.size(); ++r) {
       Leaf& leaf = leaves[static_cast<std::size_t>(group * leaves_per_group + (rail_optimized ? static_cast<int>(r) : 0))];
-      const LinkAttrs port = nic_port(*node.nic_link, spec.leaf);
+      LinkAttrs port = nic_port(*node.nic_link, spec.leaf);
+      // The NIC transport's per-message overhead, half at each end of a network path.
+      port.latency += node.nic_transport_overhead / 2.0;
       t.add_link(node.nics[r], leaf.id, port);
       leaf.down_bandwidth += port.bandwidth;
       leaf.down_ports += 1;

@@ -20,6 +20,7 @@ std::string_view to_string(DeviceKind k) {
     case DeviceKind::Cpu: return "cpu";
     case DeviceKind::Nic: return "nic";
     case DeviceKind::NetworkSwitch: return "network-switch";
+    case DeviceKind::Memory: return "memory";
   }
   return "?";
 }
@@ -34,6 +35,21 @@ std::string_view to_string(PathType t) {
     case PathType::Net: return "NET";
   }
   return "?";
+}
+
+std::string_view to_string(NicTransport t) {
+  switch (t) {
+    case NicTransport::Gdr: return "gdr";
+    case NicTransport::Verbs: return "verbs";
+    case NicTransport::Socket: return "socket";
+  }
+  return "?";
+}
+
+std::optional<NicTransport> parse_nic_transport(std::string_view s) {
+  for (NicTransport t : {NicTransport::Gdr, NicTransport::Verbs, NicTransport::Socket})
+    if (to_string(t) == s) return t;
+  return std::nullopt;
 }
 
 std::optional<LinkClass> parse_link_class(std::string_view s) {

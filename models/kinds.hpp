@@ -28,6 +28,14 @@ enum class DeviceKind : std::uint8_t {
   Cpu,            ///< CPU socket with its root complex and host memory
   Nic,
   NetworkSwitch,  ///< leaf (tier 1) or spine (tier 2)
+  Memory,         ///< host memory (DRAM) of one CPU socket: where staged and bounced data lands
+};
+
+/// How a NIC moves GPU data (NCCL's net transports), fastest first.
+enum class NicTransport : std::uint8_t {
+  Gdr,     ///< IB/RoCE verbs with GPUDirect RDMA: the NIC reads and writes GPU memory directly
+  Verbs,   ///< IB/RoCE verbs without GPUDirect RDMA: data bounces through host memory
+  Socket,  ///< TCP sockets (NCCL's socket transport): host memory and the kernel's network stack
 };
 
 /// NCCL's path types (topo.h PATH_*), closest first, for reporting how two GPUs connect.
@@ -43,6 +51,9 @@ enum class PathType : std::uint8_t {
 std::string_view to_string(LinkClass c);
 std::string_view to_string(DeviceKind k);
 std::string_view to_string(PathType t);
+std::string_view to_string(NicTransport t);
+/// Parses "gdr", "verbs", "socket"; nullopt for anything else.
+std::optional<NicTransport> parse_nic_transport(std::string_view s);
 /// Parses "scale-up", "pcie", "host", "network"; nullopt for anything else.
 std::optional<LinkClass> parse_link_class(std::string_view s);
 

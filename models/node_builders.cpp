@@ -16,6 +16,7 @@ const LinkSpec& slower(const LinkSpec& a, const LinkSpec& b) { return a.bandwidt
 NodeDevices build_host(Topology& t, const NodeSpec& spec, int node) {
   NodeDevices nd;
   nd.nic_link = spec.nic_link;
+  nd.nic_transport_overhead = spec.nic_transport_overhead;
   const std::uint16_t gpu_model = t.add_gpu_model(spec.gpu.name);
   for (int c = 0; c < spec.cpus; ++c) {
     Device d;
@@ -23,6 +24,22 @@ NodeDevices build_host(Topology& t, const NodeSpec& spec, int node) {
     d.node = node;
     d.local = c;
     nd.cpus.push_back(t.add_device(d));
+  }
+  if (spec.cpu) {
+    // Half the sustained copy bandwidth each way: staged data is written once and read once.
+    const LinkAttrs memory_link{LinkClass::Host, spec.cpu->memory_kind, spec.cpu->memory_channels,
+                                spec.cpu->memory_sustained() / 2.0, spec.cpu->memory_latency};
+    for (int c = 0; c < spec.cpus; ++c) {
+      Device m;
+      m.kind = DeviceKind::Memory;
+      m.node = node;
+      m.local = c;
+      m.cpu = nd.cpus[static_cast<std::size_t>(c)];
+      const DeviceId id = t.add_device(m);
+      nd.memories.push_back(id);
+      t.device(m.cpu).memory = id;
+      t.add_link(m.cpu, id, memory_link);
+    }
   }
   // Sockets of one board (domain) are joined all-to-all; domains are not joined.
   for (int a = 0; a < spec.cpus; ++a)
@@ -53,6 +70,7 @@ NodeDevices build_host(Topology& t, const NodeSpec& spec, int node) {
     d.node = node;
     d.local = n;
     d.rail = n;
+    d.host_bounce = spec.nic_transport != NicTransport::Gdr;
     d.pcie_switch = spec.pcie_switches > 0 ? parent : kNoDevice;
     d.cpu = spec.pcie_switches > 0 ? t.device(parent).cpu : parent;
     const DeviceId id = t.add_device(d);

@@ -1,14 +1,27 @@
 #pragma once
 // Builders that add one node (server) of a NodeSpec to a Topology.
 //
-// Host side, common to every layout: CPU sockets joined by the socket interconnect, PCIe
+// Host side, common to every layout: CPU sockets joined by the socket interconnect, each with
+// its host memory (when the node names a CPU model) on a link of class host, PCIe
 // switches spread evenly over the sockets, GPUs and NICs spread evenly over the switches
 // (over the sockets' root ports when there are no switches). A GPU's nearest NIC is the
 // NIC with the same position under the same switch; its rail is that NIC's index.
 // Link bandwidth between two devices is the slower end's (a Gen4 GPU in a Gen5 switch
 // trains at Gen4).
 //
-// Figures come from the NodeSpec (catalog, scenarios/hardware/nodes.yaml), never from code.
+// Host memory. DRAM bandwidth is one budget shared by reads and writes; data staged through
+// host memory is written once and read once, so the CPU <-> memory link carries half the
+// socket's sustained copy bandwidth in each direction (writes CPU -> memory, reads memory ->
+// CPU), and n staged flows on a socket get at most sustained / (2 n) each:
+//
+//      GPU0   GPU1        staged GPU0 -> GPU1:  GPU0 -> CPU0 -> mem0 -> CPU0 -> GPU1
+//        \    /
+//        CPU0 ---- socket link ---- CPU1
+//         |                          |
+//        mem0  (sustained / 2       mem1
+//               each direction)
+//
+// Figures come from the NodeSpec (catalog, scenarios/hardware/nodes.yaml, cpus.yaml), never from code.
 
 #include <optional>
 #include <vector>
@@ -23,9 +36,11 @@ struct NodeDevices {
   std::vector<DeviceId> gpus;
   std::vector<DeviceId> nics;
   std::vector<DeviceId> cpus;
+  std::vector<DeviceId> memories;    ///< host memory of each CPU, same order (empty: not modelled)
   std::vector<DeviceId> pcie_switches;
   DeviceId nvswitch = kNoDevice;
   std::optional<LinkSpec> nic_link;  ///< the NICs' network port kind (for the fabric builder)
+  double nic_transport_overhead = 0; ///< seconds per message, split over the two ends' ports by the fabric builder
 };
 
 /// Adds node number `node_index` built from `spec` (dispatching on spec.layout).

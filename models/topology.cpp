@@ -180,6 +180,7 @@ std::string Topology::name(DeviceId id) const {
     case DeviceKind::Cpu: return fmt::format("node{}/cpu{}", d.node, d.local);
     case DeviceKind::Nic: return fmt::format("node{}/nic{}", d.node, d.local);
     case DeviceKind::NetworkSwitch: return fmt::format("{}{}", d.tier == 1 ? "leaf" : "spine", d.local);
+    case DeviceKind::Memory: return fmt::format("node{}/mem{}", d.node, d.local);
   }
   return "?";
 }
@@ -191,7 +192,9 @@ PathType Topology::classify(const std::vector<LinkId>& links) const {
   for (std::size_t i = 0; i < links.size(); ++i) {
     const Link& l = link(links[i]);
     if (l.link_class == LinkClass::Network) return PathType::Net;
-    if (l.link_class == LinkClass::Host) return PathType::Sys;
+    const bool to_memory = device(link_source(links[i])).kind == DeviceKind::Memory ||
+                           device(link_target(links[i])).kind == DeviceKind::Memory;
+    if (l.link_class == LinkClass::Host && !to_memory) return PathType::Sys;
     if (l.link_class != LinkClass::ScaleUp) all_scaleup = false;
     if (i + 1 < links.size()) {
       const DeviceKind k = device(link_target(links[i])).kind;
@@ -290,22 +293,37 @@ Route Topology::route(DeviceId src, DeviceId dst, std::size_t max_alternatives) 
       if (link_target(id) == dst && link(id).link_class == LinkClass::ScaleUp) return search(src, dst, max_alternatives);
     }
   }
-  // Waypoints: a GPU without PCIe peer-to-peer stages through its CPU's memory (NCCL's SHM
-  // transport); traffic between nodes leaves through the source GPU's own NIC and arrives
-  // through the destination GPU's own NIC (one NIC per rank, as NCCL assigns without PXN).
+  // Waypoints. A GPU without PCIe peer-to-peer stages through host memory (NCCL's SHM
+  // transport): within a node, the memory of the receiving GPU's socket, where NCCL's receiver
+  // allocates the buffer. Traffic between nodes leaves through the source GPU's own NIC and
+  // arrives through the destination GPU's own NIC (one NIC per rank, as NCCL assigns without
+  // PXN); without GPUDirect RDMA (no peer-to-peer, or a verbs/socket NIC transport) it bounces
+  // through the memory of the GPU's socket on each side.
   std::vector<DeviceId> stops{src};
   const auto stop = [&stops](DeviceId v) {
     if (v != kNoDevice && v != stops.back()) stops.push_back(v);
   };
+  const auto memory_of = [this](DeviceId cpu) {
+    if (cpu == kNoDevice) return kNoDevice;
+    return device(cpu).memory != kNoDevice ? device(cpu).memory : cpu;
+  };
+  const auto bounces = [this](DeviceId nic) { return nic != kNoDevice && device(nic).host_bounce; };
   const bool staged_src = s.kind == DeviceKind::Gpu && !s.p2p;
   const bool staged_dst = d.kind == DeviceKind::Gpu && !d.p2p;
   const bool other_node = gpus && s.node != d.node;
-  if (staged_src) stop(s.cpu);
-  if (other_node) {
-    stop(s.nic);
-    stop(d.nic);
+  if (gpus && !other_node) {
+    if (staged_src || staged_dst) stop(memory_of(d.cpu));
+  } else {
+    // A GPU <-> NIC leg of a bouncing NIC (the router composes network routes from such legs).
+    const bool to_bouncing_nic = s.kind == DeviceKind::Gpu && d.kind == DeviceKind::Nic && d.host_bounce;
+    const bool from_bouncing_nic = s.kind == DeviceKind::Nic && s.host_bounce && d.kind == DeviceKind::Gpu;
+    if (staged_src || to_bouncing_nic || (other_node && bounces(s.nic))) stop(memory_of(s.cpu));
+    if (other_node) {
+      stop(s.nic);
+      stop(d.nic);
+    }
+    if (staged_dst || from_bouncing_nic || (other_node && bounces(d.nic))) stop(memory_of(d.cpu));
   }
-  if (staged_dst) stop(d.cpu);
   stop(dst);
   if (stops.size() == 2) return search(src, dst, max_alternatives);
 

@@ -9,7 +9,11 @@
 // Routing follows NCCL's ideas (src/graph/paths.cc): a path's bandwidth is the minimum over
 // its links; GPUs are never transit devices; traffic enters the network only from the source's
 // node and leaves it only at the destination's node (no host forwarding through a third node);
-// GPUs without PCIe peer-to-peer stage data through their CPU's memory; traffic between two
+// GPUs without PCIe peer-to-peer stage data through host memory (NCCL's SHM transport: the
+// sender writes into the receiving GPU's socket memory, the receiver reads it, so the data
+// crosses that socket's memory link twice, once in each direction); NICs without GPUDirect
+// RDMA (verbs, sockets) bounce data through the memory of the GPU's socket on both sides;
+// traffic between two
 // GPUs of different nodes leaves through the source GPU's own NIC and enters through the
 // destination GPU's own NIC (NCCL's one-NIC-per-rank assignment, without PXN). Among allowed paths
 // the route minimises, in order: total latency, the sum of link-class ranks
@@ -42,9 +46,11 @@ struct Device {
   DeviceId cpu = kNoDevice;        ///< GPU, NIC, PCIe switch: the CPU socket above it
   DeviceId pcie_switch = kNoDevice;///< GPU, NIC: the PCIe switch it hangs from
   DeviceId nic = kNoDevice;        ///< GPU: its nearest NIC (same PCIe switch when possible)
+  DeviceId memory = kNoDevice;     ///< CPU: its host memory device (kNoDevice: not modelled, the CPU stages)
   std::uint16_t spec = 0;          ///< GPU: index into Topology::gpu_models(); NVSwitch: chip count
   bool p2p = true;                 ///< GPU: PCIe peer-to-peer enabled
   bool nvls = false;               ///< NVSwitch: supports NVLink SHARP
+  bool host_bounce = false;        ///< NIC: its transport has no GPUDirect RDMA (data goes through host memory)
 };
 
 /// One direction of a physical link.
@@ -129,7 +135,8 @@ class Topology {
   double max_flow(std::span<const DeviceId> sources, std::span<const DeviceId> sinks,
                   unsigned classes = 0xFU) const;
 
-  /// Classifies a path as NCCL does (NVL, PIX, PXB, PHB, SYS, NET).
+  /// Classifies a path as NCCL does (NVL, PIX, PXB, PHB, SYS, NET). The link between a CPU and
+  /// its own memory does not make a path SYS; only the socket interconnect does.
   PathType classify(const std::vector<LinkId>& links) const;
   /// Fills latency, bandwidth and type of a path from its links.
   Path make_path(std::vector<LinkId> links) const;

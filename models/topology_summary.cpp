@@ -29,6 +29,7 @@ int role_rank(const Device& d) {
     case DeviceKind::PcieSwitch: return 3;
     case DeviceKind::Cpu: return 4;
     case DeviceKind::NetworkSwitch: return 4 + d.tier;
+    case DeviceKind::Memory: return 5;
   }
   return 9;
 }
@@ -106,7 +107,12 @@ TopologySummary summarize(const Cluster& c) {
   // Node groups and injection bandwidth (from the group's first node).
   for (std::size_t g = 0; g < c.spec.groups.size(); ++g) {
     const NodeGroupSpec& group = c.spec.groups[g];
-    NodeGroupSummary ng{group.node.name, group.count, group.node.gpu.name, group.node.gpus, group.node.nics, 0.0};
+    NodeGroupSummary ng;
+    ng.node = group.node.name;
+    ng.count = group.count;
+    ng.gpu = group.node.gpu.name;
+    ng.gpus_per_node = group.node.gpus;
+    ng.nics_per_node = group.node.nics;
     const auto first = std::find(c.node_group.begin(), c.node_group.end(), static_cast<int>(g)) - c.node_group.begin();
     double injection = 0.0;
     for (DeviceId nic : c.nodes[static_cast<std::size_t>(first)].nics) {
@@ -114,6 +120,18 @@ TopologySummary summarize(const Cluster& c) {
         if (t.link(id).link_class == LinkClass::Network) injection += t.link(id).bandwidth;
     }
     ng.injection_per_gpu = injection / group.node.gpus;
+    ng.cpus_per_node = group.node.cpus;
+    if (group.node.cpu) {
+      const CpuSpec& cpu = *group.node.cpu;
+      ng.cpu = cpu.name;
+      ng.memory = fmt::format("{} x {}", cpu.memory_channels, cpu.memory_kind);
+      ng.memory_peak = cpu.memory_peak();
+      ng.memory_sustained = cpu.memory_sustained();
+    }
+    if (group.node.nics > 0) {
+      ng.nic_transport = std::string(to_string(group.node.nic_transport));
+      ng.nic_transport_overhead = group.node.nic_transport_overhead;
+    }
     s.groups.push_back(ng);
   }
 
@@ -212,6 +230,14 @@ std::string render_text(const TopologySummary& s) {
   for (const auto& g : s.groups) {
     out += fmt::format("  {} x {}: {} x {} per node, {} NIC{}\n", g.count, g.node, g.gpus_per_node, g.gpu,
                        g.nics_per_node, g.nics_per_node == 1 ? "" : "s");
+    if (!g.cpu.empty()) {
+      out += fmt::format("    host: {} x {} per node; memory per socket {}, {} peak, {} sustained (reads + writes)\n",
+                         g.cpus_per_node, g.cpu, g.memory, format_bandwidth(g.memory_peak),
+                         format_bandwidth(g.memory_sustained));
+    }
+    if (!g.nic_transport.empty()) {
+      out += fmt::format("    NIC transport: {}, +{} per message\n", g.nic_transport, format_time(g.nic_transport_overhead));
+    }
   }
   out += fmt::format("  fabric: {}\n", s.fabric);
 
@@ -270,7 +296,12 @@ nlohmann::json to_json(const TopologySummary& s) {
   j["node_groups"] = json::array();
   for (const auto& g : s.groups) {
     j["node_groups"].push_back({{"node", g.node}, {"count", g.count}, {"gpu", g.gpu}, {"gpus_per_node", g.gpus_per_node},
-                                {"nics_per_node", g.nics_per_node},
+                                {"nics_per_node", g.nics_per_node}, {"cpus_per_node", g.cpus_per_node},
+                                {"cpu", g.cpu.empty() ? json(nullptr) : json(g.cpu)},
+                                {"memory", g.memory.empty() ? json(nullptr) : json(g.memory)},
+                                {"memory_peak_Bps", g.memory_peak}, {"memory_sustained_Bps", g.memory_sustained},
+                                {"nic_transport", g.nic_transport.empty() ? json(nullptr) : json(g.nic_transport)},
+                                {"nic_transport_overhead_s", std::round(g.nic_transport_overhead * 1e12) / 1e12},
                                 {"injection_per_gpu_Bps", s.fabric == "none" ? json(nullptr) : json(g.injection_per_gpu)}});
   }
   j["devices"] = json::object();
@@ -307,6 +338,7 @@ void write_dot(const Cluster& c, std::ostream& out) {
       case DeviceKind::Cpu: return "ellipse";
       case DeviceKind::Nic: return "cds";
       case DeviceKind::NetworkSwitch: return "octagon";
+      case DeviceKind::Memory: return "cylinder";
     }
     return "box";
   };

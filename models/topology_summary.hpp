@@ -46,6 +46,13 @@ struct NodeGroupSummary {
   int gpus_per_node = 0;
   int nics_per_node = 0;
   double injection_per_gpu = 0;  ///< bytes/s per direction into the fabric, per GPU (NIC ports ÷ GPUs)
+  int cpus_per_node = 0;
+  std::string cpu;               ///< CPU model; empty when the node names none (host memory not modelled)
+  std::string memory;            ///< "8 x ddr5-4800"
+  double memory_peak = 0;        ///< bytes/s per socket, reads and writes together
+  double memory_sustained = 0;   ///< bytes/s per socket, reads and writes together (the model's budget)
+  std::string nic_transport;     ///< "gdr", "verbs", "socket"; empty without NICs
+  double nic_transport_overhead = 0;  ///< seconds per message
 };
 
 struct TopologySummary {

@@ -92,10 +92,12 @@ TEST_CASE("2-GPU PCIe box without P2P routes through host memory", "[cluster]") 
   REQUIRE(s.positions.size() == 1);
   const auto& p = s.positions[0];
   CHECK(p.position == "same PCIe switch");
-  // GPU0 -> switch -> CPU -> switch -> GPU1: 4 PCIe Gen3 links, 4 × 0.5 us, 15.75 GB/s.
+  // GPU0 -> switch -> CPU -> memory -> CPU -> switch -> GPU1: 4 PCIe Gen3 links (4 × 0.5 us,
+  // 15.75 GB/s) and the CPU's memory link written then read (2 × 0.1 us, desktop-ddr4:
+  // 2 × 21.33 GB/s × 0.75 / 2 = 16 GB/s each way): 6 hops, 2.2 us, bottleneck 15.75 GB/s.
   CHECK(p.type == PathType::Phb);
-  CHECK(p.hops == 4);
-  CHECK(p.latency == Approx(2e-6));
+  CHECK(p.hops == 6);
+  CHECK(p.latency == Approx(2.2e-6));
   CHECK(p.bandwidth == 15.75e9);
   CHECK(s.bisection_scaleup == 0.0);
 }

@@ -90,7 +90,7 @@ TEST_CASE("equal-latency paths tie-break on link class, then count as ECMP", "[t
   CHECK(e.path.type == PathType::Net);
 }
 
-TEST_CASE("GPUs without peer-to-peer stage through their CPU", "[topology]") {
+TEST_CASE("GPUs without peer-to-peer stage through their CPU when memory is not modelled", "[topology]") {
   // g0, g1 under one PCIe switch, switch under the CPU. With P2P the path is g0-sw-g1 (PIX);
   // without, it is g0-sw-cpu-sw-g1 (PHB), four links.
   for (bool p2p : {true, false}) {
@@ -147,4 +147,52 @@ TEST_CASE("bad links are rejected", "[topology]") {
   CHECK_THROWS_AS(t.add_link(a, b, link(LinkClass::Pcie, 5e9, -1.0)), std::invalid_argument);
   CHECK_THROWS_AS(t.add_link(a, a, link(LinkClass::Pcie, 5e9, 1e-6)), std::invalid_argument);
   CHECK_THROWS_AS(t.route(a, b), std::runtime_error);  // not connected
+}
+
+TEST_CASE("staged traffic lands in the receiving GPU's socket memory", "[topology][host-memory]") {
+  // cpu0 - cpu1 by a socket link; each CPU has its memory (mem0, mem1) and one GPU, no P2P.
+  // g0 -> g1 is written into g1's socket memory and read from there:
+  //   g0 -> cpu0 -> cpu1 -> mem1 -> cpu1 -> g1  (SYS: crosses the socket link; the memory
+  //   links alone do not make a path SYS), latency 0.5 + 1 + 0.1 + 0.1 + 0.5 = 2.2 us.
+  Topology t;
+  const DeviceId cpu0 = add(t, DeviceKind::Cpu, 0, 0);
+  const DeviceId cpu1 = add(t, DeviceKind::Cpu, 0, 1);
+  const DeviceId mem0 = add(t, DeviceKind::Memory, 0, 0);
+  const DeviceId mem1 = add(t, DeviceKind::Memory, 0, 1);
+  t.device(cpu0).memory = mem0;
+  t.device(cpu1).memory = mem1;
+  t.add_link(cpu0, mem0, link(LinkClass::Host, 100e9, 0.1e-6));
+  t.add_link(cpu1, mem1, link(LinkClass::Host, 100e9, 0.1e-6));
+  t.add_link(cpu0, cpu1, link(LinkClass::Host, 60e9, 1e-6));
+  Device g;
+  g.kind = DeviceKind::Gpu;
+  g.node = 0;
+  g.p2p = false;
+  g.cpu = cpu0;
+  const DeviceId g0 = t.add_device(g);
+  g.local = 1;
+  g.cpu = cpu1;
+  const DeviceId g1 = t.add_device(g);
+  t.add_link(g0, cpu0, link(LinkClass::Pcie, 50e9, 0.5e-6));
+  t.add_link(g1, cpu1, link(LinkClass::Pcie, 50e9, 0.5e-6));
+
+  const Route r = t.route(g0, g1);
+  std::vector<DeviceId> hops{g0};
+  for (LinkId id : r.path.links) hops.push_back(t.link_target(id));
+  CHECK(hops == std::vector<DeviceId>{g0, cpu0, cpu1, mem1, cpu1, g1});
+  CHECK(r.path.type == PathType::Sys);
+  CHECK(r.path.latency == Approx(2.2e-6));
+  CHECK(r.path.bandwidth == 50e9);
+  // Both directions of cpu1's memory link: written (cpu1 -> mem1), then read (mem1 -> cpu1).
+  CHECK(t.link_source(r.path.links[2]) == cpu1);
+  CHECK(r.path.links[3] == Topology::reverse(r.path.links[2]));
+
+  // The same socket: g0 -> cpu0 -> mem0 -> cpu0 -> g2 is PHB, not SYS.
+  g.local = 2;
+  g.cpu = cpu0;
+  const DeviceId g2 = t.add_device(g);
+  t.add_link(g2, cpu0, link(LinkClass::Pcie, 50e9, 0.5e-6));
+  const Route local = t.route(g0, g2);
+  CHECK(local.path.links.size() == 4U);
+  CHECK(local.path.type == PathType::Phb);
 }
