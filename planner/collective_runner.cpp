@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -89,16 +90,11 @@ std::vector<std::pair<Algorithm, Protocol>> CollectiveRunner::candidates() const
   std::vector<Algorithm> algos;
   switch (c) {
     case Collective::AllReduce:
-      // Across nodes NCCL's Tree / NVLSTree reduce inside each node and cross the network
-      // once per node; ccsim's hierarchical AllReduce stands in for them. Inside one node,
-      // and when ranks do not fill whole nodes, the double binary tree over all ranks.
-      algos = {Algorithm::Ring};
-      if (ranks_per_node_ > 1 && static_cast<int>(options_.gpus.size()) > ranks_per_node_) {
-        algos.push_back(Algorithm::Hierarchical);
-        if (all_nodes_nvls_) algos.push_back(Algorithm::NvlsTree);
-      } else {
-        algos.push_back(Algorithm::Tree);
-      }
+      // NCCL's AllReduce algorithms: Ring, Tree (a chain in each node, a double binary tree
+      // across nodes), NVLSTree across NVLS nodes, NVLS inside one (below). ccsim's
+      // hierarchical AllReduce is not NCCL's and runs only when asked for.
+      algos = {Algorithm::Ring, Algorithm::Tree};
+      if (all_nodes_nvls_ && nodes_ > 1 && ranks_per_node_ > 0) algos.push_back(Algorithm::NvlsTree);
       break;
     case Collective::ReduceScatter:
     case Collective::AllGather:
@@ -183,6 +179,30 @@ void CollectiveRunner::plan_rings() {
     auto_channels = static_cast<int>(ring_orders_.size());
   }
   channels_ = options_.channels > 0 ? options_.channels : auto_channels;
+  // Tree: one chain/tree pair per NIC rail the ranks of a node reach across nodes (NCCL builds
+  // its trees per NIC); inside one node, one pair per searched ring on direct-link nodes.
+  if (nodes_ > 1) {
+    // Heads: on the first node, the first rank of each NIC rail, in rail order.
+    std::map<int, int> first_of_rail;
+    const int node0 = t.device(options_.gpus.front()).node;
+    int local = 0;
+    for (models::DeviceId g : options_.gpus) {
+      if (t.device(g).node != node0) break;
+      first_of_rail.try_emplace(t.device(g).rail, local++);
+    }
+    for (const auto& [rail, l] : first_of_rail) tree_heads_.push_back(l);
+    tree_pairs_ = static_cast<int>(tree_heads_.size());
+  } else {
+    tree_pairs_ = node_orders_.empty() ? 1 : static_cast<int>(node_orders_.size());
+  }
+  tree_pairs_ = std::min(tree_pairs_, kMaxChannels);
+  if (options_.channels > 0) tree_pairs_ = options_.channels;
+  if (per == 0) {
+    // Nodes with different numbers of ranks: the Tree takes each node's ranks as they come.
+    std::map<int, std::vector<int>> by_node;
+    for (int r = 0; r < n; ++r) by_node[t.device(options_.gpus[static_cast<std::size_t>(r)]).node].push_back(r);
+    for (auto& [node, ranks] : by_node) node_groups_.push_back(std::move(ranks));
+  }
 }
 
 AlgorithmRequest CollectiveRunner::request(Algorithm a, Protocol p, std::uint64_t bytes, Granularity g) const {
@@ -194,9 +214,14 @@ AlgorithmRequest CollectiveRunner::request(Algorithm a, Protocol p, std::uint64_
   r.element_size = options_.element_size;
   // Channels spread rings over rails and links; the hierarchical AllReduce already uses every
   // rail (one inter-node ring per local rank), and the tree is not rail-aware: one channel.
-  r.channels = a == Algorithm::Ring ? channels_ : 1;
+  r.channels = a == Algorithm::Ring ? channels_ : a == Algorithm::Tree ? tree_pairs_ : 1;
   r.ranks_per_node = ranks_per_node_;
   if (a == Algorithm::Ring) r.ring_orders = ring_orders_;
+  if (a == Algorithm::Tree) {
+    r.node_orders = node_orders_;
+    r.node_groups = node_groups_;
+    r.tree_heads = tree_heads_;
+  }
   if (a == Algorithm::Hierarchical && !node_orders_.empty()) {
     // On direct-link nodes the intra-node rings of the channels walk the searched rings, so
     // together they use every GPU-to-GPU link.
@@ -225,7 +250,10 @@ sim::Timeline CollectiveRunner::simulate(Algorithm a, Protocol p, std::uint64_t 
   if (const std::string why = unsupported_reason(a, req); !why.empty()) {
     throw std::invalid_argument(fmt::format("{} cannot run {} here: {}", to_string(a), models::to_string(options_.collective), why));
   }
-  const models::Schedule one = generate(a, req);
+  return run_schedule(generate(a, req), a, p, engine);
+}
+
+sim::Timeline CollectiveRunner::run_schedule(const models::Schedule& one, Algorithm a, Protocol p, sim::Engine& engine) const {
   sim::Plan plan;
   plan.rank_gpu = options_.gpus;
   for (const auto& group : options_.concurrent) {
@@ -236,7 +264,7 @@ sim::Timeline CollectiveRunner::simulate(Algorithm a, Protocol p, std::uint64_t 
       options_.concurrent.empty() ? one : models::replicate(one, static_cast<int>(1 + options_.concurrent.size()));
   plan.schedule = &schedule;
   plan.cost = costs_.params(a, p, cluster_.topology);
-  plan.cost.max_rate = costs_.max_rate(a, p, arch_, nodes_, req.channels);
+  plan.cost.max_rate = costs_.max_rate(a, p, arch_, nodes_, one.channels);
   return engine.run(plan);
 }
 

@@ -68,14 +68,22 @@ class CollectiveRunner {
   const CollectiveOptions& options() const { return options_; }
   int ranks_per_node() const { return ranks_per_node_; }
   int channels() const { return channels_; }
+  /// Tree: chain/tree pairs (one per NIC rail across nodes).
+  int tree_pairs() const { return tree_pairs_; }
   const std::vector<std::vector<int>>& ring_orders() const { return ring_orders_; }
   /// Rings over the GPUs of one node found by the ring search (local indices), when the
   /// node's GPUs are joined by direct links; empty otherwise.
   const std::vector<std::vector<int>>& node_orders() const { return node_orders_; }
 
+  /// The request the runner generates for (a, p) at `bytes` and granularity `g`: channels,
+  /// ring orders, tree heads and pipeline chunks as planned for this placement.
+  AlgorithmRequest request(Algorithm a, Protocol p, std::uint64_t bytes, models::Granularity g) const;
+  /// Runs a given Schedule of (a, p) for this runner's ranks (and concurrent groups) on
+  /// `engine` with this cluster's costs: the same schedule can be timed on a changed cluster.
+  sim::Timeline run_schedule(const models::Schedule& one, Algorithm a, Protocol p, sim::Engine& engine) const;
+
  private:
   sim::Timeline simulate(Algorithm a, Protocol p, std::uint64_t bytes, sim::Engine& engine, models::Granularity& g);
-  AlgorithmRequest request(Algorithm a, Protocol p, std::uint64_t bytes, models::Granularity g) const;
   void plan_rings();
 
   const models::Cluster& cluster_;
@@ -94,6 +102,9 @@ class CollectiveRunner {
   std::string arch_;        ///< GPU architecture of rank 0 ("sm90"), for NCCL's protocol caps
   std::vector<std::vector<int>> ring_orders_;
   std::vector<std::vector<int>> node_orders_;  ///< searched rings of a direct-link node (local indices)
+  std::vector<std::vector<int>> node_groups_;  ///< ranks of each node when nodes hold different numbers of ranks
+  int tree_pairs_ = 1;                         ///< Tree: chain/tree pairs (channels 2c, 2c+1)
+  std::vector<int> tree_heads_;                ///< Tree: local index of each pair's head (one per NIC rail)
 };
 
 }  // namespace ccsim::planner

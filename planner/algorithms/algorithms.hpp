@@ -2,7 +2,8 @@
 // Collective algorithms: each turns a request into a Schedule (models/schedule.hpp).
 //
 //   ring               AllReduce, ReduceScatter, AllGather, Broadcast, Reduce; multi-channel
-//   tree               AllReduce as NCCL's double binary tree (two trees, half the data each)
+//   tree               AllReduce as NCCL's Tree: a chain inside each node, a double binary tree
+//                      over the nodes (two trees, half the data each); one pair per channel
 //   halving-doubling   AllReduce (Rabenseifner: recursive-halving ReduceScatter + recursive-
 //                      doubling AllGather, any rank count); ReduceScatter, AllGather (powers of 2)
 //   recursive-doubling AllReduce, AllGather (any rank count)
@@ -55,6 +56,12 @@ struct AlgorithmRequest {
   /// Hierarchical: the order of the local ranks in each channel's intra-node rings (channel c
   /// uses node_orders[c % size]; each a permutation of 0 .. ranks_per_node − 1). Empty: 0, 1, ...
   std::vector<std::vector<int>> node_orders;
+  /// Tree: the ranks of each node in local order, when nodes hold different numbers of ranks
+  /// (empty: blocks of ranks_per_node, or all ranks on one node when that is 0).
+  std::vector<std::vector<int>> node_groups;
+  /// Tree: the local index of the head of channel pair c (tree_heads[c % size]), the rank whose
+  /// NIC the pair uses. Empty: local c mod L.
+  std::vector<int> tree_heads;
   models::Granularity granularity = models::Granularity::Step;
 };
 

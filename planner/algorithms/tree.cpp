@@ -1,9 +1,16 @@
-// Double binary tree AllReduce (Sanders, Speck, Träff, "Two-tree algorithms for full
-// bandwidth broadcast, reduction and scan", Parallel Computing 2009; NCCL 2.4): two binary
-// trees over the ranks, each reducing and broadcasting half of the data, pipelined in chunks.
-// Tree 0 places rank r at depth given by its lowest set bit, so odd ranks are leaves; tree 1
-// mirrors it (n even) or shifts it by one (n odd), so most ranks are interior in only one tree.
+// NCCL's Tree AllReduce (NCCL 2.4+, src/graph/trees.cc and connect.cc): inside each node the
+// ranks form a chain below the node's head (the rank whose NIC the channel uses); across nodes
+// the heads form a double binary tree (Sanders, Speck, Träff, "Two-tree algorithms for full
+// bandwidth broadcast, reduction and scan", Parallel Computing 2009): two binary trees over the
+// nodes, each reducing and broadcasting half of the data, pipelined in chunks. Tree 0 places
+// node i at depth given by its lowest set bit, so odd nodes are leaves; tree 1 mirrors it (even
+// count) or shifts it by one (odd count), so most nodes are interior in only one tree. On one
+// node the Tree is the chain alone. Channel pair c (channels 2c, 2c+1) has its head on local
+// rank tree_heads[c] (default c mod L): the planner puts successive pairs on successive NIC
+// rails (NCCL: one tree pair per NIC).
 
+#include <algorithm>
+#include <numeric>
 #include <vector>
 
 #include "planner/algorithms/builder.hpp"
@@ -45,6 +52,40 @@ Tree make_tree(int n, int which) {
   return t;
 }
 
+/// Reduce up and broadcast down `tr` (positions; members[i] is the rank at position i) for
+/// `region`, pipelined in `chunks`, on `channel`. Returns each position's last op.
+std::vector<std::uint32_t> reduce_broadcast(Builder& b, const Tree& tr, const std::vector<int>& members, Range region,
+                                            BufferKind local, int channel, int chunks, const std::vector<std::uint32_t>& entry,
+                                            int first_chunk) {
+  const int n = static_cast<int>(members.size());
+  const auto at = [&](Range r) { return Slice{local, r.offset, r.bytes}; };
+  std::vector<std::uint32_t> exit(entry);
+  for (int k = 0; k < chunks; ++k) {
+    const Range chunk = part(region, b.element_size(), chunks, k);
+    for (int i = 0; i < n; ++i) {  // positions in the tree; members[i] is the rank there
+      const int r = members[static_cast<std::size_t>(i)];
+      const auto& kids = tr.children[static_cast<std::size_t>(i)];
+      const int up = tr.parent[static_cast<std::size_t>(i)];
+      std::uint32_t last = entry[static_cast<std::size_t>(i)];
+      bool first = true;
+      for (int child : kids) {  // reduce the children's partial sums into the output
+        last = b.recv_reduce(r, members[static_cast<std::size_t>(child)], first ? at(chunk) : out(chunk), out(chunk), channel, {last});
+        first = false;
+      }
+      if (up >= 0) {
+        const std::uint32_t sent =
+            b.send(r, members[static_cast<std::size_t>(up)], kids.empty() ? at(chunk) : out(chunk), channel, {last}, chunk_steps(first_chunk + k));
+        last = b.recv(r, members[static_cast<std::size_t>(up)], out(chunk), channel, {sent});  // the final sum comes back down
+      } else if (kids.empty() && local == BufferKind::Input) {
+        last = b.copy(r, in(chunk), out(chunk), {last});
+      }
+      for (int child : kids) b.send(r, members[static_cast<std::size_t>(child)], out(chunk), channel, {last}, chunk_steps(first_chunk + k));
+      exit[static_cast<std::size_t>(i)] = last;
+    }
+  }
+  return exit;
+}
+
 }  // namespace
 
 std::vector<std::uint32_t> tree_all_reduce(Builder& b, const std::vector<int>& members, Range region, BufferKind local,
@@ -52,40 +93,14 @@ std::vector<std::uint32_t> tree_all_reduce(Builder& b, const std::vector<int>& m
                                            int first_chunk) {
   const int n = static_cast<int>(members.size());
   std::vector<std::uint32_t> exit(entry);
-  const auto at = [&](Range r) { return Slice{local, r.offset, r.bytes}; };
   if (n == 1) {
     if (local == BufferKind::Input) exit[0] = b.copy(members[0], in(region), out(region), {entry[0]});
     return exit;
   }
-  const Tree trees[2] = {make_tree(n, 0), make_tree(n, 1)};
-  std::vector<std::uint32_t> tree_exit[2] = {entry, entry};
+  std::vector<std::uint32_t> tree_exit[2];
   for (int t = 0; t < 2; ++t) {
-    const Tree& tr = trees[t];
-    const Range half = part(region, b.element_size(), 2, t);
-    const int channel = channel_base + t;
-    for (int k = 0; k < chunks; ++k) {
-      const Range chunk = part(half, b.element_size(), chunks, k);
-      for (int i = 0; i < n; ++i) {  // positions in the tree; members[i] is the rank there
-        const int r = members[static_cast<std::size_t>(i)];
-        const auto& kids = tr.children[static_cast<std::size_t>(i)];
-        const int up = tr.parent[static_cast<std::size_t>(i)];
-        std::uint32_t last = entry[static_cast<std::size_t>(i)];
-        bool first = true;
-        for (int child : kids) {  // reduce the children's partial sums into the output
-          last = b.recv_reduce(r, members[static_cast<std::size_t>(child)], first ? at(chunk) : out(chunk), out(chunk), channel, {last});
-          first = false;
-        }
-        if (up >= 0) {
-          const std::uint32_t sent =
-              b.send(r, members[static_cast<std::size_t>(up)], kids.empty() ? at(chunk) : out(chunk), channel, {last}, chunk_steps(first_chunk + k));
-          last = b.recv(r, members[static_cast<std::size_t>(up)], out(chunk), channel, {sent});  // the final sum comes back down
-        } else if (kids.empty() && local == BufferKind::Input) {
-          last = b.copy(r, in(chunk), out(chunk), {last});
-        }
-        for (int child : kids) b.send(r, members[static_cast<std::size_t>(child)], out(chunk), channel, {last}, chunk_steps(first_chunk + k));
-        tree_exit[t][static_cast<std::size_t>(i)] = last;
-      }
-    }
+    tree_exit[t] = reduce_broadcast(b, make_tree(n, t), members, part(region, b.element_size(), 2, t), local, channel_base + t,
+                                    chunks, entry, first_chunk);
   }
   for (int i = 0; i < n; ++i) {
     exit[static_cast<std::size_t>(i)] =
@@ -96,12 +111,69 @@ std::vector<std::uint32_t> tree_all_reduce(Builder& b, const std::vector<int>& m
 
 void tree(Builder& b) {
   const int n = b.nranks();
-  std::vector<int> members(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) members[static_cast<std::size_t>(r)] = r;
-  const std::vector<std::uint32_t> none(static_cast<std::size_t>(n), kNone);
-  for (int c = 0; c < b.request().channels; ++c) {
-    const Range mine = part({0, b.request().bytes}, b.element_size(), b.request().channels, c);
-    tree_all_reduce(b, members, mine, BufferKind::Input, 2 * c, b.request().pipeline_chunks, none, 0);
+  const AlgorithmRequest& req = b.request();
+  // The nodes' ranks in local order: the request's groups, blocks of ranks_per_node, or one node.
+  std::vector<std::vector<int>> groups = req.node_groups;
+  if (groups.empty()) {
+    const int per = req.ranks_per_node > 0 && n % req.ranks_per_node == 0 ? req.ranks_per_node : n;
+    for (int first = 0; first < n; first += per) {
+      groups.emplace_back();
+      for (int r = first; r < first + per; ++r) groups.back().push_back(r);
+    }
+  }
+  const int nodes = static_cast<int>(groups.size());
+  for (int c = 0; c < req.channels; ++c) {
+    // Chain of every node for this pair: from the head (local c mod L) on, in the searched
+    // ring order on direct-link nodes, else in local order.
+    std::vector<std::vector<int>> chains;
+    for (const auto& g : groups) {
+      const int size = static_cast<int>(g.size());
+      std::vector<int> locals(static_cast<std::size_t>(size));
+      std::iota(locals.begin(), locals.end(), 0);
+      if (!req.node_orders.empty() && static_cast<int>(req.node_orders.front().size()) == size) {
+        locals = req.node_orders[static_cast<std::size_t>(c) % req.node_orders.size()];
+      }
+      const int head_local = req.tree_heads.empty() ? c : req.tree_heads[static_cast<std::size_t>(c) % req.tree_heads.size()];
+      const auto head = std::find(locals.begin(), locals.end(), head_local % size);
+      std::rotate(locals.begin(), head, locals.end());
+      chains.emplace_back();
+      for (int l : locals) chains.back().push_back(g[static_cast<std::size_t>(l)]);
+    }
+    // Positions: the ranks of every chain, node by node; members[i] is the rank at position i.
+    std::vector<int> members, head_position;
+    for (const auto& chain : chains) {
+      head_position.push_back(static_cast<int>(members.size()));
+      members.insert(members.end(), chain.begin(), chain.end());
+    }
+    const Range mine = part({0, req.bytes}, b.element_size(), req.channels, c);
+    std::vector<std::uint32_t> tree_exit[2];
+    for (int t = 0; t < 2; ++t) {
+      // Tree t over nodes, expanded: a head's parent is its parent node's head, its children
+      // the next rank of its chain and its child nodes' heads; chain ranks hang in a line.
+      const Tree over_nodes = make_tree(nodes, nodes == 1 ? 0 : t);
+      Tree tr;
+      tr.parent.assign(members.size(), -1);
+      tr.children.assign(members.size(), {});
+      for (int node = 0; node < nodes; ++node) {
+        const int h = head_position[static_cast<std::size_t>(node)];
+        const int len = static_cast<int>(chains[static_cast<std::size_t>(node)].size());
+        for (int k = 1; k < len; ++k) {
+          tr.parent[static_cast<std::size_t>(h + k)] = h + k - 1;
+          tr.children[static_cast<std::size_t>(h + k - 1)].push_back(h + k);
+        }
+        const int up = over_nodes.parent[static_cast<std::size_t>(node)];
+        if (up >= 0) {
+          tr.parent[static_cast<std::size_t>(h)] = head_position[static_cast<std::size_t>(up)];
+          tr.children[static_cast<std::size_t>(head_position[static_cast<std::size_t>(up)])].push_back(h);
+        }
+      }
+      if (members.size() == 1) {
+        tree_exit[t] = {b.copy(members[0], in(part(mine, b.element_size(), 2, t)), out(part(mine, b.element_size(), 2, t)))};
+        continue;
+      }
+      tree_exit[t] = reduce_broadcast(b, tr, members, part(mine, b.element_size(), 2, t), BufferKind::Input, 2 * c + t,
+                                      req.pipeline_chunks, std::vector<std::uint32_t>(members.size(), kNone), 0);
+    }
   }
 }
 
