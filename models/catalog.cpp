@@ -154,7 +154,7 @@ Catalog::Resolved Catalog::resolve(const Table& table, const Fields& parent, std
   Fields fields(std::move(layers), path, std::move(depths));
   // The entry's name: an explicit `name`, else the first catalog entry of the chain.
   const std::string name = fields.optional_string("name").value_or(chain.empty() ? path : chain.front());
-  return {std::move(fields), name};
+  return {std::move(fields), name, std::move(chain)};
 }
 
 Catalog::Resolved Catalog::resolve(const Table& table, const YamlSource& ref, const std::string& path) const {
@@ -177,6 +177,7 @@ LinkSpec Catalog::parse_link(const Resolved& r) const {
   spec.bandwidth = f.quantity("bandwidth", Quantity::Bandwidth, true);
   spec.latency = f.quantity("latency", Quantity::Time, false);
   spec.source = f.optional_string("source").value_or("");
+  spec.lineage = r.chain;
   return spec;
 }
 

@@ -27,6 +27,10 @@ struct LinkSpec {
   double bandwidth = 0.0;  ///< bytes per second, per direction
   double latency = 0.0;    ///< seconds, one traversal of the link
   std::string source;
+  /// The catalog entries this kind derives from through `base:`, nearest first, ending at the
+  /// root entry (["nvlink3"] for `{base: nvlink3, name: my-bridge}`; ["nvlink3"] for nvlink3
+  /// itself). Calibration figures keyed by catalog name follow this chain.
+  std::vector<std::string> lineage;
 };
 
 struct GpuSpec {
@@ -114,6 +118,7 @@ class Catalog {
   struct Resolved {
     Fields fields;     ///< the entry's layers, overrides first
     std::string name;  ///< `name` key, else the first catalog entry of the chain
+    std::vector<std::string> chain;  ///< catalog entries of the base chain, nearest first
   };
   Resolved resolve(const Table& table, const Fields& parent, std::string_view key) const;
   Resolved resolve(const Table& table, const YamlSource& ref, const std::string& path) const;

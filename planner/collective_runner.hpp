@@ -88,6 +88,7 @@ class CollectiveRunner {
   int channels_ = 1;
   int nodes_ = 1;           ///< nodes the ranks span
   std::string arch_;        ///< GPU architecture of rank 0 ("sm90"), for NCCL's protocol caps
+  ProtocolContext protocol_context_;  ///< what the table's default-protocol rules look at
   std::vector<std::vector<int>> ring_orders_;
 };
 

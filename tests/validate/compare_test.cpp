@@ -24,15 +24,23 @@ struct MeasuredSystem {
   double large_budget;    ///< percent, sizes ≥ 1 MiB
 };
 
-// Error budget: MAPE of the default calibration (scenarios/calibration/nccl.yaml, analytic
-// engine) against each real log, as measured with `build/cli/ccsim compare LOG --scenario S`
-// when this test was written, rounded up to the next whole percent (H100 log: 55.0 % and
-// 41.5 % since NCCL's LL / LL128 throughput caps are modelled). A change that makes a
-// prediction worse than this fails here; one that improves it should lower the budget.
+// Error budget: MAPE of the default calibration (scenarios/calibration/nccl.yaml for NVIDIA,
+// rccl.yaml for AMD GPUs; analytic engine) against each real log, as measured with
+// `build/cli/ccsim compare LOG --scenario S` when this test was written, rounded up to the
+// next whole percent (H100 log: 55.0 % and 41.5 % since NCCL's LL / LL128 throughput caps are
+// modelled). A change that makes a prediction worse than this fails here; one that improves it
+// should lower the budget.
+//
+// MI300X since RCCL's own constants replaced NCCL's for AMD GPUs (issue 8): 23.66 % over all
+// sizes (was 19.17 %) and 14.71 % over sizes >= 1 MiB (was 20.40 %). RCCL's base latencies
+// (12 / 12 / 17 us) put every small size above 19 us where the log measures 13.7-15.5 us; RCCL's
+// own latency model predicts the same (Ring LL: 12 + 14 x 0.8 = 23.2 us). Large sizes improve
+// because LL128, RCCL-enabled on gfx942, now carries 0.5-32 MiB. The all-size budget was
+// raised from 20 % to 24 % for this reason, the >= 1 MiB budget lowered from 21 % to 15 %.
 //
 //   log                                          scenario               MAPE all   MAPE >= 1 MiB
 //   h100-2x8-ethernet-gpudirect-all_reduce.log   h100-2x8-200g.yaml       56.47 %        42.98 %
-//   mi300x-1x8-xgmi-all_reduce.log               mi300x-1node.yaml        19.17 %        20.40 %
+//   mi300x-1x8-xgmi-all_reduce.log               mi300x-1node.yaml        23.66 %        14.71 %
 //   rtx2080ti-1x2-pcie3-nop2p-all_reduce.log     pcie-2gpu-nop2p.yaml     21.21 %        32.32 %
 //   a100-1x8-nvswitch-sendrecv.log               dgx-a100-1node.yaml      27.80 %        27.80 %
 //
@@ -40,15 +48,11 @@ struct MeasuredSystem {
 // 4M, 16M, 64M, 256M, 1G = 7; A100 all 4 (128M..1G).
 const MeasuredSystem kSystems[] = {
     {"h100-2x8-ethernet-gpudirect-all_reduce.log", "h100-2x8-200g.yaml", 21, 14, 56.0, 42.0},
-    {"mi300x-1x8-xgmi-all_reduce.log", "mi300x-1node.yaml", 24, 14, 20.0, 21.0},
+    {"mi300x-1x8-xgmi-all_reduce.log", "mi300x-1node.yaml", 24, 14, 24.0, 15.0},
     {"rtx2080ti-1x2-pcie3-nop2p-all_reduce.log", "pcie-2gpu-nop2p.yaml", 18, 7, 22.0, 33.0},
     {"a100-1x8-nvswitch-sendrecv.log", "dgx-a100-1node.yaml", 4, 4, 28.0, 28.0},
 };
 
-const planner::CostModel& default_costs() {
-  static const planner::CostModel costs = planner::CostModel::load(planner::CostModel::default_path());
-  return costs;
-}
 
 }  // namespace
 
@@ -65,7 +69,9 @@ TEST_CASE("compare: simulated against measured nccl-tests logs stays within the 
 
     validate::CompareOptions options;  // analytic engine, auto algorithm and protocol
     REQUIRE(options.engine == "analytic");
-    const validate::CompareResult r = validate::compare(log, cluster, default_costs(), options);
+    // The table `ccsim compare` picks for this cluster's GPU vendor.
+    const planner::CostModel costs = planner::CostModel::load(planner::CostModel::default_path(cluster));
+    const validate::CompareResult r = validate::compare(log, cluster, costs, options);
 
     CHECK(r.test == log.name);
     CHECK(r.collective == *log.collective);
