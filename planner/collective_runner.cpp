@@ -75,6 +75,8 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
     throw std::invalid_argument("nvls-tree needs whole nodes with NVLink SHARP (NVSwitch gen3+)");
   }
   protocol_context_ = protocol_context(cluster, options_.gpus);
+  // NCCL tunes a communicator by its lowest compute capability (minCompCap).
+  if (!protocol_context_.archs.empty()) arch_ = tuning_architecture(protocol_context_.archs);
   if (options_.check_bound) {
     models::Router router(cluster);
     bound_ = lower_bound(cluster, router, options_.collective, options_.gpus, options_.root);
@@ -254,7 +256,7 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
     best.transfers = tl.transfers;
     best.links = std::move(tl.links);
   }
-  costs_.warn_missing_efficiency(cluster_.topology, best.links);
+  costs_.warn_missing_efficiency(cluster_.topology, best.links, arch_);
   if (!options_.check_bound) return best;
   best.bound = bound_.time(static_cast<double>(bytes));
   if (best.time < best.bound * (1.0 - 1e-9)) {

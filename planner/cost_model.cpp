@@ -197,9 +197,30 @@ CostModel CostModel::load(const std::string& path) {
     for (const auto& layer : eff->layers()) {
       for (const auto& kv : layer.node) {
         const std::string kind = kv.first.Scalar();
-        const double v = eff->number(kind, 0.0);
-        if (v > 1.0) throw eff->error(kind, "a fraction of the raw bandwidth in (0, 1]");
-        m.link_efficiency_[kind] = v;
+        if (m.link_efficiency_.count(kind) != 0) continue;
+        auto& by_arch = m.link_efficiency_[kind];
+        if (!kv.second.IsMap()) {
+          const double v = eff->number(kind, 0.0);
+          if (v > 1.0) throw eff->error(kind, "a fraction of the raw bandwidth in (0, 1]");
+          by_arch["default"] = v;
+          continue;
+        }
+        // Keyed by GPU: NCCL's per-link NVLink figure depends on the compute capability
+        // (topo.h ncclTopoNVLinkBw), RCCL's xGMI figure on the gfx architecture.
+        const Fields per = eff->map(kind);
+        for (const auto& inner : per.layers()) {
+          for (const auto& akv : inner.node) {
+            const std::string key = akv.first.Scalar();
+            if (key != "default" && architecture_family(key).empty() && !is_architecture_family(key)) {
+              throw models::InputError(models::location_of({akv.first, inner.file}), per.key_path(key),
+                                       "an architecture (sm86, gfx942), a family (volta, ampere, hopper, blackwell) or default",
+                                       "'" + key + "'");
+            }
+            const double v = per.number(key, 0.0);
+            if (v > 1.0) throw per.error(key, "a fraction of the raw bandwidth in (0, 1]");
+            by_arch.emplace(key, v);
+          }
+        }
       }
     }
   }
@@ -237,12 +258,21 @@ std::string CostModel::default_refusal(Protocol p, const ProtocolContext& contex
   return rule ? rule->refusal(context) : std::string();
 }
 
-std::optional<double> CostModel::link_efficiency(const models::Topology& topology, std::size_t kind) const {
+std::optional<double> CostModel::link_efficiency(const models::Topology& topology, std::size_t kind, std::string_view arch) const {
   // The kind's own name first (a calibration row for a renamed kind wins), then its catalog
-  // ancestry nearest first.
-  if (const auto it = link_efficiency_.find(topology.link_kinds()[kind]); it != link_efficiency_.end()) return it->second;
+  // ancestry nearest first. Within a row: the exact architecture, its family, then default.
+  const auto lookup = [&](const std::string& name) -> std::optional<double> {
+    const auto it = link_efficiency_.find(name);
+    if (it == link_efficiency_.end()) return std::nullopt;
+    for (const std::string& key : {std::string(arch), architecture_family(arch), std::string("default")}) {
+      if (key.empty()) continue;
+      if (const auto v = it->second.find(key); v != it->second.end()) return v->second;
+    }
+    return std::nullopt;
+  };
+  if (const auto v = lookup(topology.link_kinds()[kind])) return v;
   for (const std::string& base : topology.link_kind_lineage(kind)) {
-    if (const auto it = link_efficiency_.find(base); it != link_efficiency_.end()) return it->second;
+    if (const auto v = lookup(base)) return v;
   }
   return std::nullopt;
 }
@@ -257,17 +287,20 @@ sim::CostParams CostModel::params(Algorithm a, Protocol p, const models::Topolog
   c.step_latency = e.step_overhead;
   c.base_latency = e.base_latency;
   c.link_efficiency.assign(topology.link_kinds().size(), 1.0);
-  for (std::size_t k = 0; k < topology.link_kinds().size(); ++k) c.link_efficiency[k] = link_efficiency(topology, k).value_or(1.0);
+  for (std::size_t k = 0; k < topology.link_kinds().size(); ++k) {
+    c.link_efficiency[k] = link_efficiency(topology, k, arch).value_or(1.0);
+  }
   return c;
 }
 
-void CostModel::warn_missing_efficiency(const models::Topology& topology, const std::vector<sim::LinkRecord>& links) const {
+void CostModel::warn_missing_efficiency(const models::Topology& topology, const std::vector<sim::LinkRecord>& links,
+                                        std::string_view arch) const {
   std::vector<bool> seen(topology.link_kinds().size(), false);
   for (const sim::LinkRecord& r : links) {
     const std::size_t k = topology.link(r.link).kind;
     if (seen[k] || r.bytes <= 0) continue;
     seen[k] = true;
-    if (link_efficiency(topology, k)) continue;
+    if (link_efficiency(topology, k, arch)) continue;
     const std::string& name = topology.link_kinds()[k];
     {
       const std::lock_guard<std::mutex> lock(warned_->mutex);
@@ -278,8 +311,9 @@ void CostModel::warn_missing_efficiency(const models::Topology& topology, const 
       if (base != name) lineage += (lineage.empty() ? "" : ", ") + base;
     }
     const std::string message = fmt::format(
-        "link kind '{}'{} has no link_efficiency in the calibration table ({}); its full catalog bandwidth is used", name,
-        lineage.empty() ? std::string() : " (based on " + lineage + ")", source_.empty() ? "no source" : source_);
+        "link kind '{}'{} has no link_efficiency{} in the calibration table ({}); its full catalog bandwidth is used", name,
+        lineage.empty() ? std::string() : " (based on " + lineage + ")", arch.empty() ? std::string() : fmt::format(" for {}", arch),
+        source_.empty() ? "no source" : source_);
     if (warn_) {
       warn_(message);
     } else {

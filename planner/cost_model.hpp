@@ -49,15 +49,17 @@ class CostModel {
   /// Engine cost parameters for (algorithm, protocol) on `topology` with GPUs of architecture
   /// `arch` ("sm90"; needed where the bandwidth factor is keyed by family, as NVLS's is).
   /// A link kind takes the efficiency of the nearest entry of [kind name, its catalog lineage]
-  /// in the table, else 1. Throws std::invalid_argument when the table has no entry for the
+  /// in the table (an entry keyed by architecture picks `arch`, then its family, then
+  /// `default`), else 1. Throws std::invalid_argument when the table has no entry for the
   /// pair, or no factor for the architecture's family.
   sim::CostParams params(Algorithm a, Protocol p, const models::Topology& topology, std::string_view arch = {}) const;
-  /// Efficiency of link kind `kind` of `topology` (fraction of raw bandwidth), following its
-  /// lineage; nullopt when neither the kind nor any ancestor has one.
-  std::optional<double> link_efficiency(const models::Topology& topology, std::size_t kind) const;
+  /// Efficiency of link kind `kind` of `topology` (fraction of raw bandwidth) on GPUs of `arch`,
+  /// following the kind's lineage; nullopt when neither the kind nor any ancestor has one.
+  std::optional<double> link_efficiency(const models::Topology& topology, std::size_t kind, std::string_view arch = {}) const;
   /// Reports, through the warning sink, each link kind carrying data in `links` that has no
-  /// efficiency in the table (once per kind name over this model's life).
-  void warn_missing_efficiency(const models::Topology& topology, const std::vector<sim::LinkRecord>& links) const;
+  /// efficiency in the table for `arch` (once per kind name over this model's life).
+  void warn_missing_efficiency(const models::Topology& topology, const std::vector<sim::LinkRecord>& links,
+                               std::string_view arch = {}) const;
   /// Where warnings go (default: "ccsim: warning: ..." lines on stderr).
   void set_warning_sink(std::function<void(const std::string&)> sink) { warn_ = std::move(sink); }
   /// NCCL's throughput cap for (algorithm, protocol) as the highest rate of one connection
@@ -86,7 +88,8 @@ class CostModel {
 
   std::map<std::string, std::array<Entry, 3>> algorithms_;  // "ring", "tree", "nvls", "nvls-tree", "default"
   std::array<double, 3> chunk_{};
-  std::map<std::string, double> link_efficiency_;
+  /// kind -> (architecture, family or "default") -> efficiency; "default" alone for plain numbers
+  std::map<std::string, std::map<std::string, double>> link_efficiency_;
   struct Cap {
     bool per_rank = false;
     std::map<std::string, std::array<double, 3>> by_family;  // bytes/s for 1, 2, >2 nodes

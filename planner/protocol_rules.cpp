@@ -27,6 +27,16 @@ std::string architecture_family(std::string_view arch) {
   return "";
 }
 
+std::string tuning_architecture(const std::vector<std::string>& archs) {
+  std::string best = archs.empty() ? std::string() : archs.front();
+  for (const std::string& a : archs) {
+    const auto cc = compute_capability(a);
+    const auto best_cc = compute_capability(best);
+    if (cc && best_cc && *cc < *best_cc) best = a;
+  }
+  return best;
+}
+
 bool is_architecture_family(std::string_view key) {
   return key == "volta" || key == "ampere" || key == "hopper" || key == "blackwell" ||
          (key.size() > 3 && key.substr(0, 3) == "gfx");

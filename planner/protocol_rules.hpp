@@ -28,6 +28,11 @@ std::optional<int> compute_capability(std::string_view arch);
 /// empty for strings that are neither.
 std::string architecture_family(std::string_view arch);
 
+/// The architecture whose family NCCL tunes a communicator of `archs` by: the lowest compute
+/// capability (tuning.cc takes compCapIndex from minCompCap); for AMD or unknown strings, the
+/// first. Empty for an empty list.
+std::string tuning_architecture(const std::vector<std::string>& archs);
+
 /// Whether `key` names a family a calibration table may key constants by: one of the four
 /// NVIDIA families or a "gfx..." architecture.
 bool is_architecture_family(std::string_view key);

@@ -109,6 +109,22 @@ TEST_CASE("architecture families follow NCCL's compCapIndex and RCCL's gfx names
   CHECK(planner::architecture_family("smx").empty());
   CHECK(planner::compute_capability("sm86") == 86);
   CHECK_FALSE(planner::compute_capability("gfx942"));
+  // NCCL tunes a communicator by its lowest compute capability (minCompCap).
+  CHECK(planner::tuning_architecture({"sm90", "sm80"}) == "sm80");
+  CHECK(planner::tuning_architecture({"sm100", "sm90"}) == "sm90");
+  CHECK(planner::tuning_architecture({"gfx942"}) == "gfx942");
+}
+
+TEST_CASE("NVLink efficiency by GPU: NCCL credits sm86 12 GB/s per link", "[cost][arch][efficiency]") {
+  const models::Cluster a100 = test::shipped_cluster("dgx-a100-1node.yaml");
+  const auto& kinds = a100.topology.link_kinds();
+  const auto k = static_cast<std::size_t>(std::find(kinds.begin(), kinds.end(), "nvlink3") - kinds.begin());
+  REQUIRE(k < kinds.size());
+  // topo.h ncclTopoNVLinkBw: sm86 SM86_NVLINK_BW 12, other sm8x SM80_NVLINK_BW 20; catalog
+  // nvlink3 25 GB/s per link: 12 / 25 = 0.48, 20 / 25 = 0.8.
+  CHECK(nccl().params(Algorithm::Ring, Protocol::Simple, a100.topology, "sm86").link_efficiency[k] == Approx(0.48));
+  CHECK(nccl().params(Algorithm::Ring, Protocol::Simple, a100.topology, "sm80").link_efficiency[k] == Approx(0.8));
+  CHECK(nccl().params(Algorithm::Ring, Protocol::Simple, a100.topology).link_efficiency[k] == Approx(0.8));
 }
 
 TEST_CASE("protocol caps: sm75 / sm86 / sm89 take NCCL's Volta / Ampere rows", "[cost][arch]") {
@@ -274,6 +290,21 @@ TEST_CASE("link efficiency follows base: a renamed NVLink bridge keeps NVLink's 
   CHECK(t_renamed == Approx(t_plain));
 }
 
+TEST_CASE("a renamed NVLink still builds an NVSwitch node and keeps NVLink's efficiency", "[cost][efficiency]") {
+  TempDir dir;
+  const models::Cluster c = cluster_from(dir, R"(cluster:
+  nodes:
+    - node:
+        base: dgx-h100
+        gpu: {scaleup: {link: {base: nvlink4, name: nvlink4-custom}}}
+)");
+  const auto& kinds = c.topology.link_kinds();
+  const auto k = static_cast<std::size_t>(std::find(kinds.begin(), kinds.end(), "nvlink4-custom") - kinds.begin());
+  REQUIRE(k < kinds.size());
+  // nccl.yaml nvlink4: SM90_NVLINK_BW 20.6 / 25 = 0.824.
+  CHECK(nccl().params(Algorithm::Ring, Protocol::Simple, c.topology, "sm90").link_efficiency[k] == Approx(0.824));
+}
+
 TEST_CASE("a link kind without efficiency is a warning naming it, once", "[cost][efficiency]") {
   TempDir dir;
   // MI300X with its xGMI renamed, costed with NCCL's table (which has no xGMI row).
@@ -349,6 +380,13 @@ TEST_CASE("calibration: bad architecture keys and protocol rules name file, key,
 )");
     CHECK_THAT(e, Contains("table.yaml:11:27: error: protocol_rules.LL128.archs: expected architectures (sm80, gfx942) or "
                            "families (volta, ampere, hopper, blackwell), found 'rtx'"));
+  }
+  SECTION("a link efficiency keyed by something that is not an architecture") {
+    const std::string e = load_error(dir, kMinimalTable + R"(link_efficiency:
+  nvlink3: {default: 0.8, turing: 0.5}
+)");
+    CHECK_THAT(e, Contains("table.yaml:11:27: error: link_efficiency.nvlink3.turing: expected an architecture (sm86, gfx942), a "
+                           "family (volta, ampere, hopper, blackwell) or default, found 'turing'"));
   }
   SECTION("the shipped tables load") {
     CHECK(load_error(dir, kMinimalTable).empty());
