@@ -12,6 +12,7 @@
 
 #include "models/input_error.hpp"
 #include "models/scenario.hpp"
+#include "models/topology_summary.hpp"
 #include "planner/collective_runner.hpp"
 #include "planner/cost_model.hpp"
 #include "planner/protocol_rules.hpp"
@@ -323,6 +324,10 @@ TEST_CASE("a link kind without efficiency is a warning naming it, once", "[cost]
   planner::CollectiveRunner(c, costs, o).run(1 << 24);
   REQUIRE(warnings.size() == 1);
   CHECK_THAT(warnings[0], Contains("link kind 'fabric-x' (based on xgmi) has no link_efficiency"));
+  // The renamed kind is still described as xGMI (ccsim topo), through its lineage.
+  const models::TopologySummary summary = models::summarize(c);
+  CHECK(std::any_of(summary.positions.begin(), summary.positions.end(),
+                    [](const models::PositionSummary& p) { return p.position == "xGMI peer, other PCIe switch, same CPU"; }));
 
   // Every kind of a shipped NVIDIA and AMD system has a row in its default table: no warning.
   for (const char* scenario : {"dgx-h100-1node.yaml", "h100-2x8-200g.yaml", "mi300x-1node.yaml", "pcie-2gpu-nop2p.yaml"}) {
