@@ -39,7 +39,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
   c->add_option("--granularity", o.granularity, "auto, step or phase")->check(CLI::IsMember({"auto", "step", "phase"}));
   c->add_option("-d,--datatype", o.datatype, "element type: float, half, bfloat16, double, int8");
   c->add_option("--format", o.format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
-  c->add_option("--calibration", o.calibration, "calibration table (default: scenarios/calibration/nccl.yaml)");
+  c->add_option("--calibration", o.calibration, "calibration table (default: scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
   return c;
 }
@@ -69,7 +69,7 @@ int run_collective(const CollectiveCliOptions& o) {
   opts.gpus = select_gpus(cluster, o.ranks, o.group);
   const int n = static_cast<int>(opts.gpus.size());
   if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
-  const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path() : o.calibration);
+  const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path(cluster) : o.calibration);
   std::optional<planner::CollectiveRunner> built;
   try {
     built.emplace(cluster, costs, opts);

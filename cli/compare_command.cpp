@@ -26,7 +26,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareCliOptions& o) {
   c->add_option("--algo", o.algo, "auto (NCCL's choice) or an algorithm name");
   c->add_option("--protocol", o.protocol, "auto, LL, LL128, Simple");
   c->add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  c->add_option("--calibration", o.calibration, "calibration table (default: scenarios/calibration/nccl.yaml)");
+  c->add_option("--calibration", o.calibration, "calibration table (default: scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
   return c;
 }
@@ -38,7 +38,7 @@ int run_compare(const CompareCliOptions& o) {
   const auto tests = validate::parse_nccl_tests_log(in, o.log);
   const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
-  const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path() : o.calibration);
+  const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path(cluster) : o.calibration);
   validate::CompareOptions opts;
   opts.engine = o.engine;
   if (o.ranks > 0) opts.nranks = o.ranks;

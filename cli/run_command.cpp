@@ -25,7 +25,7 @@ CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   c->add_option("scenario", o.scenario, "scenario file with cluster, workload and strategy sections")->required();
   c->add_option("--engine", o.engine, "analytic or flow (default: the scenario's simulation.engine)");
   c->add_option("--out", o.out, "directory for report.json, ops.csv, links.csv, trace.json, effective.yaml");
-  c->add_option("--calibration", o.calibration, "collective calibration table (default: scenarios/calibration/nccl.yaml)");
+  c->add_option("--calibration", o.calibration, "collective calibration table (default: scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
   c->add_option("--compute-calibration", o.compute_calibration,
                 "compute efficiency table (default: scenarios/calibration/compute.yaml)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
@@ -66,7 +66,7 @@ int run_run(const RunCliOptions& o) {
 
 static int simulate_and_write(const RunCliOptions& o, const models::Scenario& scenario) {
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
-  const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path() : o.calibration);
+  const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path(cluster) : o.calibration);
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
   planner::ComputeCalibration compute = planner::ComputeCalibration::load(
       o.compute_calibration.empty() ? planner::ComputeCalibration::default_path() : o.compute_calibration, gpu0.name);

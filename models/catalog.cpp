@@ -159,7 +159,7 @@ Catalog::Resolved Catalog::resolve(const Table& table, const Fields& parent, std
   Fields fields(std::move(layers), path, std::move(depths));
   // The entry's name: an explicit `name`, else the first catalog entry of the chain.
   const std::string name = fields.optional_string("name").value_or(chain.empty() ? path : chain.front());
-  return {std::move(fields), name};
+  return {std::move(fields), name, std::move(chain)};
 }
 
 Catalog::Resolved Catalog::resolve(const Table& table, const YamlSource& ref, const std::string& path) const {
@@ -191,6 +191,7 @@ LinkSpec Catalog::parse_link(const Resolved& r) const {
     }
   }
   spec.source = f.optional_string("source").value_or("");
+  spec.lineage = r.chain;
   return spec;
 }
 
@@ -322,7 +323,12 @@ NodeSpec Catalog::parse_node(const Resolved& r) const {
     if (spec.nvls && spec.nvswitch_generation < 3) {
       throw nvs.error("nvls", "false (NVLink SHARP needs NVSwitch generation 3 or later)");
     }
-    if (!spec.gpu.scaleup_link || spec.gpu.scaleup_link->name.find("nvlink") == std::string::npos) {
+    // A renamed link derived from an NVLink entry (`{base: nvlink4, name: ...}`) is NVLink too.
+    const auto is_nvlink = [](const LinkSpec& l) {
+      if (l.name.find("nvlink") != std::string::npos) return true;
+      return std::any_of(l.lineage.begin(), l.lineage.end(), [](const std::string& b) { return b.find("nvlink") != std::string::npos; });
+    };
+    if (!spec.gpu.scaleup_link || !is_nvlink(*spec.gpu.scaleup_link)) {
       throw f.error("gpu", "a GPU with NVLink for an nvswitch layout");
     }
   } else if (f.has("nvswitch")) {

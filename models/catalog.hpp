@@ -32,6 +32,10 @@ struct LinkSpec {
   /// nullopt = not supported. Catalog key `transports: {gdr: 0us, verbs: 3.5us, socket: 16.5us}`.
   std::array<std::optional<double>, 3> transport_overhead{};
   std::string source;
+  /// The catalog entries this kind derives from through `base:`, nearest first, ending at the
+  /// root entry (["nvlink3"] for `{base: nvlink3, name: my-bridge}`; ["nvlink3"] for nvlink3
+  /// itself). Calibration figures keyed by catalog name follow this chain.
+  std::vector<std::string> lineage;
 };
 
 /// A CPU socket: the host side that traffic through host memory shares (GPUs without PCIe
@@ -162,6 +166,7 @@ class Catalog {
   struct Resolved {
     Fields fields;     ///< the entry's layers, overrides first
     std::string name;  ///< `name` key, else the first catalog entry of the chain
+    std::vector<std::string> chain;  ///< catalog entries of the base chain, nearest first
   };
   Resolved resolve(const Table& table, const Fields& parent, std::string_view key) const;
   Resolved resolve(const Table& table, const YamlSource& ref, const std::string& path) const;

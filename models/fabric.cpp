@@ -33,7 +33,7 @@ DeviceId add_switch(Topology& t, int tier, int local, int rail) {
 LinkAttrs nic_port(const LinkSpec& nic, const FabricTier& tier) {
   const LinkSpec& port = tier.link ? *tier.link : nic;
   const LinkSpec& slow = port.bandwidth < nic.bandwidth ? port : nic;
-  return LinkAttrs{LinkClass::Network, slow.name, 1, slow.bandwidth, tier.latency.value_or(slow.latency)};
+  return LinkAttrs{LinkClass::Network, slow.name, 1, slow.bandwidth, tier.latency.value_or(slow.latency), slow.lineage};
 }
 
 struct Leaf {
@@ -101,7 +101,7 @@ void add_fabric(Topology& t, const FabricSpec& spec, const std::vector<NodeDevic
     for (DeviceId spine : spine_ids) {
       t.add_link(leaf.id, spine,
                  LinkAttrs{LinkClass::Network, port_kind.name, lanes, uplink / spines,
-                           spec.spine.latency.value_or(port_kind.latency)});
+                           spec.spine.latency.value_or(port_kind.latency), port_kind.lineage});
     }
   }
 }

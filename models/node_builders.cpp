@@ -6,7 +6,7 @@ namespace ccsim::models {
 namespace {
 
 LinkAttrs attrs_of(const LinkSpec& spec, int lanes = 1) {
-  return LinkAttrs{spec.link_class, spec.name, lanes, spec.bandwidth * lanes, spec.latency};
+  return LinkAttrs{spec.link_class, spec.name, lanes, spec.bandwidth * lanes, spec.latency, spec.lineage};
 }
 
 /// The slower of two PCIe generations: a link trains at the speed of its slower end.

@@ -148,7 +148,10 @@ LinkId Topology::add_link(DeviceId a, DeviceId b, const LinkAttrs& attrs) {
     throw std::invalid_argument(fmt::format("add_link {} <-> {}: latency must be >= 0, got {}", name(a), name(b), attrs.latency));
   }
   auto kind_it = std::find(link_kinds_.begin(), link_kinds_.end(), attrs.kind);
-  if (kind_it == link_kinds_.end()) kind_it = link_kinds_.insert(link_kinds_.end(), attrs.kind);
+  if (kind_it == link_kinds_.end()) {
+    kind_it = link_kinds_.insert(link_kinds_.end(), attrs.kind);
+    link_kind_lineage_.push_back(attrs.lineage);
+  }
   Link l;
   l.link_class = attrs.link_class;
   l.kind = static_cast<std::uint16_t>(kind_it - link_kinds_.begin());

@@ -69,6 +69,9 @@ struct LinkAttrs {
   int lanes = 1;
   double bandwidth = 0.0;  ///< bytes per second per direction (> 0)
   double latency = 0.0;    ///< seconds (>= 0)
+  /// Catalog entries the kind derives from, nearest first (LinkSpec::lineage); the first link
+  /// of a kind records it for the kind.
+  std::vector<std::string> lineage;
 };
 
 /// A path: the directed links from source to destination.
@@ -110,6 +113,9 @@ class Topology {
   static LinkId reverse(LinkId id) { return id ^ 1U; }
   const std::string& link_kind_name(const Link& l) const { return link_kinds_[l.kind]; }
   const std::vector<std::string>& link_kinds() const { return link_kinds_; }
+  /// Catalog ancestry of link kind `kind` (index into link_kinds()), nearest first; empty for
+  /// kinds added without one.
+  const std::vector<std::string>& link_kind_lineage(std::size_t kind) const { return link_kind_lineage_[kind]; }
   const std::vector<std::string>& gpu_models() const { return gpu_models_; }
   const Graph& graph() const { return graph_; }
 
@@ -148,6 +154,7 @@ class Topology {
   std::vector<Link> links_;
   std::vector<std::pair<DeviceId, DeviceId>> ends_;
   std::vector<std::string> link_kinds_;
+  std::vector<std::vector<std::string>> link_kind_lineage_;  ///< parallel to link_kinds_
   std::vector<std::string> gpu_models_;
   std::vector<DeviceId> gpus_;
   int num_nodes_ = 0;

@@ -60,7 +60,11 @@ std::string position_of(const Cluster& c, DeviceId a, DeviceId b) {
     const NodeDevices& node = c.nodes[static_cast<std::size_t>(da.node)];
     if (node.nvswitch != kNoDevice) parts.push_back("same NVSwitch");
     else if (const auto direct = scaleup_link_between(t, a, b)) {
-      parts.push_back(t.link_kind_name(t.link(*direct)).find("xgmi") != std::string::npos ? "xGMI peer" : "NVLink peer");
+      // A kind renamed from xgmi through `base:` is still xGMI.
+      const std::size_t kind = t.link(*direct).kind;
+      bool xgmi = t.link_kinds()[kind].find("xgmi") != std::string::npos;
+      for (const std::string& base : t.link_kind_lineage(kind)) xgmi = xgmi || base.find("xgmi") != std::string::npos;
+      parts.push_back(xgmi ? "xGMI peer" : "NVLink peer");
     }
     if (da.pcie_switch != kNoDevice && da.pcie_switch == db.pcie_switch) parts.push_back("same PCIe switch");
     else if (da.cpu == db.cpu) parts.push_back(da.pcie_switch != kNoDevice ? "other PCIe switch, same CPU" : "same CPU");

@@ -77,6 +77,9 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
   if (options_.algorithm && *options_.algorithm == Algorithm::NvlsTree && (!all_nodes_nvls_ || ranks_per_node_ == 0)) {
     throw std::invalid_argument("nvls-tree needs whole nodes with NVLink SHARP (NVSwitch gen3+)");
   }
+  protocol_context_ = protocol_context(cluster, options_.gpus);
+  // NCCL tunes a communicator by its lowest compute capability (minCompCap).
+  if (!protocol_context_.archs.empty()) arch_ = tuning_architecture(protocol_context_.archs);
   if (options_.check_bound) {
     models::Router router(cluster);
     bound_ = lower_bound(cluster, router, options_.collective, options_.gpus, options_.root);
@@ -120,6 +123,8 @@ std::vector<std::pair<Algorithm, Protocol>> CollectiveRunner::candidates() const
           p != Protocol::Simple) {
         continue;
       }
+      // Protocols the library enables only in some cases (LL128) are offered where it does.
+      if (!options_.protocol && !costs_.default_refusal(p, protocol_context_).empty()) continue;
       if (costs_.supports(a, p)) out.emplace_back(a, p);
     }
   }
@@ -263,7 +268,7 @@ sim::Timeline CollectiveRunner::run_schedule(const models::Schedule& one, Algori
   const models::Schedule schedule =
       options_.concurrent.empty() ? one : models::replicate(one, static_cast<int>(1 + options_.concurrent.size()));
   plan.schedule = &schedule;
-  plan.cost = costs_.params(a, p, cluster_.topology);
+  plan.cost = costs_.params(a, p, cluster_.topology, arch_);
   plan.cost.max_rate = costs_.max_rate(a, p, arch_, nodes_, one.channels);
   return engine.run(plan);
 }
@@ -299,6 +304,7 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
     best.transfers = tl.transfers;
     best.links = std::move(tl.links);
   }
+  costs_.warn_missing_efficiency(cluster_.topology, best.links, arch_);
   if (!options_.check_bound) return best;
   best.bound = bound_.time(static_cast<double>(bytes));
   if (best.time < best.bound * (1.0 - 1e-9)) {

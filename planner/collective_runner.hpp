@@ -99,7 +99,8 @@ class CollectiveRunner {
   bool all_nodes_nvls_ = false;
   int channels_ = 1;
   int nodes_ = 1;           ///< nodes the ranks span
-  std::string arch_;        ///< GPU architecture of rank 0 ("sm90"), for NCCL's protocol caps
+  std::string arch_;        ///< GPU architecture the ranks are tuned by ("sm90": the lowest compute capability), for per-family constants
+  ProtocolContext protocol_context_;  ///< what the table's default-protocol rules look at
   std::vector<std::vector<int>> ring_orders_;
   std::vector<std::vector<int>> node_orders_;  ///< searched rings of a direct-link node (local indices)
   std::vector<std::vector<int>> node_groups_;  ///< ranks of each node when nodes hold different numbers of ranks

@@ -240,7 +240,7 @@ CommCost WorkloadRunner::lower(const ProgramOp& op, int stage) {
     sim::Plan plan;
     plan.schedule = &s;
     plan.rank_gpu = rank_gpu;
-    plan.cost = costs_.params(Algorithm::Direct, Protocol::Simple, topo);
+    plan.cost = costs_.params(Algorithm::Direct, Protocol::Simple, topo, gpu_spec(cluster_, plan.rank_gpu.front()).arch);
     const sim::Timeline tl = (chosen_ ? *chosen_ : *analytic_).run(plan);
     cost.time = tl.makespan;
     cost.algorithm = "p2p";
@@ -465,7 +465,8 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
       a.peak = std::max(a.peak, l.peak);
     }
   }
-  const std::vector<double> efficiency = costs_.params(Algorithm::Ring, Protocol::Simple, topo).link_efficiency;
+  const std::vector<double> efficiency =
+      costs_.params(Algorithm::Ring, Protocol::Simple, topo, cluster_.spec.groups.front().node.gpu.arch).link_efficiency;
   for (auto& [id, l] : links) {
     const models::Link& link = topo.link(id);
     const double eff = link.kind < efficiency.size() ? efficiency[link.kind] : 1.0;

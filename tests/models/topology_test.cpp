@@ -16,7 +16,7 @@ DeviceId add(Topology& t, DeviceKind kind, int node = 0, int local = 0) {
   return t.add_device(d);
 }
 
-LinkAttrs link(LinkClass c, double bandwidth, double latency) { return LinkAttrs{c, "test", 1, bandwidth, latency}; }
+LinkAttrs link(LinkClass c, double bandwidth, double latency) { return LinkAttrs{c, "test", 1, bandwidth, latency, {}}; }
 
 }  // namespace
 

@@ -1,0 +1,25 @@
+# Warning test: runs `CCSIM ARGS` from SOURCE_DIR (ARGS one string, split like a Unix shell)
+# and checks that it succeeds, that stderr contains the warning EXPECT exactly once (warnings
+# are reported once per subject however many sizes run), and that stdout has no warning.
+if(NOT DEFINED EXPECT OR EXPECT STREQUAL "")
+  message(FATAL_ERROR "warning.cmake needs -DEXPECT=<substring of the expected warning>")
+endif()
+separate_arguments(args UNIX_COMMAND "${ARGS}")
+execute_process(COMMAND "${CCSIM}" ${args}
+  WORKING_DIRECTORY "${SOURCE_DIR}"
+  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "ccsim ${ARGS}: expected exit code 0, got ${rc}\nstderr: ${err}")
+endif()
+string(FIND "${out}" "warning" in_out)
+if(NOT in_out EQUAL -1)
+  message(FATAL_ERROR "ccsim ${ARGS}: a warning on stdout:\n${out}")
+endif()
+string(FIND "${err}" "${EXPECT}" first)
+if(first EQUAL -1)
+  message(FATAL_ERROR "ccsim ${ARGS}: stderr lacks '${EXPECT}'\nstderr was: ${err}")
+endif()
+string(FIND "${err}" "${EXPECT}" last REVERSE)
+if(NOT first EQUAL last)
+  message(FATAL_ERROR "ccsim ${ARGS}: '${EXPECT}' printed more than once\nstderr was: ${err}")
+endif()
