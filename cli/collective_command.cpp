@@ -78,8 +78,9 @@ int run_collective(const CollectiveCliOptions& o) {
   }
   planner::CollectiveRunner& runner = *built;
   if (runner.candidates().empty()) {
+    const std::string why = opts.algorithm ? runner.unsupported(*opts.algorithm) : std::string();
     throw InputError({"<command line>", 0, 0}, "--algo", fmt::format("an algorithm that implements {} with protocol {}",
-                                                                    models::to_string(*collective), o.protocol), "'" + o.algo + "'");
+                                                                    models::to_string(*collective), o.protocol), "'" + o.algo + "'", why);
   }
 
   // Sizes as nccl-tests makes them: whole elements, and for ReduceScatter, AllGather and

@@ -131,6 +131,12 @@ std::vector<std::pair<Algorithm, Protocol>> CollectiveRunner::candidates() const
   return out;
 }
 
+std::string CollectiveRunner::unsupported(Algorithm a) const {
+  const AlgorithmRequest probe = request(a, Protocol::Simple, static_cast<std::uint64_t>(options_.element_size) * options_.gpus.size(),
+                                         models::Granularity::Step);
+  return unsupported_reason(a, probe);
+}
+
 void CollectiveRunner::plan_rings() {
   // Channels and their ring orders, as NCCL spreads channels over NICs and links.
   const models::Topology& t = cluster_.topology;
@@ -155,7 +161,34 @@ void CollectiveRunner::plan_rings() {
       }
   }
   if (direct) node_orders_ = search_rings(mesh, kMaxChannels);
+  if (per == 0) {
+    // Nodes with different numbers of ranks (or ranks not in node order): each node's ranks
+    // as they come, for the Tree and for rings across nodes.
+    std::map<int, std::vector<int>> by_node;
+    for (int r = 0; r < n; ++r) by_node[t.device(options_.gpus[static_cast<std::size_t>(r)]).node].push_back(r);
+    for (auto& [node, ranks] : by_node) node_groups_.push_back(std::move(ranks));
+  }
   int auto_channels = 1;
+  if (per == 0 && node_groups_.size() > 1) {
+    // Unequal nodes: as below, channel c walks every node from its local c+1 round to local c
+    // (every other node backwards), one channel per rank of the smallest node, so the node-to-
+    // node hops of the first channels stay on one NIC rail and no NIC carries every channel.
+    std::size_t smallest = std::numeric_limits<std::size_t>::max();
+    for (const auto& g : node_groups_) smallest = std::min(smallest, g.size());
+    auto_channels = static_cast<int>(std::min<std::size_t>(kMaxChannels, smallest));
+    for (int c = 0; c < auto_channels; ++c) {
+      std::vector<int> order;
+      for (std::size_t node = 0; node < node_groups_.size(); ++node) {
+        const auto& g = node_groups_[node];
+        const int size = static_cast<int>(g.size());
+        std::vector<int> seq;
+        for (int k = 1; k <= size; ++k) seq.push_back(g[static_cast<std::size_t>((c + k) % size)]);
+        if (node % 2 == 1) std::reverse(seq.begin(), seq.end());
+        order.insert(order.end(), seq.begin(), seq.end());
+      }
+      ring_orders_.push_back(std::move(order));
+    }
+  }
   if (per > 1 && nodes > 1) {
     // Across nodes each channel walks every node once. On a direct-link node the walk is one
     // of the searched Hamiltonian paths (entered at its first GPU's NIC, left at its last's),
@@ -202,12 +235,6 @@ void CollectiveRunner::plan_rings() {
   }
   tree_pairs_ = std::min(tree_pairs_, kMaxChannels);
   if (options_.channels > 0) tree_pairs_ = options_.channels;
-  if (per == 0) {
-    // Nodes with different numbers of ranks: the Tree takes each node's ranks as they come.
-    std::map<int, std::vector<int>> by_node;
-    for (int r = 0; r < n; ++r) by_node[t.device(options_.gpus[static_cast<std::size_t>(r)]).node].push_back(r);
-    for (auto& [node, ranks] : by_node) node_groups_.push_back(std::move(ranks));
-  }
 }
 
 AlgorithmRequest CollectiveRunner::request(Algorithm a, Protocol p, std::uint64_t bytes, Granularity g) const {

@@ -63,6 +63,8 @@ class CollectiveRunner {
   /// time is below the lower bound.
   CollectiveResult run(std::uint64_t bytes);
 
+  /// Why algorithm `a` cannot run this collective on this placement (empty: it can).
+  std::string unsupported(Algorithm a) const;
   /// NCCL's eligible (algorithm, protocol) pairs for this collective and placement.
   std::vector<std::pair<Algorithm, Protocol>> candidates() const;
   const CollectiveOptions& options() const { return options_; }

@@ -96,7 +96,9 @@ std::string unsupported_reason(Algorithm a, const AlgorithmRequest& r) {
       return phase ? "pairwise has no phase granularity" : "";
     case Algorithm::Hierarchical:
       if (c != Collective::AllReduce) return "hierarchical implements AllReduce";
-      if (r.ranks_per_node < 1 || r.nranks % r.ranks_per_node != 0) return "hierarchical needs ranks in whole nodes";
+      if (r.ranks_per_node < 1 || r.nranks % r.ranks_per_node != 0) {
+        return "hierarchical needs the same number of ranks on every node, in node order (tree handles unequal nodes)";
+      }
       return {};
     case Algorithm::Nvls:
       if (c != Collective::AllReduce && c != Collective::ReduceScatter && c != Collective::AllGather) {
@@ -105,7 +107,9 @@ std::string unsupported_reason(Algorithm a, const AlgorithmRequest& r) {
       return phase ? "nvls has no phase granularity" : "";
     case Algorithm::NvlsTree:
       if (c != Collective::AllReduce) return "nvls-tree implements AllReduce";
-      if (r.ranks_per_node < 1 || r.nranks % r.ranks_per_node != 0) return "nvls-tree needs ranks in whole nodes";
+      if (r.ranks_per_node < 1 || r.nranks % r.ranks_per_node != 0) {
+        return "nvls-tree needs the same number of ranks on every node, in node order";
+      }
       return phase ? "nvls-tree has no phase granularity" : "";
   }
   return "unknown algorithm";
