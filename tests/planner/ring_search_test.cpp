@@ -124,7 +124,9 @@ TEST_CASE("fault 1: a ring across two MI300X nodes spreads its channels over dis
   // 64 × 0.75 = 48 GB/s) = 384 GB/s less latency: within 350-400 GB/s, as on NVSwitch nodes with
   // the same NICs (ccsim gave 73 GB/s when every channel walked the same k -> k+1 links).
   const models::Cluster c = test::cluster_at("tests/data/real-cases/mi300x-2x8-roce400.yaml");
-  planner::CollectiveRunner runner(c, costs(), ring_options(c, 0));
+  // The table a user gets for AMD GPUs (rccl.yaml).
+  const planner::CostModel rccl = planner::CostModel::load(planner::CostModel::default_path(c));
+  planner::CollectiveRunner runner(c, rccl, ring_options(c, 0));
   CHECK(runner.channels() == 8);
   const std::uint64_t bytes = 1ULL << 30;
   const auto r = runner.run(bytes);
