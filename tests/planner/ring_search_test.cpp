@@ -295,3 +295,42 @@ TEST_CASE("fault 10: nodes of 4 and 6 GPUs: rings use a NIC per channel, tree ru
   CHECK(automatic.unsupported(Algorithm::Tree).empty());
   CHECK_THAT(automatic.unsupported(Algorithm::Hierarchical), Catch::Contains("same number of ranks on every node"));
 }
+
+TEST_CASE("tree and hierarchical with searched orders, rail heads and unequal nodes compute AllReduce (verify)", "[tree][algorithms]") {
+  // verify() runs the Schedule on integers and checks every rank ends with the sum.
+  planner::AlgorithmRequest r;
+  r.collective = models::Collective::AllReduce;
+  r.element_size = 4;
+  r.pipeline_chunks = 3;
+  r.granularity = models::Granularity::Step;
+  // 3 nodes of 4 ranks, 2 tree pairs with heads on locals 0 and 2, chains along two rings.
+  r.nranks = 12;
+  r.ranks_per_node = 4;
+  r.bytes = 4 * 1000 + 4;
+  r.channels = 2;
+  r.tree_heads = {0, 2};
+  r.node_orders = {{0, 1, 2, 3}, {0, 2, 1, 3}};
+  auto v = models::verify(planner::generate(Algorithm::Tree, r));
+  INFO(v.error);
+  CHECK(v.ok);
+  // Hierarchical over the same searched intra-node rings.
+  v = models::verify(planner::generate(Algorithm::Hierarchical, r));
+  INFO(v.error);
+  CHECK(v.ok);
+  // Unequal nodes: 3, 5 and 1 ranks, heads by position.
+  r.nranks = 9;
+  r.ranks_per_node = 0;
+  r.node_orders.clear();
+  r.node_groups = {{0, 1, 2}, {3, 4, 5, 6, 7}, {8}};
+  v = models::verify(planner::generate(Algorithm::Tree, r));
+  INFO(v.error);
+  CHECK(v.ok);
+  // One node: the Tree is a chain.
+  r.node_groups.clear();
+  r.nranks = 5;
+  r.channels = 1;
+  r.tree_heads.clear();
+  v = models::verify(planner::generate(Algorithm::Tree, r));
+  INFO(v.error);
+  CHECK(v.ok);
+}
