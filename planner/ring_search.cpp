@@ -12,9 +12,13 @@
 namespace ccsim::planner {
 namespace {
 
-constexpr int kRestarts = 24;                // shuffled neighbour orders tried
-constexpr long kExpansionsPerChannel = 4000; // DFS budget for one channel once one is found
-constexpr long kGiveUp = 200000;             // expansions after which a channel search fails
+// Search effort, scaled down for large nodes so that a 64-GPU mesh stays well under a second:
+// shuffled neighbour orders tried, and DFS expansions per channel once one channel is found.
+constexpr int kRestarts = 24;
+constexpr long kExpansionsPerChannel = 4000;
+constexpr long kGiveUp = 100000;             // expansions after which a channel search fails
+int restarts_for(int n) { return n <= 8 ? kRestarts : std::max(2, kRestarts * 8 / (n * n / 8)); }
+long budget_for(int n) { return n <= 8 ? kExpansionsPerChannel : std::max(200L, kExpansionsPerChannel * 8 / n); }
 constexpr double kTie = 1e-9;                // relative tolerance when comparing rates
 
 /// Greedy channel-by-channel search with one neighbour order.
@@ -30,6 +34,7 @@ class Searcher {
         if (v != u && g.at(u, v) > 0) neighbours_[static_cast<std::size_t>(u)].push_back(v);
       if (seed != 0) std::shuffle(neighbours_[static_cast<std::size_t>(u)].begin(), neighbours_[static_cast<std::size_t>(u)].end(), rng_);
     }
+    scratch_.resize(static_cast<std::size_t>(g.n) + 1);
     starts_.resize(static_cast<std::size_t>(g.n));
     std::iota(starts_.begin(), starts_.end(), 0);
     if (seed != 0) std::shuffle(starts_.begin(), starts_.end(), rng_);
@@ -60,7 +65,7 @@ class Searcher {
     best_.clear();
     best_max_ = std::numeric_limits<double>::infinity();
     best_sum_ = std::numeric_limits<double>::infinity();
-    budget_ = kExpansionsPerChannel;
+    budget_ = budget_for(g_.n);
     used_.assign(static_cast<std::size_t>(g_.n), 0);
     for (int s : starts_) {
       if (closed_ && s != 0) continue;  // cycles are listed from GPU 0
@@ -87,7 +92,8 @@ class Searcher {
     }
     if (--budget_ < 0 && (!best_.empty() || budget_ < -kGiveUp)) return;
     // Least loaded links first: the first complete channel is already a good bound.
-    std::vector<std::pair<double, int>> next;
+    std::vector<std::pair<double, int>>& next = scratch_[path_.size()];
+    next.clear();
     for (int v : neighbours_[static_cast<std::size_t>(u)])
       if (!used_[static_cast<std::size_t>(v)]) next.emplace_back(pressure(u, v), v);
     std::stable_sort(next.begin(), next.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -122,6 +128,7 @@ class Searcher {
   std::vector<std::vector<int>> neighbours_;
   std::vector<int> starts_;
   std::vector<int> path_;
+  std::vector<std::vector<std::pair<double, int>>> scratch_;  // candidates per DFS depth
   std::vector<char> used_;
   std::vector<int> best_;
   double best_max_ = 0, best_sum_ = 0;
@@ -155,7 +162,7 @@ std::vector<std::vector<int>> search(const LinkGraph& g, int count, bool closed)
   const std::size_t fewest = closed ? static_cast<std::size_t>(std::ceil(bound / fastest * (1 - kTie))) : static_cast<std::size_t>(count);
   std::vector<std::vector<int>> best;
   double best_rate = 0;
-  for (int attempt = 0; attempt < kRestarts && !(best_rate >= bound * (1 - kTie) && best.size() <= fewest); ++attempt) {
+  for (int attempt = 0; attempt < restarts_for(g.n) && !(best_rate >= bound * (1 - kTie) && best.size() <= fewest); ++attempt) {
     const std::vector<std::vector<int>> found = Searcher(g, closed, count, static_cast<std::uint32_t>(attempt)).run();
     if (closed) {
       // Every prefix is a candidate channel count; fewer channels win ties.

@@ -157,7 +157,8 @@ TEST_CASE("fault 2: a faster xGMI never makes a one-channel ring slower", "[ring
     models::Cluster c = test::cluster_at("tests/data/real-cases/mi300x-4gpu-2node.yaml");
     for (models::LinkId id = 0; id < c.topology.num_links(); ++id)
       if (c.topology.link_kind_name(c.topology.link(id)) == "xgmi") c.topology.set_bandwidth(id, xgmi);
-    planner::CollectiveRunner runner(c, costs(), ring_options(c, 1));
+    const planner::CostModel rccl = planner::CostModel::load(planner::CostModel::default_path(c));
+    planner::CollectiveRunner runner(c, rccl, ring_options(c, 1));
     times.push_back(runner.run(bytes).time);
   }
   const double closed_form = 14.0 * static_cast<double>(bytes / 8) / (63e9 * 0.7619);
