@@ -18,6 +18,9 @@ using models::Granularity;
 namespace {
 /// Step granularity up to this many ranks (exact); phase granularity above, where available.
 constexpr int kStepRanks = 64;
+/// ... and up to this many ranks × ring channels (a 32-GPU mesh with 15 searched rings runs at
+/// phase granularity: its step form has hundreds of concurrent flows re-shared at every step).
+constexpr int kStepRankChannels = 256;
 /// Pipelined algorithms (tree, chains, NVLS) get at most this many chunks × ranks per channel,
 /// which bounds a step-granularity schedule to a few hundred thousand ops.
 constexpr int kChunkBudget = 8192;
@@ -274,7 +277,12 @@ AlgorithmRequest CollectiveRunner::request(Algorithm a, Protocol p, std::uint64_
 sim::Timeline CollectiveRunner::simulate(Algorithm a, Protocol p, std::uint64_t bytes, sim::Engine& engine, Granularity& g) {
   const int n = static_cast<int>(options_.gpus.size());
   g = Granularity::Step;
-  if (options_.granularity == "phase" || (options_.granularity == "auto" && n > kStepRanks)) {
+  // NCCL's Tree at phase granularity by default: its pipeline is as deep as the chains and the
+  // tree together, and the step form's bounded chunk count would undercount its pipelining
+  // (tree.cpp: the fluid limit of the pipelined tree). --granularity step simulates it chunk by chunk.
+  const int channels = a == Algorithm::Ring ? channels_ : 1;
+  if (options_.granularity == "phase" ||
+      (options_.granularity == "auto" && (n > kStepRanks || n * channels > kStepRankChannels || a == Algorithm::Tree))) {
     AlgorithmRequest probe = request(a, p, bytes, Granularity::Phase);
     if (unsupported_reason(a, probe).empty()) g = Granularity::Phase;
   }

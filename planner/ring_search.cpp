@@ -182,6 +182,24 @@ std::vector<std::vector<int>> search(const LinkGraph& g, int count, bool closed)
       }
     }
   }
+  // The natural orders (0, 1, ..., n−1 and back) are candidates too when every hop is a direct
+  // link: on large sparse meshes the bounded search can miss what they give.
+  if (closed) {
+    std::vector<int> forward(static_cast<std::size_t>(g.n));
+    std::iota(forward.begin(), forward.end(), 0);
+    std::vector<int> backward(forward.rbegin(), forward.rend());
+    std::rotate(backward.begin(), backward.end() - 1, backward.end());  // listed from GPU 0
+    bool linked = true;
+    for (int i = 0; i < g.n && linked; ++i) linked = g.at(i, (i + 1) % g.n) > 0 && g.at((i + 1) % g.n, i) > 0;
+    if (linked) {
+      const std::vector<std::vector<int>> natural{forward, backward};
+      const double rate = aggregate_rate(g, natural, true);
+      if (rate > best_rate * (1 + kTie)) {
+        best_rate = rate;
+        best = natural;
+      }
+    }
+  }
   const std::lock_guard<std::mutex> lock(mutex);
   cache.emplace(key, best);
   return best;

@@ -72,7 +72,6 @@ std::string unsupported_reason(Algorithm a, const AlgorithmRequest& r) {
       return {};
     case Algorithm::Tree:
       if (c != Collective::AllReduce) return "tree implements AllReduce only (as in NCCL)";
-      if (phase) return "tree has no phase granularity";
       return {};
     case Algorithm::HalvingDoubling:
       if (c == Collective::AllReduce) return phase ? "halving-doubling has no phase granularity" : "";

@@ -86,6 +86,34 @@ std::vector<std::uint32_t> reduce_broadcast(Builder& b, const Tree& tr, const st
   return exit;
 }
 
+/// Phase granularity (many ranks): the fluid limit of the pipelined tree. Every edge carries
+/// the whole region once up and once down, all edges at once (a deep pipeline keeps every edge
+/// busy), and every transfer pays the critical path's hop count in steps at the tree's mean
+/// hop latency (a latency pool), as NCCL's Tree latency sums the hops of the path up and down.
+void phase_reduce_broadcast(Builder& b, const Tree& tr, const std::vector<int>& members, Range region, int channel) {
+  const int n = static_cast<int>(members.size());
+  // Depth of each position (root 0), the longest path up, and so the steps up and down.
+  std::vector<int> depth(static_cast<std::size_t>(n), -1);
+  const auto depth_of = [&](int i) {
+    int d = 0;
+    for (int j = i; tr.parent[static_cast<std::size_t>(j)] >= 0; j = tr.parent[static_cast<std::size_t>(j)]) ++d;
+    return d;
+  };
+  int deepest = 0;
+  for (int i = 0; i < n; ++i) deepest = std::max(deepest, depth_of(i));
+  const auto steps = static_cast<std::uint32_t>(2 * std::max(1, deepest));
+  const std::uint32_t pool = b.latency_pool();
+  for (int i = 0; i < n; ++i) {
+    const int up = tr.parent[static_cast<std::size_t>(i)];
+    if (up < 0) continue;
+    const int r = members[static_cast<std::size_t>(i)], p = members[static_cast<std::size_t>(up)];
+    b.send(r, p, in(region), channel, {}, steps, pool);
+    b.recv(p, r, out(region), channel, {}, steps);
+    b.send(p, r, out(region), channel, {}, steps, pool);
+    b.recv(r, p, out(region), channel, {}, steps);
+  }
+}
+
 }  // namespace
 
 std::vector<std::uint32_t> tree_all_reduce(Builder& b, const std::vector<int>& members, Range region, BufferKind local,
@@ -171,8 +199,13 @@ void tree(Builder& b) {
         tree_exit[t] = {b.copy(members[0], in(part(mine, b.element_size(), 2, t)), out(part(mine, b.element_size(), 2, t)))};
         continue;
       }
-      tree_exit[t] = reduce_broadcast(b, tr, members, part(mine, b.element_size(), 2, t), BufferKind::Input, 2 * c + t,
-                                      req.pipeline_chunks, std::vector<std::uint32_t>(members.size(), kNone), 0);
+      const Range half = part(mine, b.element_size(), 2, t);
+      if (b.granularity() == models::Granularity::Phase) {
+        phase_reduce_broadcast(b, tr, members, half, 2 * c + t);
+        continue;
+      }
+      tree_exit[t] = reduce_broadcast(b, tr, members, half, BufferKind::Input, 2 * c + t, req.pipeline_chunks,
+                                      std::vector<std::uint32_t>(members.size(), kNone), 0);
     }
   }
 }
