@@ -233,8 +233,9 @@ void Catalog::parse_gpu_links(const Fields& f, NodeSpec& spec, const std::string
     }
     return;
   }
+  if (!f.has("gpu_links")) throw f.missing("gpu_links", "a list of GPU pairs with their links, e.g. [{pair: [0, 1], count: 2}]");
+  // An empty list is a node whose GPUs have no direct links (everything over PCIe).
   const std::vector<YamlSource> items = f.list("gpu_links");
-  if (items.empty()) throw f.error("gpu_links", "a list of GPU pairs with their links, e.g. [{pair: [0, 1], count: 2}]");
   std::vector<int> per_gpu(static_cast<std::size_t>(spec.gpus), 0);
   for (std::size_t i = 0; i < items.size(); ++i) {
     const Fields item({items[i]}, element_path(f.key_path("gpu_links"), i));
