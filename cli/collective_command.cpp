@@ -26,7 +26,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
   c->add_option("scenario", o.scenario, "scenario YAML file")->required();
   c->add_option("--op", o.op, "allreduce, reducescatter, allgather, broadcast, reduce, alltoall, sendrecv")->required();
   c->add_option("--algo", o.algo, "auto (NCCL's choice), ring, tree, halving-doubling, recursive-doubling, bruck, direct, "
-                                  "pairwise, hierarchical, nvls");
+                                  "pairwise, hierarchical, nvls, nvls-tree");
   c->add_option("--protocol", o.protocol, "auto, LL, LL128, Simple");
   c->add_option("-b,--minbytes", o.min_bytes, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)");
   c->add_option("-e,--maxbytes", o.max_bytes, "largest size");
@@ -35,7 +35,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
   c->add_option("--ranks", o.ranks, "use the first N GPUs (default: all)")->check(CLI::PositiveNumber);
   c->add_option("--group", o.group, "use these global GPU ranks, e.g. 0-7,16-23");
   c->add_option("--root", o.root, "root rank of Broadcast and Reduce");
-  c->add_option("--channels", o.channels, "channels: independent rings / trees (default: one per NIC rail across nodes, one per link stride on a mesh, else 1)")->check(CLI::Range(1, 64));
+  c->add_option("--channels", o.channels, "channels: independent rings / tree pairs (default: one per NIC rail across nodes, the searched rings on a direct-link node, else 1)")->check(CLI::Range(1, 64));
   c->add_option("--granularity", o.granularity, "auto, step or phase")->check(CLI::IsMember({"auto", "step", "phase"}));
   c->add_option("-d,--datatype", o.datatype, "element type: float, half, bfloat16, double, int8");
   c->add_option("--format", o.format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));

@@ -78,7 +78,8 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
     throw std::invalid_argument("nvls needs all ranks on one NVSwitch with NVLink SHARP (NVSwitch gen3+)");
   }
   if (options_.algorithm && *options_.algorithm == Algorithm::NvlsTree && (!all_nodes_nvls_ || ranks_per_node_ == 0)) {
-    throw std::invalid_argument("nvls-tree needs whole nodes with NVLink SHARP (NVSwitch gen3+)");
+    throw std::invalid_argument(!all_nodes_nvls_ ? "nvls-tree needs whole nodes with NVLink SHARP (NVSwitch gen3+)"
+                                                 : "nvls-tree needs the same number of ranks on every node, in node order");
   }
   protocol_context_ = protocol_context(cluster, options_.gpus);
   // NCCL tunes a communicator by its lowest compute capability (minCompCap).
