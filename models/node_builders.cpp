@@ -28,7 +28,7 @@ NodeDevices build_host(Topology& t, const NodeSpec& spec, int node) {
   if (spec.cpu) {
     // Half the sustained copy bandwidth each way: staged data is written once and read once.
     const LinkAttrs memory_link{LinkClass::Host, spec.cpu->memory_kind, spec.cpu->memory_channels,
-                                spec.cpu->memory_sustained() / 2.0, spec.cpu->memory_latency};
+                                spec.cpu->memory_sustained() / 2.0, spec.cpu->memory_latency, {}};
     for (int c = 0; c < spec.cpus; ++c) {
       Device m;
       m.kind = DeviceKind::Memory;

@@ -188,10 +188,10 @@ DagState::DagState(const ExecutionGraph& graph)
     : g_(graph),
       pending_(graph.dep_count),
       side_ready_(graph.transfers.size(), 0),
-      group_arrived_(graph.group_size.size(), 0),
-      recv_waiting_(graph.transfers.size(), 0),
       connection_free_(graph.transfers.size(), 1),
       latency_over_(graph.transfers.size(), 0),
+      group_arrived_(graph.group_size.size(), 0),
+      recv_waiting_(graph.transfers.size(), 0),
       finished_(graph.op_count(), 0) {
   for (std::size_t t = 0; t < graph.transfers.size(); ++t)
     if (graph.transfers[t].waits_for_previous) connection_free_[t] = 0;
