@@ -1,7 +1,11 @@
 #pragma once
 // Helpers shared by the Catch2 tests: paths into the source tree.
 
+#include <filesystem>
+#include <fstream>
 #include <string>
+
+#include <unistd.h>
 
 #include "models/catalog.hpp"
 #include "models/cluster.hpp"
@@ -19,6 +23,27 @@ inline const models::Catalog& shipped_catalog() {
 inline models::Cluster shipped_cluster(const std::string& scenario) {
   return models::build_cluster(models::load_scenario(source_path("scenarios/" + scenario), shipped_catalog()).cluster);
 }
+
+/// A fresh directory under the system temp dir, removed at scope exit.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() / ("ccsim-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string write(const std::string& name, const std::string& text) const {
+    const auto file = path / name;
+    std::ofstream(file) << text;
+    return file.string();
+  }
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+};
 
 /// The cluster of a scenario file given relative to the source tree (e.g. tests/data/real-cases/X.yaml).
 inline models::Cluster cluster_at(const std::string& relative) {

@@ -11,29 +11,7 @@ using namespace ccsim::models;
 using ccsim::test::shipped_catalog;
 using Catch::Matchers::Contains;
 
-namespace {
-
-/// A fresh directory under the system temp dir, removed at scope exit.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    path = std::filesystem::temp_directory_path() / ("ccsim-test-" + std::to_string(::getpid()) + "-" +
-                                                     std::to_string(counter()++));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string write(const std::string& name, const std::string& text) const {
-    const auto file = path / name;
-    std::ofstream(file) << text;
-    return file.string();
-  }
-  static int& counter() {
-    static int c = 0;
-    return c;
-  }
-};
-
-}  // namespace
+using ccsim::test::TempDir;
 
 TEST_CASE("inline overrides refine a catalog node and its GPU", "[scenario]") {
   TempDir dir;

@@ -26,24 +26,7 @@ using planner::Protocol;
 
 namespace {
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    path = std::filesystem::temp_directory_path() /
-           ("ccsim-cost-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string write(const std::string& name, const std::string& text) const {
-    const auto file = path / name;
-    std::ofstream(file) << text;
-    return file.string();
-  }
-  static int& counter() {
-    static int c = 0;
-    return c;
-  }
-};
+using test::TempDir;
 
 const planner::CostModel& nccl() {
   static const planner::CostModel m = planner::CostModel::load(test::source_path("scenarios/calibration/nccl.yaml"));
