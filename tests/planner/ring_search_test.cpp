@@ -60,6 +60,11 @@ planner::CollectiveOptions ring_options(const models::Cluster& c, int channels) 
   return o;
 }
 
+/// nccl-tests' AllReduce bus bandwidth, GB/s: S / t × 2(n−1)/n.
+double allreduce_busbw(std::uint64_t bytes, double seconds, int n) {
+  return static_cast<double>(bytes) / seconds * 2.0 * (n - 1) / n / 1e9;
+}
+
 }  // namespace
 
 TEST_CASE("ring search: 8-GPU full mesh (one link per pair) gives 7 link-disjoint rings", "[ring-search]") {
@@ -130,7 +135,7 @@ TEST_CASE("fault 1: a ring across two MI300X nodes spreads its channels over dis
   CHECK(runner.channels() == 8);
   const std::uint64_t bytes = 1ULL << 30;
   const auto r = runner.run(bytes);
-  const double busbw = static_cast<double>(bytes) / r.time * 2.0 * 15.0 / 16.0 / 1e9;
+  const double busbw = allreduce_busbw(bytes, r.time, 16);
   CHECK(busbw >= 350.0);
   CHECK(busbw <= 400.0);
   // Inside each node, every directed xGMI link carries exactly one channel.
@@ -196,11 +201,11 @@ TEST_CASE("fault 4: 4 x V100 with 2 NVLinks per pair runs 6 ring channels over e
   planner::CollectiveRunner runner(c, costs(), ring_options(c, 0));
   CHECK(runner.channels() == 6);
   const std::uint64_t bytes = 1ULL << 30;
-  const double busbw = static_cast<double>(bytes) / runner.run(bytes).time * 2.0 * 3.0 / 4.0 / 1e9;
+  const double busbw = allreduce_busbw(bytes, runner.run(bytes).time, 4);
   CHECK(busbw == Approx(120.0).epsilon(0.05));
   // --channels 12 walks the same 6 rings twice: no more bandwidth, but not less either.
   planner::CollectiveRunner twelve(c, costs(), ring_options(c, 12));
-  const double busbw12 = static_cast<double>(bytes) / twelve.run(bytes).time * 2.0 * 3.0 / 4.0 / 1e9;
+  const double busbw12 = allreduce_busbw(bytes, twelve.run(bytes).time, 4);
   CHECK(busbw12 == Approx(120.0).epsilon(0.05));
 }
 
@@ -234,7 +239,7 @@ TEST_CASE("fault 5: DGX-1 (V100) hybrid cube-mesh from its GPU-pair link list; r
   // 6 × 25 GB/s per GPU (×0.8 NCCL efficiency): busbw ≤ 120 GB/s, and above the 2 × 20 = 40 GB/s
   // of one ring over one NVLink per hop.
   const std::uint64_t bytes = 1ULL << 30;
-  const double busbw = static_cast<double>(bytes) / runner.run(bytes).time * 2.0 * 7.0 / 8.0 / 1e9;
+  const double busbw = allreduce_busbw(bytes, runner.run(bytes).time, 8);
   CHECK(busbw <= 120.0);
   CHECK(busbw > 80.0);
 }
@@ -254,8 +259,7 @@ TEST_CASE("fault 3: tree is NCCL's Tree (chains in nodes, double binary tree acr
     o.protocol.reset();
     planner::CollectiveRunner runner(c, costs(), o);
     const auto r = runner.run(bytes);
-    const double n = static_cast<double>(o.gpus.size());
-    return std::make_pair(static_cast<double>(bytes) / r.time * 2.0 * (n - 1) / n / 1e9, r.algorithm);
+    return std::make_pair(allreduce_busbw(bytes, r.time, static_cast<int>(o.gpus.size())), r.algorithm);
   };
   const models::Cluster two = test::cluster_at("tests/data/real-cases/v100-4gpu-2node-2nic.yaml");
   {
@@ -285,7 +289,7 @@ TEST_CASE("fault 10: nodes of 4 and 6 GPUs: rings use a NIC per channel, tree ru
   planner::CollectiveRunner ring(c, costs(), ring_options(c, 0));
   CHECK(ring.channels() == 4);
   const std::uint64_t bytes = 1ULL << 30;
-  const double busbw = static_cast<double>(bytes) / ring.run(bytes).time * 2.0 * 9.0 / 10.0 / 1e9;
+  const double busbw = allreduce_busbw(bytes, ring.run(bytes).time, 10);
   CHECK(busbw == Approx(4 * 63 * 0.7619).epsilon(0.03));
   // Auto runs NCCL's algorithms, the Tree included, on unequal nodes.
   planner::CollectiveOptions o = ring_options(c, 0);
