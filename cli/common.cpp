@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <limits>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "models/catalog.hpp"
+#include "models/collective.hpp"
 #include "models/input_error.hpp"
+#include "models/numbers.hpp"
 #include "models/units.hpp"
 #include "validate/nccl_tests_log.hpp"
 
@@ -23,34 +26,33 @@ models::Scenario load_scenario_file(const std::string& path, const std::string& 
 
 std::uint64_t parse_size(const std::string& text, const std::string& option) {
   const std::string expected = "a size such as 8, 64K, 1M or 8G (powers of 1024, as nccl-tests reads them) or 1GB";
-  if (!text.empty() && std::isdigit(static_cast<unsigned char>(text.front()))) {
-    std::size_t used = 0;
-    unsigned long long value = 0;
-    try {
-      value = std::stoull(text, &used);
-    } catch (const std::exception&) {
-      throw InputError({"<command line>", 0, 0}, option, expected, "'" + text + "'");
-    }
-    const std::string suffix = text.substr(used);
-    const std::string lower = [&] {
-      std::string s;
-      for (char c : suffix) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      return s;
-    }();
-    const int shift = suffix.empty() ? 0 : lower == "k" ? 10 : lower == "m" ? 20 : lower == "g" ? 30 : lower == "t" ? 40 : -1;
+  const std::string limit = fmt::format("a size of at most {} bytes (4 TiB)", models::kMaxCollectiveBytes);
+  // nccl-tests' own form: an integer with an optional K, M, G or T suffix (powers of 1024).
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits > 0) {
+    std::string lower;
+    for (char c : text.substr(digits)) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const int shift = lower.empty() ? 0 : lower == "k" ? 10 : lower == "m" ? 20 : lower == "g" ? 30 : lower == "t" ? 40 : -1;
     if (shift >= 0) {
-      if (value > (std::numeric_limits<std::uint64_t>::max() >> shift) >> 1) {  // keep 2^63 of headroom
-        throw InputError({"<command line>", 0, 0}, option, "a size below 2^63 bytes", "'" + text + "'");
+      const models::Parsed<std::int64_t> value = models::parse_integer(std::string_view(text).substr(0, digits));
+      if (!value || static_cast<std::uint64_t>(value.value) > (models::kMaxCollectiveBytes >> shift)) {
+        throw InputError({"<command line>", 0, 0}, option, limit, models::quote_token(text));
       }
-      return static_cast<std::uint64_t>(value) << shift;
+      return static_cast<std::uint64_t>(value.value) << shift;
     }
   }
+  double bytes = -1.0;
   try {
-    const double bytes = models::parse_quantity(text, models::Quantity::Bytes);
-    if (bytes >= 0 && bytes == static_cast<double>(static_cast<std::uint64_t>(bytes))) return static_cast<std::uint64_t>(bytes);
+    bytes = models::parse_quantity(text, models::Quantity::Bytes);
   } catch (const models::UnitError&) {
+    throw InputError({"<command line>", 0, 0}, option, expected, models::quote_token(text));
   }
-  throw InputError({"<command line>", 0, 0}, option, expected, "'" + text + "'");
+  if (bytes > static_cast<double>(models::kMaxCollectiveBytes)) {
+    throw InputError({"<command line>", 0, 0}, option, limit, models::quote_token(text));
+  }
+  if (bytes >= 0 && bytes == std::floor(bytes)) return static_cast<std::uint64_t>(bytes);
+  throw InputError({"<command line>", 0, 0}, option, expected, models::quote_token(text));
 }
 
 std::vector<models::DeviceId> select_gpus(const models::Cluster& cluster, int ranks, const std::string& group) {

@@ -11,6 +11,7 @@
 #include "cli/collective_command.hpp"
 #include "cli/common.hpp"
 #include "models/input_error.hpp"
+#include "models/input_file.hpp"
 #include "validate/compare.hpp"
 
 namespace ccsim::cli {
@@ -32,9 +33,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareCliOptions& o) {
 }
 
 int run_compare(const CompareCliOptions& o) {
-  if (std::filesystem::is_directory(o.log)) throw InputError({o.log, 0, 0}, "", "an nccl-tests log file", "a directory");
-  std::ifstream in(o.log);
-  if (!in) throw InputError({o.log, 0, 0}, "", "a readable nccl-tests log", "a file that cannot be opened");
+  std::istringstream in(models::read_input_file(o.log, {"an nccl-tests log file"}));
   const auto tests = validate::parse_nccl_tests_log(in, o.log);
   const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
   const models::Cluster cluster = models::build_cluster(scenario.cluster);

@@ -1,4 +1,6 @@
 #include "models/catalog.hpp"
+#include "models/input_file.hpp"
+#include "models/numbers.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -54,17 +56,20 @@ std::string Catalog::default_dir() {
 }
 
 Catalog Catalog::load(const std::string& dir) {
-  if (!std::filesystem::is_directory(dir)) {
-    throw InputError({dir, 0, 0}, "", "a hardware catalog directory (with links.yaml, gpus.yaml, nodes.yaml)",
-                     std::filesystem::exists(dir) ? "not a directory" : "no such directory");
+  {
+    const std::string problem = input_file_problem(dir);
+    if (problem != "a directory") {
+      throw InputError({dir, 0, 0}, "", "a hardware catalog directory (with links.yaml, gpus.yaml, nodes.yaml)",
+                       problem.empty() ? "a regular file" : problem);
+    }
   }
   Catalog catalog;
   const auto read = [&](const char* file, Table& table) {
     const std::string path = (std::filesystem::path(dir) / file).string();
-    YamlSource doc = load_yaml_file(path);
+    YamlSource doc = load_yaml_file(path, {"a hardware catalog file (" + std::string(file) + ")"});
     if (!doc.node.IsMap()) {
       throw InputError(location_of(doc), "", fmt::format("a map from {} names to entries", table.kind),
-                       describe_node(doc.node));
+                       describe_document(doc.node));
     }
     for (const auto& entry : doc.node) {
       if (!entry.second.IsMap()) {
@@ -80,7 +85,13 @@ Catalog Catalog::load(const std::string& dir) {
   };
   read(kLinkFile, catalog.links_);
   read(kGpuFile, catalog.gpus_);
-  if (std::filesystem::exists(std::filesystem::path(dir) / kCpuFile)) read(kCpuFile, catalog.cpus_);
+  {
+    // cpus.yaml is optional: absent is fine; anything else at that path is read (and refused
+    // by read_input_file if it is not a regular file).
+    std::error_code ec;
+    const auto status = std::filesystem::symlink_status(std::filesystem::path(dir) / kCpuFile, ec);
+    if (status.type() != std::filesystem::file_type::not_found) read(kCpuFile, catalog.cpus_);
+  }
   read(kNodeFile, catalog.nodes_);
   // Resolve every entry once so that a broken catalog fails at load time, not mid-run.
   for (const auto& name : catalog.link_names()) catalog.link(name);
@@ -247,7 +258,7 @@ void Catalog::parse_gpu_links(const Fields& f, NodeSpec& spec, const std::string
     if (pair->node.IsSequence()) {
       written = "[";
       for (std::size_t k = 0; k < pair->node.size(); ++k)
-        written += (k ? ", " : "") + (pair->node[k].IsScalar() ? pair->node[k].Scalar() : describe_node(pair->node[k]));
+        written += (k ? ", " : "") + (pair->node[k].IsScalar() ? (pair->node[k].Scalar().size() <= 40 ? pair->node[k].Scalar() : quote_token(pair->node[k].Scalar())) : describe_node(pair->node[k]));
       written += "]";
     }
     const auto bad_pair = [&](const std::string& expected) {
@@ -257,14 +268,8 @@ void Catalog::parse_gpu_links(const Fields& f, NodeSpec& spec, const std::string
     const auto index = [&](std::size_t k) {
       int v = -1;
       if (pair->node.IsSequence() && pair->node.size() == 2 && pair->node[k].IsScalar()) {
-        try {
-          const std::string text = pair->node[k].Scalar();
-          std::size_t used = 0;
-          v = std::stoi(text, &used);
-          if (used != text.size()) v = -1;
-        } catch (const std::exception&) {
-          v = -1;
-        }
+        const Parsed<std::int64_t> p = parse_integer(pair->node[k].Scalar());
+        v = p && p.value >= 0 && p.value < spec.gpus ? static_cast<int>(p.value) : -1;
       }
       if (v < 0 || v >= spec.gpus) throw bad_pair(indices);
       return v;

@@ -8,6 +8,11 @@
 
 namespace ccsim::models {
 
+/// The largest collective size ccsim accepts anywhere (command line, nccl-tests logs): 4 TiB,
+/// above any GPU's memory (the largest, B300/MI355X, hold 288 GB), so larger is a typo or a
+/// corrupt log rather than a measurement.
+inline constexpr std::uint64_t kMaxCollectiveBytes = 1ull << 42;
+
 enum class Collective : std::uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, AlltoAll, SendRecv };
 
 std::string_view to_string(Collective c);  ///< "AllReduce", ...

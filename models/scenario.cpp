@@ -31,14 +31,25 @@ void load_with_includes(const std::string& path, const SourceLocation& from, std
     cycle += fs::path(key).filename().string();
     throw InputError(from, "include", "includes without cycles", "the cycle " + cycle);
   }
-  if (!fs::is_regular_file(path)) {
-    const char* what = fs::is_directory(path) ? "a directory" : fs::exists(path) ? "not a regular file" : "no such file";
-    if (stack.empty()) throw InputError({path, 0, 0}, "", "a scenario file", what);
-    throw InputError(from, "include", "the path of a scenario file", "'" + path + "' (" + what + ")");
+  // The include chain that reached this file, for errors in files that are not scenarios.
+  const auto chain = [&]() {
+    std::string c;
+    for (const auto& s : stack) c += fs::path(s).filename().string() + " -> ";
+    return c + fs::path(path).filename().string();
+  };
+  const std::string reached = stack.empty() ? std::string() : "reached through the includes " + chain();
+  YamlSource doc;
+  try {
+    doc = stack.empty() ? load_yaml_file(path, {"a scenario file"})
+                        : load_yaml_file(path, {"the path of a scenario file", kMaxInputFileBytes, from, "include"});
+  } catch (const InputError& e) {
+    if (reached.empty() || !e.hint().empty()) throw;
+    throw InputError(e.where(), e.key(), e.expected(), e.found(), reached);
   }
-  YamlSource doc = load_yaml_file(path);
-  if (doc.node.IsNull()) throw InputError({path, 1, 1}, "", "a scenario (a map with a cluster section)", "an empty file");
-  if (!doc.node.IsMap()) throw InputError(location_of(doc), "", "a scenario (a map of sections)", describe_node(doc.node));
+  if (doc.node.IsNull()) throw InputError({path, 1, 1}, "", "a scenario (a map with a cluster section)", "an empty file", reached);
+  if (!doc.node.IsMap()) {
+    throw InputError(location_of(doc), "", "a scenario (a map of sections)", describe_document(doc.node), reached);
+  }
   stack.push_back(key);
   layers.push_back(doc);
   const YAML::Node& root = doc.node;

@@ -129,7 +129,35 @@ double parse_quantity(std::string_view text, Quantity q) {
     }
     throw UnitError("unknown unit '" + std::string(unit) + "'");
   }
-  return value * u->factor;
+  const double si = value * u->factor;
+  const QuantityRange range = physical_range(q);
+  const double magnitude = std::fabs(si);
+  if (!std::isfinite(si) || (magnitude != 0.0 && (magnitude < range.min || magnitude > range.max))) {
+    // The value in plain SI (it may be far beyond any prefix); the range as reports print it.
+    const char* si_unit = q == Quantity::Bytes ? "B" : q == Quantity::Bandwidth ? "B/s" : q == Quantity::Time ? "s" : "FLOP/s";
+    const auto show = [&](double v) {
+      switch (q) {
+        case Quantity::Bytes: return format_bytes(v);
+        case Quantity::Bandwidth: return format_bandwidth(v);
+        case Quantity::Time: return v >= 86400.0 ? std::string("1 day") : format_time(v);
+        case Quantity::FlopRate: return format_flops(v);
+      }
+      return fmt::format("{:g}", v);
+    };
+    const std::string value_text = std::isfinite(si) ? fmt::format("{:.3g} {}", si, si_unit) : std::string("the value (beyond a double)");
+    throw UnitError(fmt::format("{} is outside the accepted range, {} to {}", value_text, show(range.min), show(range.max)));
+  }
+  return si;
+}
+
+QuantityRange physical_range(Quantity q) {
+  switch (q) {
+    case Quantity::Bytes: return {1.0, 1125899906842624.0};  // 1 B .. 2^50 B
+    case Quantity::Bandwidth: return {1e3, 1e15};
+    case Quantity::Time: return {1e-12, 86400.0};
+    case Quantity::FlopRate: return {1e6, 1e18};
+  }
+  return {0.0, 0.0};
 }
 
 std::string describe_quantity(Quantity q) {

@@ -26,10 +26,21 @@ class UnitError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+/// The physical range of a nonzero quantity of dimension `q`, SI units. Far wider than any
+/// real hardware (the widest real values: HBM3e 8 TB/s, 288 GB per GPU, 20 PFLOP/s FP4 per
+/// GPU, link latencies in ns to ms), so only typos and corrupt files fall outside:
+///   Bytes 1 B .. 1 PiB; Bandwidth 1 kB/s .. 1 PB/s; Time 1 ps .. 1 day; FlopRate 1 MFLOP/s .. 1 EFLOP/s.
+struct QuantityRange {
+  double min = 0.0;  ///< smallest nonzero value
+  double max = 0.0;  ///< largest value
+};
+QuantityRange physical_range(Quantity q);
+
 /// Parses `text` (a number followed by a unit of dimension `q`; spaces between are allowed)
 /// and returns the value in SI units (bytes, bytes/second, seconds, FLOP/second).
 /// A bare number is accepted only for Bytes (taken as bytes).
-/// Throws UnitError when the number or the unit is malformed or of another dimension.
+/// Throws UnitError when the number or the unit is malformed or of another dimension, or when
+/// the value is neither zero nor within physical_range(q) (the message gives the range).
 double parse_quantity(std::string_view text, Quantity q);
 
 /// A phrase describing what parse_quantity accepts for `q`, for error messages

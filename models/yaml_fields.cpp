@@ -1,5 +1,7 @@
 #include "models/yaml_fields.hpp"
 
+#include "models/numbers.hpp"
+
 #include <cmath>
 #include <algorithm>
 #include <fstream>
@@ -9,12 +11,11 @@
 
 namespace ccsim::models {
 
-YamlSource load_yaml_file(const std::string& path) {
+YamlSource load_yaml_file(const std::string& path, const InputFileRequest& request) {
   auto file = std::make_shared<const std::string>(path);
-  std::ifstream in(path);
-  if (!in) throw InputError({path, 0, 0}, "", "a readable YAML file", "a file that cannot be opened");
+  const std::string text = read_input_file(path, request);
   try {
-    return {YAML::Load(in), file};
+    return {YAML::Load(text), file};
   } catch (const YAML::Exception& e) {
     SourceLocation where{path, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1};
     throw InputError(where, "", "valid YAML", "a syntax error (" + e.msg + ")");
@@ -23,9 +24,11 @@ YamlSource load_yaml_file(const std::string& path) {
 
 SourceLocation location_of(const YamlSource& source) {
   const std::string file = source.file ? *source.file : std::string();
-  if (!source.node.IsDefined()) return {file, 0, 0};
+  // A node without a position is the whole document (an empty file): line 1, column 1.
+  const int whole = file.empty() ? 0 : 1;
+  if (!source.node.IsDefined()) return {file, whole, whole};
   const YAML::Mark mark = source.node.Mark();
-  if (mark.is_null()) return {file, 0, 0};
+  if (mark.is_null()) return {file, whole, whole};
   return {file, mark.line + 1, mark.column + 1};
 }
 
@@ -55,6 +58,14 @@ std::string describe_node(const YAML::Node& node) {
     case YAML::NodeType::Undefined: return "nothing";
   }
   return "an unknown node";
+}
+
+std::string describe_document(const YAML::Node& root) {
+  if (root.IsDefined() && root.IsScalar()) {
+    return "plain text, not a YAML map (" + std::to_string(root.Scalar().size()) + " characters)";
+  }
+  if (root.IsDefined() && root.IsNull()) return "an empty file";
+  return describe_node(root);
 }
 
 std::string element_path(const std::string& path, std::size_t index) {
@@ -187,15 +198,10 @@ std::int64_t Fields::bounded_integer(std::string_view key, std::int64_t min, std
   }
   if (!value->node.IsScalar()) throw error(key, expected);
   const std::string& s = value->node.Scalar();
-  std::size_t used = 0;
-  long long result = 0;
-  try {
-    result = std::stoll(s, &used);
-  } catch (const std::exception&) {
-    throw error(key, expected);
-  }
-  if (used != s.size() || result < min || result > max) throw error(key, expected);
-  return result;
+  const Parsed<std::int64_t> v = parse_integer(s);
+  if (!v) throw error(key, expected, v.problem == NumberProblem::OutOfRange ? "out of range" : std::string());
+  if (v.value < min || v.value > max) throw error(key, expected);
+  return v.value;
 }
 
 std::int64_t Fields::integer(std::string_view key, std::int64_t min, std::optional<std::int64_t> fallback) const {
@@ -216,13 +222,9 @@ double Fields::ratio(std::string_view key, double min, const std::string& expect
   if (!value->node.IsScalar()) throw error(key, expected);
   const std::string& s = value->node.Scalar();
   const auto parse = [](const std::string& text, double& out) {
-    std::size_t used = 0;
-    try {
-      out = std::stod(text, &used);
-    } catch (const std::exception&) {
-      return false;
-    }
-    return used == text.size() && std::isfinite(out);
+    const Parsed<double> v = parse_decimal(text);
+    out = v.value;
+    return static_cast<bool>(v);
   };
   double result = 0.0;
   const std::size_t colon = s.find(':');
@@ -245,16 +247,10 @@ double Fields::number(std::string_view key, double min_exclusive, std::optional<
     throw missing(key, expected);
   }
   if (!value->node.IsScalar()) throw error(key, expected);
-  double result = 0.0;
-  const std::string& s = value->node.Scalar();
-  std::size_t used = 0;
-  try {
-    result = std::stod(s, &used);
-  } catch (const std::exception&) {
-    throw error(key, expected);
-  }
-  if (used != s.size() || !std::isfinite(result) || !(result > min_exclusive)) throw error(key, expected);
-  return result;
+  const Parsed<double> v = parse_decimal(value->node.Scalar());
+  if (!v) throw error(key, expected, v.problem == NumberProblem::OutOfRange ? "out of range" : std::string());
+  if (!(v.value > min_exclusive)) throw error(key, expected);
+  return v.value;
 }
 
 bool Fields::boolean(std::string_view key, std::optional<bool> fallback) const {

@@ -18,6 +18,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "models/input_error.hpp"
+#include "models/input_file.hpp"
 #include "models/units.hpp"
 
 namespace ccsim::models {
@@ -28,9 +29,15 @@ struct YamlSource {
   std::shared_ptr<const std::string> file;
 };
 
-/// Reads a YAML file. Throws InputError (with the parser's line and column) when the file
-/// cannot be opened or is not valid YAML.
-YamlSource load_yaml_file(const std::string& path);
+/// Reads a YAML file through read_input_file (models/input_file.hpp: regular files only, size
+/// cap). Throws InputError when the file cannot be read (at `request.referenced_from` when the
+/// path came from another file) or is not valid YAML (at the parser's line and column).
+YamlSource load_yaml_file(const std::string& path, const InputFileRequest& request = {"a YAML file"});
+
+/// The "found" phrase for a whole document that is not what a file should hold. Unlike
+/// describe_node it never quotes the text: a scalar document is a file that is not YAML (a
+/// password file, a binary), whose content must not be echoed.
+std::string describe_document(const YAML::Node& root);
 
 /// Location of `node` in `file` (1-based line and column).
 SourceLocation location_of(const YamlSource& source);

@@ -106,7 +106,7 @@ std::string ComputeCalibration::default_path() {
 }
 
 ComputeCalibration ComputeCalibration::load(const std::string& path, const std::string& gpu) {
-  const models::YamlSource doc = models::load_yaml_file(path);
+  const models::YamlSource doc = models::load_yaml_file(path, {"a compute calibration table (like scenarios/calibration/compute.yaml)"});
   const models::Fields root({doc}, "");
   root.reject_unknown({"source", "defaults", "gpus"});
   ComputeCalibration c;

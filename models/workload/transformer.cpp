@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "models/input_error.hpp"
+#include "models/input_file.hpp"
+#include "models/numbers.hpp"
 
 namespace ccsim::models {
 namespace {
@@ -61,7 +63,7 @@ struct ConfigFile {
   }
 
   InputError missing(const std::string& key, const std::string& expected) const {
-    return InputError({path, 0, 0}, key, expected, "no '" + key + "' key");
+    return InputError({path, 1, 1}, key, expected, "no '" + key + "' key");
   }
 };
 
@@ -132,17 +134,7 @@ bool boolean(const ConfigFile& f, const std::string& key, bool fallback) {
 ConfigFile read_config(const std::string& path) {
   ConfigFile f;
   f.path = path;
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    throw InputError({path, 0, 0}, "", "a model config.json file", "no such file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path, ec)) {
-    throw InputError({path, 0, 0}, "", "a readable model config.json file", "a file that cannot be opened");
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  f.text = buffer.str();
+  f.text = read_input_file(path, {"a model config.json file"});
   try {
     f.root = Json::parse(f.text);
   } catch (const Json::parse_error& e) {
@@ -153,7 +145,20 @@ ConfigFile read_config(const std::string& path) {
     const std::size_t column = detail.find("column ");
     const std::size_t colon = column == std::string::npos ? std::string::npos : detail.find(": ", column);
     if (colon != std::string::npos) detail = detail.substr(colon + 2);
+    // The detail quotes the last token read; never echo more than a short piece of it.
+    if (detail.size() > 160) detail = detail.substr(0, 160) + "...";
     throw InputError(where, "", "valid JSON", "a syntax error (" + detail + ")");
+  } catch (const Json::exception& e) {
+    // out_of_range.406: a number the parser cannot hold ("number overflow parsing '1e400'").
+    // The exception carries no position: locate the quoted token in the text.
+    const std::string what = e.what();
+    const std::size_t open = what.find('\'');
+    const std::size_t close = open == std::string::npos ? std::string::npos : what.find('\'', open + 1);
+    const std::string token = close == std::string::npos ? std::string() : what.substr(open + 1, close - open - 1);
+    const std::size_t pos = token.empty() ? std::string::npos : f.text.find(token);
+    const SourceLocation where = pos == std::string::npos ? SourceLocation{path, 1, 1} : f.position(pos);
+    throw InputError(where, "", "a number within the range of a double (about 1.8e308)",
+                     token.empty() ? std::string("a number out of range") : quote_token(token));
   }
   if (!f.root.is_object()) {
     throw InputError({path, 1, 1}, "", "a JSON object of config.json keys", describe(f.root));

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "models/input_error.hpp"
 #include "test_support.hpp"
 #include "validate/nccl_tests_log.hpp"
@@ -276,43 +278,43 @@ TEST_CASE("nccl-tests log: malformed input names the file and line", "[validate]
         "     8  2  float  sum  -1  10.0  0.00  0.00  0\n"
         "     16  4  float  sum  -1  fast  0.00  0.00  0\n");
     CHECK(e.where().line == 4);
-    CHECK(e.expected() == "a number for time");
-    CHECK(e.found() == "'fast'");
+    CHECK(e.expected() == "a time in us from 0.001 to 1e+10");
+    CHECK(e.found() == "'fast' (not a number)");
   }
   SECTION("an N/A out-of-place time") {
     const auto e = parse_error("# all_reduce_perf -g 2\n     8  2  float  sum  -1  N/A  N/A  N/A  N/A\n");
     CHECK(e.where().line == 2);
-    CHECK(e.found() == "'N/A'");
+    CHECK(e.found() == "'N/A' (not a number)");
   }
   SECTION("a log with no rows") {
     const auto e = parse_error(
         "# Collective test starting: all_reduce_perf\n"
         "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
         "# Avg bus bandwidth    : 0.00\n");
-    CHECK(e.where().line == 0);  // no line to blame
+    CHECK(e.where().line == 1);  // a whole-file error: 1:1
     CHECK(e.found() == "no table rows");
   }
   SECTION("an empty log") {
     const auto e = parse_error("");
-    CHECK(e.where().line == 0);
+    CHECK(e.where().line == 1);
     CHECK(e.found() == "no table rows");
   }
   SECTION("nan, inf and hex are not numbers") {
     for (const char* bad : {"nan", "inf", "0x10"}) {
       const auto e = parse_error(std::string("# all_reduce_perf -g 2\n     8  2  float  sum  -1  ") + bad + "  0.00  0.00  0\n");
       CHECK(e.where().line == 2);
-      CHECK(e.expected() == "a number for time");
+      CHECK(e.expected() == "a time in us from 0.001 to 1e+10");
     }
   }
   SECTION("a zero time (the error would be infinite)") {
     const auto e = parse_error("# all_reduce_perf -g 2\n     8  2  float  sum  -1  0  0.00  0.00  0\n");
     CHECK(e.where().line == 2);
-    CHECK(e.expected() == "a time above 0 us");
+    CHECK(e.expected() == "a time in us from 0.001 to 1e+10");
   }
   SECTION("a negative size") {
     const auto e = parse_error("# all_reduce_perf -g 2\n    -8  2  float  sum  -1  10.0  0.00  0.00  0\n");
     CHECK(e.where().line == 2);
-    CHECK(e.expected() == "whole, non-negative size and count");
+    CHECK(e.expected() == "a size in bytes from 0 to 4.39805e+12");
   }
   SECTION("a footer without a number is not a footer") {
     // "# Avg bus bandwidth : e" is a comment; the log still parses, with no footer value.
@@ -340,4 +342,33 @@ TEST_CASE("nccl-tests type sizes", "[validate][log]") {
   CHECK_FALSE(validate::type_size("bogus"));
   CHECK_FALSE(validate::type_size(""));
   CHECK_FALSE(validate::type_size("Float"));  // names are case-sensitive, as nccl-tests prints them
+}
+
+TEST_CASE("the log parser is linear in line length and range-checks every number (issue 9 rows 1-4)", "[log][input]") {
+  const std::string row = "           8             2     float     sum      -1    12.00    0.00    0.00      0\n";
+  // Row 1: a 1,000,000-character header line (std::regex overflowed the stack at 40,000) before a valid table.
+  const auto tests = parse_text("#" + std::string(1000000, 'x') + "\n# all_reduce_perf -g 8\n" + row);
+  REQUIRE(tests.size() == 1);
+  CHECK(tests[0].name == "all_reduce_perf");
+  CHECK(tests[0].nranks == 8);
+  CHECK(tests[0].rows.size() == 1);
+  // A 1,000,000-character table row is one field too many, reported without echoing it.
+  const models::InputError wide = parse_error(std::string(1000000, '1') + "\n");
+  CHECK(std::string(wide.what()).size() < 300);
+  // Rows 2-4: numbers beyond a double, denormal, beyond int, beyond any GPU's memory.
+  CHECK(std::string(parse_error("# Avg bus bandwidth : 1e999\n" + row).what()) ==
+        "synthetic.log:1:23: error: expected an average bus bandwidth in GB/s from 0 to 1e+06, found '1e999' (out of range)");
+  CHECK(std::string(parse_error("           8             2     float     sum      -1   1e-308    0.00    0.00    N/A\n").what()) ==
+        "synthetic.log:1:56: error: expected a time in us from 0.001 to 1e+10, found '1e-308' (out of range)");
+  CHECK(std::string(parse_error("# all_reduce_perf -g 99999999999\n" + row).what()) ==
+        "synthetic.log:1:22: error: expected a GPU count (-g) from 1 to 1048576, found '99999999999'");
+  CHECK(std::string(parse_error("# 99999999999 ranks\n" + row).what()) ==
+        "synthetic.log:1:3: error: expected a rank count from 1 to 1048576, found '99999999999'");
+  for (const char* size : {"1e19", "1e30", "1e300", "4398046511105"}) {
+    INFO(size);
+    const std::string text = fmt::format("{:>12}             2     float     sum      -1    12.00    0.00    0.00      0\n", size);
+    CHECK(std::string(parse_error(text).what()).find("expected a size in bytes from 0 to 4.39805e+12") != std::string::npos);
+  }
+  // The largest accepted size, 4 TiB, parses.
+  CHECK(parse_text("4398046511104 1099511627776 float sum -1 12.00 0.00 0.00 0\n")[0].rows[0].size == 4398046511104ull);
 }
