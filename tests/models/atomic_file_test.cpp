@@ -155,6 +155,7 @@ int write_interrupted_in_child(const fs::path& dir, int sig, bool install_cleanu
   if (pid == 0) {
     static int signal_to_raise = 0;
     signal_to_raise = sig;
+    ::signal(sig, SIG_DFL);  // not Catch's fatal-signal handler, inherited from the parent
     if (install_cleanup) models::install_temp_file_cleanup();
     models::detail::after_temp_file_written = [](const std::string&) { ::raise(signal_to_raise); };
     try {
