@@ -71,4 +71,15 @@ if(NOT rc EQUAL 2 OR pos EQUAL -1 OR NOT out STREQUAL "" OR NOT written STREQUAL
    OR NOT IS_DIRECTORY "${WORK}/run/trace.json")
   message(FATAL_ERROR "ccsim run --out with a directory trace.json: exit ${rc}, stderr ${err}, files ${written}")
 endif()
+# `ccsim run --out DIR` where DIR/report.json is a symbolic link: the link stays, its target
+# gets the report.
+file(WRITE "${WORK}/run2/real.json" "old\n")
+file(CREATE_LINK real.json "${WORK}/run2/report.json" SYMBOLIC)
+execute_process(COMMAND "${CCSIM}" run scenarios/workloads/llama31-8b-decode-tp4.yaml --out "${WORK}/run2"
+  WORKING_DIRECTORY "${SOURCE_DIR}" OUTPUT_QUIET ERROR_VARIABLE err RESULT_VARIABLE rc)
+file(READ "${WORK}/run2/real.json" report)
+string(FIND "${report}" "\"schema\": \"ccsim.run/1\"" pos)
+if(NOT rc EQUAL 0 OR NOT IS_SYMLINK "${WORK}/run2/report.json" OR pos EQUAL -1)
+  message(FATAL_ERROR "ccsim run --out with a linked report.json: exit ${rc} (${err}), report:\n${report}")
+endif()
 file(REMOVE_RECURSE "${WORK}")
