@@ -158,3 +158,21 @@ TEST_CASE("effective.yaml of every shipped scenario loads and is a fixed point",
   }
   CHECK(inference == 5);  // the decode and prefill scenarios that failed before
 }
+
+TEST_CASE("effective.yaml writes a training step's effective global batch when the file leaves it out", "[scenario]") {
+  // No global_batch_size: one micro-batch per DP rank, i.e. micro_batch_size·dp = 2·8 = 16.
+  TempDir dir;
+  const std::string file = dir.write("s.yaml", R"(
+cluster: {nodes: [{node: dgx-h100}]}
+workload: {model: llama-3-8b, sequence_length: 1024, micro_batch_size: 2}
+)");
+  const Scenario first = load_scenario(file, shipped_catalog());
+  REQUIRE(first.workload->global_batch_size == 0);
+  REQUIRE(first.strategy->dp == 8);
+  const std::string text = effective_yaml(first);
+  CHECK_THAT(text, Contains("global_batch_size: 16\n"));
+  const Scenario second = load_scenario(dir.write("effective.yaml", text), shipped_catalog());
+  CHECK(second.workload->global_batch_size == 16);
+  CHECK(micro_batches(*second.workload, *second.strategy) == micro_batches(*first.workload, *first.strategy));
+  CHECK(micro_batches(*second.workload, *second.strategy) == 1);
+}
