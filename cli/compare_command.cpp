@@ -45,10 +45,11 @@ int run_compare(const CompareCliOptions& o) {
   opts.protocol = protocol_option(o.protocol);
   nlohmann::json all = nlohmann::json::array();
   std::ostringstream text;
+  validate::Comparer comparer(cluster, costs, opts);  // equal sizes are simulated once, across the log's tests too
   for (const auto& test : tests) {
     validate::CompareResult r;
     try {
-      r = validate::compare(test, cluster, costs, opts);
+      r = comparer.compare(test);
     } catch (const std::invalid_argument& e) {
       throw InputError({o.log, test.rows.empty() ? 0 : test.rows.front().line, 0}, "", "a log ccsim can replay on this scenario",
                        "'" + test.name + "'", e.what());

@@ -13,8 +13,11 @@
 #include "cli/topo_command.hpp"
 #include "models/atomic_file.hpp"
 #include "models/input_error.hpp"
+#include "models/temp_files.hpp"
 
 int main(int argc, char** argv) {
+  // SIGINT / SIGTERM / SIGHUP while an output is written leave no temporary file behind.
+  ccsim::models::install_temp_file_cleanup();
   CLI::App app{"ccsim: simulate collective communication and LLM workloads on GPU clusters"};
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", std::string("ccsim ") + CCSIM_VERSION);

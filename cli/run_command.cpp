@@ -92,9 +92,10 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
   const std::string summary = planner::run_summary(ctx);
   if (!o.out.empty()) {
     const fs::path dir(o.out);
-    // report.json last: when it is there, the rest is complete (an old one goes first).
+    // report.json last: when it is there, the rest is complete (an old one goes first; a
+    // symbolic link, device or FIFO in its place stays and is written through at the end).
     std::error_code ec;
-    fs::remove(dir / "report.json", ec);
+    if (fs::is_regular_file(fs::symlink_status(dir / "report.json", ec))) fs::remove(dir / "report.json", ec);
     models::write_file_atomic((dir / "effective.yaml").string(), models::effective_yaml(scenario));
     models::write_file_atomic((dir / "ops.csv").string(), planner::ops_csv(ctx));
     models::write_file_atomic((dir / "links.csv").string(), planner::links_csv(ctx));

@@ -343,7 +343,12 @@ std::string effective_yaml(const Scenario& sc) {
     n["phase"] = w.phase;
     n["sequence_length"] = w.sequence_length;
     n["micro_batch_size"] = w.micro_batch_size;
-    n["global_batch_size"] = w.global_batch_size;
+    // The effective global batch of a training step (0 in the file means one micro-batch per
+    // DP rank); inference phases have none (the key accepts only sizes of at least 1).
+    if (w.phase == "training_step") {
+      n["global_batch_size"] = w.global_batch_size > 0 ? w.global_batch_size
+                                                       : w.micro_batch_size * (sc.strategy ? sc.strategy->dp : 1);
+    }
     n["batch_size"] = w.batch_size;
     n["context_length"] = w.context_length;
     n["generated_tokens"] = w.generated_tokens;

@@ -2,17 +2,22 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
 namespace ccsim::validate {
 
-CompareResult compare(const LogTest& test, const models::Cluster& cluster, const planner::CostModel& costs,
-                      const CompareOptions& options) {
+Comparer::Comparer(const models::Cluster& cluster, const planner::CostModel& costs, CompareOptions options)
+    : cluster_(cluster), costs_(costs), options_(std::move(options)) {}
+
+Comparer::~Comparer() = default;
+
+CompareResult Comparer::compare(const LogTest& test) {
   if (!test.collective) throw std::invalid_argument("the log does not say which collective it measured ('" + test.name + "')");
-  const std::optional<int> n = options.nranks ? options.nranks : test.nranks;
+  const std::optional<int> n = options_.nranks ? options_.nranks : test.nranks;
   if (!n) throw std::invalid_argument("the log does not give its rank count; pass --ranks");
-  const auto& gpus = cluster.topology.gpus();
+  const auto& gpus = cluster_.topology.gpus();
   if (*n < 1 || static_cast<std::size_t>(*n) > gpus.size()) {
     throw std::invalid_argument(fmt::format("the log has {} ranks but the scenario's cluster has {} GPUs", *n, gpus.size()));
   }
@@ -20,24 +25,30 @@ CompareResult compare(const LogTest& test, const models::Cluster& cluster, const
   result.test = test.name;
   result.collective = *test.collective;
   result.nranks = *n;
-  planner::CollectiveOptions opts;
-  opts.collective = *test.collective;
-  opts.algorithm = options.algorithm;
-  opts.protocol = options.protocol;
-  opts.engine = options.engine;
-  opts.gpus.assign(gpus.begin(), gpus.begin() + *n);
-  std::optional<planner::CollectiveRunner> runner;
-  std::uint32_t element = 0;
   double abs_sum = 0, abs_large = 0;
   for (const LogRow& row : test.rows) {
-    const auto size = type_size(row.type);
-    if (!size) throw std::invalid_argument(fmt::format("line {}: unknown data type '{}'", row.line, row.type));
-    if (!runner || *size != element) {
-      element = *size;
-      opts.element_size = element;
-      runner.emplace(cluster, costs, opts);
+    const auto element = type_size(row.type);
+    if (!element) throw std::invalid_argument(fmt::format("line {}: unknown data type '{}'", row.line, row.type));
+    const ResultKey key{*test.collective, *n, *element, row.size};
+    auto found = results_.find(key);
+    if (found == results_.end()) {
+      std::unique_ptr<planner::CollectiveRunner>& runner = runners_[RunnerKey{*test.collective, *n, *element}];
+      if (!runner) {
+        planner::CollectiveOptions opts;
+        opts.collective = *test.collective;
+        opts.algorithm = options_.algorithm;
+        opts.protocol = options_.protocol;
+        opts.engine = options_.engine;
+        opts.element_size = *element;
+        opts.gpus.assign(gpus.begin(), gpus.begin() + *n);
+        runner = std::make_unique<planner::CollectiveRunner>(cluster_, costs_, opts);
+      }
+      planner::CollectiveResult simulated = runner->run(row.size);
+      simulated.links = {};  // per-link records are not reported; keep the memo small
+      found = results_.emplace(key, std::move(simulated)).first;
+      ++simulations_;
     }
-    const planner::CollectiveResult sim = runner->run(row.size);
+    const planner::CollectiveResult& sim = found->second;
     CompareRow out;
     out.size = row.size;
     out.measured_us = row.time_us;
@@ -55,6 +66,11 @@ CompareResult compare(const LogTest& test, const models::Cluster& cluster, const
   result.mape = result.rows.empty() ? 0.0 : abs_sum / static_cast<double>(result.rows.size());
   result.mape_large = result.large == 0 ? 0.0 : abs_large / result.large;
   return result;
+}
+
+CompareResult compare(const LogTest& test, const models::Cluster& cluster, const planner::CostModel& costs,
+                      const CompareOptions& options) {
+  return Comparer(cluster, costs, options).compare(test);
 }
 
 }  // namespace ccsim::validate

@@ -1,10 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
 
 #include "models/scenario.hpp"
+#include "models/workload/builder.hpp"
 #include "test_support.hpp"
 
 using namespace ccsim::models;
@@ -119,4 +121,58 @@ TEST_CASE("InputError carries the location and the parts of the message", "[scen
     CHECK(e.expected() == "an integer from 1 to 1048576");
     CHECK(e.found() == "'zero'");
   }
+}
+
+// Issue 9, row 17: effective.yaml of an inference scenario wrote global_batch_size: 0, which
+// the loader rejects. Every shipped scenario's effective.yaml must load again and give the same
+// effective scenario (a fixed point: every setting is written out, so equal text means equal
+// settings). tests/cli/effective_yaml.cmake checks that the reloaded runs are identical.
+TEST_CASE("effective.yaml of every shipped scenario loads and is a fixed point", "[scenario]") {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  for (const char* sub : {"scenarios", "scenarios/workloads"}) {
+    for (const auto& e : fs::directory_iterator(ccsim::test::source_path(sub))) {
+      if (e.path().extension() == ".yaml") files.push_back(e.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 19);
+  int inference = 0;
+  for (const auto& file : files) {
+    INFO(file.string());
+    const Scenario first = load_scenario(file.string(), shipped_catalog());
+    if (first.workload && first.workload->phase != "training_step") ++inference;
+    const std::string text = effective_yaml(first);
+    TempDir dir;  // elsewhere than the original: nothing may depend on its directory
+    const std::string copy = dir.write("effective.yaml", text);
+    Scenario second;
+    REQUIRE_NOTHROW(second = load_scenario(copy, shipped_catalog()));
+    CHECK(effective_yaml(second) == text);
+    CHECK(second.name == first.name);
+    CHECK(second.cluster.total_gpus() == first.cluster.total_gpus());
+    REQUIRE(second.workload.has_value() == first.workload.has_value());
+    if (first.workload) {
+      CHECK(second.workload->phase == first.workload->phase);
+      CHECK(micro_batches(*second.workload, *second.strategy) == micro_batches(*first.workload, *first.strategy));
+    }
+  }
+  CHECK(inference == 5);  // the decode and prefill scenarios that failed before
+}
+
+TEST_CASE("effective.yaml writes a training step's effective global batch when the file leaves it out", "[scenario]") {
+  // No global_batch_size: one micro-batch per DP rank, i.e. micro_batch_size·dp = 2·8 = 16.
+  TempDir dir;
+  const std::string file = dir.write("s.yaml", R"(
+cluster: {nodes: [{node: dgx-h100}]}
+workload: {model: llama-3-8b, sequence_length: 1024, micro_batch_size: 2}
+)");
+  const Scenario first = load_scenario(file, shipped_catalog());
+  REQUIRE(first.workload->global_batch_size == 0);
+  REQUIRE(first.strategy->dp == 8);
+  const std::string text = effective_yaml(first);
+  CHECK_THAT(text, Contains("global_batch_size: 16\n"));
+  const Scenario second = load_scenario(dir.write("effective.yaml", text), shipped_catalog());
+  CHECK(second.workload->global_batch_size == 16);
+  CHECK(micro_batches(*second.workload, *second.strategy) == micro_batches(*first.workload, *first.strategy));
+  CHECK(micro_batches(*second.workload, *second.strategy) == 1);
 }

@@ -107,3 +107,65 @@ TEST_CASE("compare: simulated against measured nccl-tests logs stays within the 
     CHECK(r.mape_large <= sys.large_budget);
   }
 }
+
+// Issue 9, row 18: a log whose sizes repeat (91 rows of 21 sizes took 6x as long as 21 rows)
+// simulates each distinct (collective, ranks, element size, size) once; repeated rows get the
+// first one's simulated time, algorithm and protocol, and the simulation count is the number of
+// distinct sizes. The count is the Comparer's own (no timing).
+TEST_CASE("compare: repeated sizes are simulated once and give identical rows", "[validate][compare]") {
+  const models::Cluster cluster = test::shipped_cluster("mi300x-1node.yaml");
+  const planner::CostModel costs = planner::CostModel::load(planner::CostModel::default_path(cluster));
+  validate::LogTest log;
+  log.name = "all_reduce_perf";
+  log.collective = models::Collective::AllReduce;
+  log.nranks = 8;
+  // Sizes 1K, 1M, 64M three times over (distinct measured times), plus 1M as half: 4 distinct.
+  const std::uint64_t sizes[] = {1024, 1 << 20, 64 << 20};
+  for (int pass = 0; pass < 3; ++pass) {
+    for (const std::uint64_t s : sizes) {
+      validate::LogRow row;
+      row.line = static_cast<int>(log.rows.size()) + 10;
+      row.size = s;
+      row.count = s / 4;
+      row.type = "float";
+      row.redop = "sum";
+      row.time_us = 10.0 + pass + static_cast<double>(s) / 1e5;
+      log.rows.push_back(row);
+    }
+  }
+  validate::LogRow half = log.rows[1];
+  half.type = "half";
+  half.count = half.size / 2;
+  log.rows.push_back(half);
+
+  validate::Comparer comparer(cluster, costs, {});
+  const validate::CompareResult r = comparer.compare(log);
+  CHECK(comparer.simulations() == 4);
+  REQUIRE(r.rows.size() == 10);
+  for (std::size_t i = 3; i < 9; ++i) {
+    INFO("row " << i);
+    const validate::CompareRow& first = r.rows[i % 3];
+    CHECK(r.rows[i].size == first.size);
+    CHECK(r.rows[i].simulated_us == first.simulated_us);  // exactly: the same simulation
+    CHECK(r.rows[i].algorithm == first.algorithm);
+    CHECK(r.rows[i].protocol == first.protocol);
+    CHECK(r.rows[i].measured_us == log.rows[i].time_us);  // each row keeps its own measurement
+  }
+
+  // The memo gives what a fresh simulation of each size gives.
+  for (std::size_t i = 0; i < 3; ++i) {
+    validate::LogTest one = log;
+    one.rows = {log.rows[i]};
+    CHECK(validate::compare(one, cluster, costs, {}).rows.at(0).simulated_us == r.rows[i].simulated_us);
+  }
+
+  // A second test of the same collective in the same log costs nothing more; another rank
+  // count is another simulation.
+  comparer.compare(log);
+  CHECK(comparer.simulations() == 4);
+  validate::LogTest four = log;
+  four.nranks = 4;
+  four.rows.resize(1);
+  comparer.compare(four);
+  CHECK(comparer.simulations() == 5);
+}
