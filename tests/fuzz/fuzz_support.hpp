@@ -8,6 +8,7 @@
 // (models::InputError, models::OutputError; cli/main.cpp). Any other exception is a bug, so it
 // is printed and the process aborts, which libFuzzer reports as a crash with the input saved.
 
+#include <cxxabi.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <typeinfo>
 
@@ -52,6 +54,13 @@ inline std::string write_input(const std::string& name, const std::uint8_t* data
   return path.string();
 }
 
+/// The readable name of the dynamic type of `e` ("std::out_of_range", not "St12out_of_range").
+inline std::string type_name(const std::exception& e) {
+  int status = 0;
+  const std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status), std::free);
+  return status == 0 && name ? std::string(name.get()) : std::string(typeid(e).name());
+}
+
 /// Runs `read`; returns normally when it succeeds or throws a user-input error, aborts on any
 /// other exception.
 template <typename Read>
@@ -61,7 +70,7 @@ void expect_success_or_input_error(const char* reader, Read&& read) {
   } catch (const models::InputError&) {
   } catch (const models::OutputError&) {
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ccsim fuzz: %s threw %s (not a user-input error): %s\n", reader, typeid(e).name(), e.what());
+    std::fprintf(stderr, "ccsim fuzz: %s threw %s (not a user-input error): %s\n", reader, type_name(e).c_str(), e.what());
     std::abort();
   } catch (...) {
     std::fprintf(stderr, "ccsim fuzz: %s threw a non-std::exception\n", reader);
