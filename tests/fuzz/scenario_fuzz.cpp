@@ -1,0 +1,29 @@
+// libFuzzer target: a scenario YAML file, loaded against the shipped hardware catalog and built
+// into a cluster, as `ccsim topo|collective|run` do (cli/common.cpp load_scenario_file, then
+// models::build_cluster). Contract: success or a user-input error (tests/fuzz/fuzz_support.hpp).
+//
+// The loader accepts clusters of up to 2^20 GPUs, and building one that large is legitimately
+// slow (800,000 GPUs: about a minute and 3.7 GB for `ccsim topo` in a release build), so the
+// cluster is built only up to kMaxFuzzGpus, four times the largest shipped scenario (16,384
+// GPUs); larger ones are loaded and checked but not built, to keep every input within -timeout.
+
+#include "models/catalog.hpp"
+#include "models/cluster.hpp"
+#include "models/scenario.hpp"
+#include "tests/fuzz/fuzz_support.hpp"
+
+namespace {
+constexpr int kMaxFuzzGpus = 1 << 16;
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const ccsim::models::Catalog catalog = ccsim::models::Catalog::load(ccsim::models::Catalog::default_dir());
+  const std::string path = ccsim::fuzz::write_input("scenario.yaml", data, size);
+  ccsim::fuzz::expect_success_or_input_error("load_scenario + build_cluster", [&] {
+    const ccsim::models::Scenario scenario = ccsim::models::load_scenario(path, catalog);
+    if (scenario.cluster.total_gpus() > kMaxFuzzGpus) return;
+    const ccsim::models::Cluster cluster = ccsim::models::build_cluster(scenario.cluster);
+    (void)cluster;
+  });
+  return 0;
+}
