@@ -32,7 +32,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
   c->add_option("-e,--maxbytes", o.max_bytes, "largest size");
   c->add_option("-f,--stepfactor", o.factor, "multiply the size by this factor between rows")->check(CLI::Range(2, 1024));
   c->add_option("--engine", o.engine, "analytic or flow")->check(CLI::IsMember({"analytic", "flow"}));
-  c->add_option("--ranks", o.ranks, "use the first N GPUs (default: all)")->check(CLI::PositiveNumber);
+  c->add_option("--ranks", o.ranks, "use the first N GPUs (default: all)")->check(CLI::Range(1, 1 << 20));
   c->add_option("--group", o.group, "use these global GPU ranks, e.g. 0-7,16-23");
   c->add_option("--root", o.root, "root rank of Broadcast and Reduce");
   c->add_option("--channels", o.channels, "channels: independent rings / tree pairs (default: one per NIC rail across nodes, the searched rings on a direct-link node, else 1)")->check(CLI::Range(1, 64));

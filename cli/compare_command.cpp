@@ -23,7 +23,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareCliOptions& o) {
   c->add_option("log", o.log, "nccl-tests stdout log")->required();
   c->add_option("--scenario", o.scenario, "scenario describing the measured system")->required();
   c->add_option("--engine", o.engine, "analytic or flow")->check(CLI::IsMember({"analytic", "flow"}));
-  c->add_option("--ranks", o.ranks, "rank count when the log does not say");
+  c->add_option("--ranks", o.ranks, "rank count when the log does not say")->check(CLI::Range(1, 1 << 20));
   c->add_option("--algo", o.algo, "auto (NCCL's choice) or an algorithm name");
   c->add_option("--protocol", o.protocol, "auto, LL, LL128, Simple");
   c->add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}));
