@@ -19,6 +19,14 @@
 
 namespace ccsim::planner {
 
+/// The largest Schedule the planner generates (ops of all ranks and concurrent groups):
+/// kMaxScheduleOps ops take about kMaxScheduleGiB GiB to generate and simulate (measured:
+/// ~XXX bytes per op in the Schedule, the engine's transfers and routes). Above it the runner
+/// refuses with ScheduleTooLarge (the CLI's exit code 2) naming the alternatives; in auto mode
+/// a candidate above it is skipped when another one fits (CollectiveResult::notes).
+inline constexpr std::uint64_t kMaxScheduleOps = std::uint64_t{1} << 23;
+inline constexpr int kMaxScheduleGiB = 4;
+
 struct CollectiveOptions {
   models::Collective collective = models::Collective::AllReduce;
   std::optional<Algorithm> algorithm;   ///< nullopt: auto
@@ -48,6 +56,8 @@ struct CollectiveResult {
   double bound = 0;   ///< seconds, lower bound (0 when not checked)
   std::size_t transfers = 0;
   std::vector<sim::LinkRecord> links;  ///< per-link bytes, busy time, peak of the chosen run (all concurrent groups)
+  /// Candidates skipped because their schedule was over kMaxScheduleOps ("ring/Simple skipped: ...").
+  std::vector<std::string> notes;
 };
 
 class CollectiveRunner {

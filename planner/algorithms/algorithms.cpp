@@ -114,6 +114,25 @@ std::string unsupported_reason(Algorithm a, const AlgorithmRequest& r) {
   return "unknown algorithm";
 }
 
+double estimated_ops(Algorithm a, const AlgorithmRequest& r) {
+  const double n = r.nranks;
+  const double ch = r.channels;
+  const Collective c = r.collective;
+  switch (a) {
+    case Algorithm::Direct:  // one copy per rank, a send and a receive per ordered pair
+      return c == Collective::SendRecv ? 2 * n : n + 2 * n * (n - 1);
+    case Algorithm::Pairwise:  // one copy, then per step a send, a receive and a join
+      return n + 3 * n * (n - 1);
+    case Algorithm::Ring:
+      if (r.granularity != models::Granularity::Step || n < 2) return 0;
+      // Per channel, rank and step a send and a receive; AllReduce has two passes.
+      if (c == Collective::AllReduce) return ch * n * 4 * (n - 1);
+      if (c == Collective::ReduceScatter || c == Collective::AllGather) return ch * n * 2 * (n - 1);
+      return 0;
+    default: return 0;
+  }
+}
+
 models::Schedule generate(Algorithm a, const AlgorithmRequest& request) {
   if (const std::string why = unsupported_reason(a, request); !why.empty()) {
     throw std::invalid_argument(std::string(to_string(a)) + " " + std::string(models::to_string(request.collective)) +
