@@ -304,16 +304,15 @@ sim::Timeline CollectiveRunner::simulate(Algorithm a, Protocol p, std::uint64_t 
   const auto too_large = [&](const std::string& found) {
     const int n = static_cast<int>(options_.gpus.size());
     std::string alternatives;
-    if (g == Granularity::Step && unsupported_reason(a, request(a, p, bytes, Granularity::Phase)).empty()) {
-      alternatives = "--granularity phase, ";
-    }
+    const bool step_only = g == Granularity::Step && unsupported_reason(a, request(a, p, bytes, Granularity::Phase)).empty();
+    if (step_only) alternatives = "--granularity phase, ";
     if (options_.collective == Collective::AlltoAll && a != Algorithm::Bruck) alternatives += "--algo bruck (n·log2 n transfers), ";
     return ScheduleTooLarge({"<command line>", 0, 0}, "--ranks",
                             fmt::format("a schedule of at most {} ops (sends, receives and local steps; about {} GiB to simulate)",
                                         with_commas(static_cast<double>(kMaxScheduleOps)), kMaxScheduleGiB),
-                            fmt::format("{} {} on {} ranks{} at {} granularity: {}", to_string(a), models::to_string(options_.collective),
-                                        n, groups > 1 ? fmt::format(" × {} concurrent groups", groups) : "",
-                                        models::to_string(g), found),
+                            fmt::format("{} {} on {} ranks{}{}: {}", to_string(a), models::to_string(options_.collective), n,
+                                        groups > 1 ? fmt::format(" × {} concurrent groups", groups) : "",
+                                        step_only ? " at step granularity" : "", found),
                             fmt::format("use {}or fewer ranks (--ranks)", alternatives));
   };
   const double estimate = estimated_ops(a, req) * static_cast<double>(groups);
@@ -334,9 +333,11 @@ sim::Timeline CollectiveRunner::run_schedule(const models::Schedule& one, Algori
     if (group.size() != options_.gpus.size()) throw std::invalid_argument("concurrent groups must have the same size");
     plan.rank_gpu.insert(plan.rank_gpu.end(), group.begin(), group.end());
   }
-  const models::Schedule schedule =
-      options_.concurrent.empty() ? one : models::replicate(one, static_cast<int>(1 + options_.concurrent.size()));
-  plan.schedule = &schedule;
+  // Concurrent groups run a replica; a lone group runs `one` itself (no copy: a 1,024-rank
+  // AlltoAll's schedule holds 2 M ops).
+  models::Schedule replicated;
+  if (!options_.concurrent.empty()) replicated = models::replicate(one, static_cast<int>(1 + options_.concurrent.size()));
+  plan.schedule = options_.concurrent.empty() ? &one : &replicated;
   plan.cost = costs_.params(a, p, cluster_.topology, arch_);
   plan.cost.max_rate = costs_.max_rate(a, p, arch_, nodes_, one.channels);
   return engine.run(plan);

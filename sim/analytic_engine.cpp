@@ -424,6 +424,14 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
       dirty = false;
       lowest_finished = kInf;
     }
+    // Stale heap entries (flows re-rated or done) are dropped lazily; when they outnumber the
+    // live ones the heap is rebuilt, so it stays O(flowing) however often rates change.
+    if (finishes.size() > 2 * active.size() + 1024) {
+      std::vector<Finish> live;
+      live.reserve(active.size());
+      for (std::uint32_t t : active) live.push_back({finish_time(t), t, version[t]});
+      finishes = decltype(finishes)(std::greater<>(), std::move(live));
+    }
     // Next flow completion and next latency expiry.
     while (!finishes.empty() && (!flowing[finishes.top().transfer] || finishes.top().version != version[finishes.top().transfer])) {
       finishes.pop();
