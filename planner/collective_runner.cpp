@@ -303,17 +303,26 @@ sim::Timeline CollectiveRunner::simulate(Algorithm a, Protocol p, std::uint64_t 
   req.max_ops = std::max<std::uint64_t>(1, kMaxScheduleOps / groups);
   const auto too_large = [&](const std::string& found) {
     const int n = static_cast<int>(options_.gpus.size());
-    std::string alternatives;
     const bool step_only = g == Granularity::Step && unsupported_reason(a, request(a, p, bytes, Granularity::Phase)).empty();
-    if (step_only) alternatives = "--granularity phase, ";
-    if (options_.collective == Collective::AlltoAll && a != Algorithm::Bruck) alternatives += "--algo bruck (n·log2 n transfers), ";
+    // The most ranks that fit, where the size has a closed form (it grows with the ranks).
+    std::string fewer = "fewer ranks (--ranks)";
+    if (estimated_ops(a, req) > 0) {
+      int lo = 1, hi = n;  // estimate(lo) fits, estimate(hi) does not
+      AlgorithmRequest probe = req;
+      while (hi - lo > 1) {
+        probe.nranks = lo + (hi - lo) / 2;
+        (estimated_ops(a, probe) * static_cast<double>(groups) <= static_cast<double>(kMaxScheduleOps) ? lo : hi) = probe.nranks;
+      }
+      fewer = fmt::format("fewer ranks (--ranks; {} fits up to {})", to_string(a), lo);
+    }
+    const std::string alternatives = step_only ? "--granularity phase, or " + fewer : fewer;
     return ScheduleTooLarge({"<command line>", 0, 0}, "--ranks",
                             fmt::format("a schedule of at most {} ops (sends, receives and local steps; about {} GiB to simulate)",
                                         with_commas(static_cast<double>(kMaxScheduleOps)), kMaxScheduleGiB),
                             fmt::format("{} {} on {} ranks{}{}: {}", to_string(a), models::to_string(options_.collective), n,
                                         groups > 1 ? fmt::format(" × {} concurrent groups", groups) : "",
                                         step_only ? " at step granularity" : "", found),
-                            fmt::format("use {}or fewer ranks (--ranks)", alternatives));
+                            "use " + alternatives);
   };
   const double estimate = estimated_ops(a, req) * static_cast<double>(groups);
   if (estimate > static_cast<double>(kMaxScheduleOps)) throw too_large(with_commas(estimate) + " ops");

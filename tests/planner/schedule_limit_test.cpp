@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "planner/algorithms/algorithms.hpp"
 #include "planner/collective_runner.hpp"
 #include "planner/cost_model.hpp"
@@ -13,10 +15,25 @@ using namespace ccsim;
 using models::Collective;
 using planner::Algorithm;
 
+namespace {
+/// Bruck AlltoAll's ops counted by hand, block by block (independent of estimated_ops' formula).
+double bruck_all_to_all_ops(int n) {
+  double per_rank = 2.0 * n;
+  for (int d = 1; d < n; d *= 2) {
+    int moving = 0;
+    for (int i = 0; i < n; ++i) moving += (i & d) != 0 ? 1 : 0;
+    per_rank += 3 + 2 * moving;
+  }
+  return n * per_rank;
+}
+}  // namespace
+
 TEST_CASE("estimated_ops is the generated op count of the quadratic schedules", "[planner][limit]") {
   // direct AlltoAll/AllGather: n copies + n(n−1) sends + n(n−1) receives = n + 2n(n−1);
   // pairwise: n copies + n(n−1) × (send, receive, join) = n + 3n(n−1);
-  // ring at step granularity, c channels: ReduceScatter/AllGather c·n·2(n−1), AllReduce twice that.
+  // ring at step granularity, c channels: ReduceScatter/AllGather c·n·2(n−1), AllReduce twice that;
+  // bruck AllGather: n(n + 1 + 3⌈log2 n⌉); bruck AlltoAll: n(2n + Σ_d (3 + 2·#{i < n : i & d})),
+  // d = 1, 2, 4, ... < n (n = 5: d = 1, 2, 4 move 2, 2, 1 blocks: 5·(10 + 7 + 7 + 5) = 145).
   for (int n : {2, 5, 8, 13}) {
     struct Case {
       Algorithm a;
@@ -30,7 +47,9 @@ TEST_CASE("estimated_ops is the generated op count of the quadratic schedules", 
                           Case{Algorithm::Pairwise, Collective::AlltoAll, 1, N + 3 * N * (N - 1)},
                           Case{Algorithm::Ring, Collective::AllReduce, 2, 2 * N * 4 * (N - 1)},
                           Case{Algorithm::Ring, Collective::ReduceScatter, 2, 2 * N * 2 * (N - 1)},
-                          Case{Algorithm::Ring, Collective::AllGather, 3, 3 * N * 2 * (N - 1)}}) {
+                          Case{Algorithm::Ring, Collective::AllGather, 3, 3 * N * 2 * (N - 1)},
+                          Case{Algorithm::Bruck, Collective::AllGather, 1, N * (N + 1 + 3 * std::ceil(std::log2(N)))},
+                          Case{Algorithm::Bruck, Collective::AlltoAll, 1, bruck_all_to_all_ops(n)}}) {
       planner::AlgorithmRequest req;
       req.collective = k.c;
       req.nranks = n;
@@ -53,6 +72,7 @@ TEST_CASE("estimated_ops is the generated op count of the quadratic schedules", 
   big.collective = Collective::AlltoAll;
   big.nranks = 16384;
   CHECK(planner::estimated_ops(Algorithm::Direct, big) == 536854528.0);  // 16384 + 2·16384·16383
+  CHECK(bruck_all_to_all_ops(5) == 145.0);
 }
 
 TEST_CASE("generate stops at max_ops", "[planner][limit]") {
@@ -92,6 +112,7 @@ TEST_CASE("the runner skips a too-large candidate when another fits, refuses whe
   } catch (const planner::ScheduleTooLarge& e) {
     CHECK(e.key() == "--ranks");
     CHECK(e.found() == "ring AllReduce on 1024 ranks at step granularity: 33,521,664 ops");
-    CHECK(e.hint() == "use --granularity phase, or fewer ranks (--ranks)");
+    // 32·n(n−1) ≤ 8,388,608 up to n = 512 (512·511 = 261,632 ≤ 262,144 < 513·512).
+    CHECK(e.hint() == "use --granularity phase, or fewer ranks (--ranks; ring fits up to 512)");
   }
 }
