@@ -94,6 +94,8 @@ int run_collective(const CollectiveCliOptions& o) {
     if (bytes == 0) continue;
     try {
       rows.push_back(runner.run(bytes));
+      // Candidates too large to simulate, skipped for this size (stderr: the table stays nccl-tests').
+      for (const std::string& note : rows.back().notes) std::cerr << "ccsim: note: " << bytes << " bytes: " << note << "\n";
     } catch (const std::invalid_argument& e) {
       throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm that can run this collective here", o.algo, e.what());
     }

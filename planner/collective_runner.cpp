@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -27,6 +28,12 @@ constexpr int kChunkBudget = 8192;
 constexpr int kMaxChunks = 64;
 /// At most this many channels per ring (NCCL's MAXCHANNELS / 2 for rings).
 constexpr int kMaxChannels = 16;
+
+std::string with_commas(double v) {
+  std::string digits = fmt::format("{:.0f}", v);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+  return digits;
+}
 }  // namespace
 
 CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostModel& costs, CollectiveOptions options,
@@ -287,11 +294,45 @@ sim::Timeline CollectiveRunner::simulate(Algorithm a, Protocol p, std::uint64_t 
     AlgorithmRequest probe = request(a, p, bytes, Granularity::Phase);
     if (unsupported_reason(a, probe).empty()) g = Granularity::Phase;
   }
-  const AlgorithmRequest req = request(a, p, bytes, g);
+  AlgorithmRequest req = request(a, p, bytes, g);
   if (const std::string why = unsupported_reason(a, req); !why.empty()) {
     throw std::invalid_argument(fmt::format("{} cannot run {} here: {}", to_string(a), models::to_string(options_.collective), why));
   }
-  return run_schedule(generate(a, req), a, p, engine);
+  // Concurrent groups replicate the schedule: the limit holds for all of them together.
+  const std::uint64_t groups = 1 + options_.concurrent.size();
+  req.max_ops = std::max<std::uint64_t>(1, kMaxScheduleOps / groups);
+  const auto too_large = [&](const std::string& found) {
+    const int n = static_cast<int>(options_.gpus.size());
+    const bool step_only = g == Granularity::Step && unsupported_reason(a, request(a, p, bytes, Granularity::Phase)).empty();
+    // The most ranks that fit, where the size has a closed form (it grows with the ranks).
+    std::string fewer = "fewer ranks (--ranks)";
+    if (estimated_ops(a, req) > 0) {
+      int lo = 1, hi = n;  // estimate(lo) fits, estimate(hi) does not
+      AlgorithmRequest probe = req;
+      while (hi - lo > 1) {
+        probe.nranks = lo + (hi - lo) / 2;
+        (estimated_ops(a, probe) * static_cast<double>(groups) <= static_cast<double>(kMaxScheduleOps) ? lo : hi) = probe.nranks;
+      }
+      fewer = fmt::format("fewer ranks (--ranks; {} fits up to {})", to_string(a), lo);
+    }
+    const std::string alternatives = step_only ? "--granularity phase, or " + fewer : fewer;
+    return ScheduleTooLarge({"<command line>", 0, 0}, "--ranks",
+                            fmt::format("a schedule of at most {} ops (sends, receives and local steps; about {} GiB to simulate)",
+                                        with_commas(static_cast<double>(kMaxScheduleOps)), kMaxScheduleGiB),
+                            fmt::format("{} {} on {} ranks{}{}: {}", to_string(a), models::to_string(options_.collective), n,
+                                        groups > 1 ? fmt::format(" × {} concurrent groups", groups) : "",
+                                        step_only ? " at step granularity" : "", found),
+                            "use " + alternatives);
+  };
+  const double estimate = estimated_ops(a, req) * static_cast<double>(groups);
+  if (estimate > static_cast<double>(kMaxScheduleOps)) throw too_large(with_commas(estimate) + " ops");
+  models::Schedule schedule;
+  try {
+    schedule = generate(a, req);
+  } catch (const ScheduleTooLarge&) {
+    throw too_large("more ops than that");
+  }
+  return run_schedule(schedule, a, p, engine);
 }
 
 sim::Timeline CollectiveRunner::run_schedule(const models::Schedule& one, Algorithm a, Protocol p, sim::Engine& engine) const {
@@ -301,9 +342,11 @@ sim::Timeline CollectiveRunner::run_schedule(const models::Schedule& one, Algori
     if (group.size() != options_.gpus.size()) throw std::invalid_argument("concurrent groups must have the same size");
     plan.rank_gpu.insert(plan.rank_gpu.end(), group.begin(), group.end());
   }
-  const models::Schedule schedule =
-      options_.concurrent.empty() ? one : models::replicate(one, static_cast<int>(1 + options_.concurrent.size()));
-  plan.schedule = &schedule;
+  // Concurrent groups run a replica; a lone group runs `one` itself (no copy: a 1,024-rank
+  // AlltoAll's schedule holds 2 M ops).
+  models::Schedule replicated;
+  if (!options_.concurrent.empty()) replicated = models::replicate(one, static_cast<int>(1 + options_.concurrent.size()));
+  plan.schedule = options_.concurrent.empty() ? &one : &replicated;
   plan.cost = costs_.params(a, p, cluster_.topology, arch_);
   plan.cost.max_rate = costs_.max_rate(a, p, arch_, nodes_, one.channels);
   return engine.run(plan);
@@ -318,10 +361,19 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
   CollectiveResult best;
   best.bytes = bytes;
   best.time = std::numeric_limits<double>::infinity();
+  std::optional<ScheduleTooLarge> refused;  // the first candidate refused for its size
   for (const auto& [a, p] : cands) {
     if (cands.size() > 1 && !unsupported_reason(a, request(a, p, bytes, Granularity::Step)).empty()) continue;
     Granularity g{};
-    sim::Timeline tl = simulate(a, p, bytes, *analytic_, g);
+    sim::Timeline tl;
+    try {
+      tl = simulate(a, p, bytes, *analytic_, g);
+    } catch (const ScheduleTooLarge& e) {
+      // Too big a schedule: skipped when another candidate fits (noted), refused when none does.
+      if (!refused) refused = e;
+      best.notes.push_back(fmt::format("{}/{} skipped: {}", to_string(a), to_string(p), e.found()));
+      continue;
+    }
     if (tl.makespan < best.time) {
       best.time = tl.makespan;
       best.algorithm = a;
@@ -331,6 +383,7 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
       best.links = std::move(tl.links);
     }
   }
+  if (best.time == std::numeric_limits<double>::infinity() && refused) throw *refused;
   if (best.time == std::numeric_limits<double>::infinity()) {
     throw std::invalid_argument(fmt::format("no algorithm implements {} at {} bytes", models::to_string(options_.collective), bytes));
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <queue>
+#include <span>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -17,7 +18,12 @@ using detail::DagState;
 using detail::ExecutionGraph;
 using detail::Transfer;
 
-AnalyticEngine::AnalyticEngine(const models::Cluster& cluster) : cluster_(cluster), router_(cluster) {}
+AnalyticEngine::AnalyticEngine(const models::Cluster& cluster, Sharing sharing)
+    : cluster_(cluster), router_(cluster), sharing_(sharing) {}
+
+Timeline AnalyticEngine::run(const Plan& plan) {
+  return sharing_ == Sharing::Reference ? run_reference(plan) : run_incremental(plan);
+}
 
 namespace {
 
@@ -35,7 +41,7 @@ struct Event {
 
 }  // namespace
 
-Timeline AnalyticEngine::run(const Plan& plan) {
+Timeline AnalyticEngine::run_reference(const Plan& plan) {
   const models::Topology& topo = cluster_.topology;
   ExecutionGraph g(plan, router_);
   DagState dag(g);
@@ -215,6 +221,342 @@ Timeline AnalyticEngine::run(const Plan& plan) {
     tl.ops.push_back({g.rank_of(op), g.local_index(op), op_start[op], op_end[op]});
   }
   for (models::LinkId id = 0; id < topo.num_links(); ++id) {
+    if (link_used[id]) tl.links.push_back({id, link_bytes[id], link_busy[id], link_peak[id]});
+  }
+  return tl;
+}
+
+}  // namespace ccsim::sim
+
+namespace ccsim::sim {
+
+namespace {
+/// A flow's finish time as the heap holds it; stale when `version` differs from the flow's.
+struct Finish {
+  double time;
+  std::uint32_t transfer;
+  std::uint32_t version;
+  bool operator>(const Finish& o) const { return time != o.time ? time > o.time : transfer > o.transfer; }
+};
+/// A priority queue (smallest first, by T's operator>) for entries that arrive in large
+/// batches: a batch becomes a sorted run (one sort instead of a heap operation per entry — a
+/// 1,024-rank AlltoAll starts a million flows at once, and popping them one by one from a heap
+/// cost a third of its run time), single entries go to a heap; top() is the smaller of the two.
+template <typename T>
+class BatchQueue {
+ public:
+  void push(const T& e) { heap_.push(e); }
+  /// Adds many entries at once (merged with what is left of the sorted run).
+  void push_batch(std::vector<T> batch) {
+    batch.insert(batch.end(), run_.begin() + static_cast<std::ptrdiff_t>(next_), run_.end());
+    std::sort(batch.begin(), batch.end(), [](const T& a, const T& b) { return b > a; });
+    run_ = std::move(batch);
+    next_ = 0;
+  }
+  /// Replaces everything with `live`.
+  void rebuild(std::vector<T> live) {
+    run_.clear();
+    next_ = 0;
+    heap_ = {};
+    push_batch(std::move(live));
+  }
+  bool empty() const { return next_ == run_.size() && heap_.empty(); }
+  std::size_t size() const { return run_.size() - next_ + heap_.size(); }
+  const T& top() const { return from_run() ? run_[next_] : heap_.top(); }
+  void pop() {
+    if (from_run()) {
+      ++next_;
+    } else {
+      heap_.pop();
+    }
+  }
+
+ private:
+  bool from_run() const { return next_ < run_.size() && (heap_.empty() || heap_.top() > run_[next_]); }
+  std::vector<T> run_;
+  std::size_t next_ = 0;
+  std::priority_queue<T, std::vector<T>, std::greater<>> heap_;
+};
+
+/// Flows whose old rate is below lowest finished rate × (1 − kKeepMargin) keep their rate;
+/// the margin covers the solver's relative tie tolerance (10^-12) many times over.
+constexpr double kKeepMargin = 1e-9;
+}  // namespace
+
+// Why flows slower than every finished flow keep their rates. Progressive filling raises all
+// unfrozen rates together and freezes the flows of a link when its fair share (remaining
+// capacity ÷ unfrozen flows) is the lowest; a link's fair share only grows as it runs. Let L be
+// the lowest old rate of the finished flows F. Every link a flow f of F crosses saturated at a
+// level ≥ rate(f) ≥ L, so its fair share stayed above every level v < L; without F it is
+// larger still, so it still does not saturate below L. Links that F does not cross see the
+// same flows and the same frozen rates. By induction over the levels below L, the same links
+// saturate at the same levels and freeze the same flows at the same rates. What is left at L
+// — the other flows, and each link's capacity less the kept flows' rates — is solved afresh,
+// which is exactly how progressive filling would continue. When a flow starts (it may lower
+// any level) or a rate cap applies, everything is re-solved as in the reference loop.
+Timeline AnalyticEngine::run_incremental(const Plan& plan) {
+  const models::Topology& topo = cluster_.topology;
+  ExecutionGraph g(plan, router_);
+  DagState dag(g);
+  Timeline tl;
+  tl.transfers = g.transfers.size();
+  const double t0 = plan.cost.base_latency;
+  std::vector<double> op_start(g.op_count(), -1.0), op_end(g.op_count(), -1.0);
+
+  const auto capacity = [&](models::LinkId id) {
+    const models::Link& l = topo.link(id);
+    const double eff = l.kind < plan.cost.link_efficiency.size() ? plan.cost.link_efficiency[l.kind] : 1.0;
+    return l.bandwidth * eff;
+  };
+  const std::size_t nlinks = topo.num_links();
+  std::vector<double> link_bytes(nlinks, 0.0), link_busy(nlinks, 0.0), link_peak(nlinks, 0.0);
+  std::vector<double> link_load(nlinks, 0.0);       // Σ rates of the flows crossing each link
+  std::vector<std::uint32_t> link_flows(nlinks, 0);  // flows crossing each link
+  std::vector<double> busy_since(nlinks, 0.0);
+  std::vector<char> link_used(nlinks, 0);
+
+  BatchQueue<Event> events;
+  BatchQueue<Finish> finishes;
+  std::uint64_t seq = 0;
+  double now = t0;
+  const std::size_t nt = g.transfers.size();
+  // Lazy progress: transfer t has remaining[t] bytes left at time since[t], moving at rate[t].
+  std::vector<double> remaining(nt, 0.0), since(nt, 0.0), rate(nt, 0.0);
+  std::vector<std::uint32_t> version(nt, 0);
+  std::vector<char> flowing(nt, 0);
+  std::vector<std::uint32_t> active;  // flowing transfers; sorted by rate when `sorted`
+  bool sorted = false;
+  bool started = false;               // a flow started since the last solve: solve everything
+  double lowest_finished = kInf;      // lowest rate of the flows finished since the last solve
+  const bool capped = plan.cost.max_rate < kInf;
+  const auto path = [&](std::uint32_t t) {
+    const Transfer& tr = g.transfers[t];
+    return std::span<const models::LinkId>(g.path_links.data() + tr.path_begin, tr.path_count);
+  };
+  const auto finish_time = [&](std::uint32_t t) { return rate[t] == kInf ? since[t] : since[t] + remaining[t] / rate[t]; };
+  bool bulk = false;  // a full solve: finish times are rebuilt at once afterwards
+  const auto set_rate = [&](std::uint32_t t, double r) {
+    if (rate[t] == r) return;  // unchanged: its heap entry stands
+    remaining[t] = rate[t] == kInf ? 0.0 : std::max(0.0, remaining[t] - rate[t] * (now - since[t]));
+    since[t] = now;
+    if (r != kInf && rate[t] != kInf)
+      for (models::LinkId id : path(t)) link_load[id] += r - rate[t];
+    rate[t] = r;
+    ++version[t];
+    if (!bulk) finishes.push({finish_time(t), t, version[t]});
+  };
+  // All flowing transfers' finish times, afresh.
+  const auto rebuild_finishes = [&]() {
+    std::vector<Finish> live;
+    live.reserve(active.size());
+    for (std::uint32_t t : active) live.push_back({finish_time(t), t, version[t]});
+    finishes.rebuild(std::move(live));
+  };
+
+  DagState::Events ev;
+  const auto flow = [&](std::uint32_t t) {
+    if (g.transfers[t].bytes <= 0.0 || g.transfers[t].path_count == 0) {
+      dag.transfer_done(t, ev);
+      return;
+    }
+    flowing[t] = 1;
+    since[t] = now;
+    rate[t] = 0.0;
+    active.push_back(t);
+    started = true;
+    sorted = false;
+    for (models::LinkId id : path(t)) {
+      if (link_flows[id]++ == 0) busy_since[id] = now;
+      link_used[id] = 1;
+    }
+  };
+  const auto handle = [&]() {
+    while (!ev.empty()) {
+      for (std::uint32_t op : ev.finished) {
+        if (op_start[op] < 0) op_start[op] = now;
+        op_end[op] = now;
+      }
+      ev.finished.clear();
+      const std::vector<std::uint32_t> startable = std::move(ev.startable);
+      const std::vector<std::uint32_t> flowable = std::move(ev.flowable);
+      ev.startable.clear();
+      ev.flowable.clear();
+      std::vector<Event> batch;
+      constexpr std::size_t kBatch = 4096;  // this many latencies start together: one sorted run
+      if (startable.size() >= kBatch) batch.reserve(startable.size());
+      for (std::uint32_t t : startable) {
+        const Transfer& tr = g.transfers[t];
+        for (std::uint32_t op : {tr.send_op, tr.recv_op})
+          if (op != detail::kNoOp) op_start[op] = now;
+        remaining[t] = tr.bytes;
+        if (startable.size() >= kBatch) {
+          batch.push_back({now + tr.latency, seq++, t});
+        } else {
+          events.push({now + tr.latency, seq++, t});
+        }
+      }
+      if (!batch.empty()) events.push_batch(std::move(batch));
+      for (std::uint32_t t : flowable) flow(t);
+    }
+  };
+  dag.start(ev);
+  handle();
+
+  std::vector<std::uint32_t> local_index(nlinks, ~0U);
+  std::vector<std::uint32_t> connection_index(g.connections, ~0U), capped_connections;
+  std::vector<models::LinkId> touched;
+  std::vector<double> touched_kept;  // per local link: what the kept flows use of it
+  MaxMinProblem problem;
+  std::vector<std::uint32_t> flow_res;
+  std::vector<std::uint32_t> finished;
+  const auto by_rate = [&](std::uint32_t a, std::uint32_t b) { return rate[a] != rate[b] ? rate[a] < rate[b] : a < b; };
+  bool dirty = false;
+  while (true) {
+    if (started || dirty) {
+      // The flows to solve: all of them, or (only completions since the last solve) those at
+      // or above the lowest finished rate; the others keep their rates.
+      std::size_t first = 0;
+      if (!started && !capped) {
+        if (!sorted) {
+          std::sort(active.begin(), active.end(), by_rate);
+          sorted = true;
+        }
+        const double keep_below = lowest_finished * (1.0 - kKeepMargin);
+        first = static_cast<std::size_t>(
+            std::partition_point(active.begin(), active.end(), [&](std::uint32_t t) { return rate[t] < keep_below; }) - active.begin());
+      }
+      problem.capacity.clear();
+      problem.offsets.assign(1, 0);
+      problem.resources.clear();
+      for (models::LinkId id : touched) local_index[id] = ~0U;
+      touched.clear();
+      touched_kept.clear();
+      for (std::size_t f = first; f < active.size(); ++f) {
+        const std::uint32_t t = active[f];
+        flow_res.clear();
+        for (models::LinkId id : path(t)) {
+          if (local_index[id] == ~0U) {
+            local_index[id] = static_cast<std::uint32_t>(touched.size());
+            touched.push_back(id);
+            touched_kept.push_back(link_load[id]);
+          }
+          touched_kept[local_index[id]] -= rate[t];  // the re-solved flows' share is not kept
+          flow_res.push_back(local_index[id]);
+        }
+        problem.add_flow(flow_res);
+      }
+      for (std::size_t i = 0; i < touched.size(); ++i) {
+        // first == 0: nothing is kept (exactly, not up to rounding).
+        const double kept = first == 0 ? 0.0 : std::max(0.0, touched_kept[i]);
+        problem.capacity.push_back(std::max(0.0, capacity(touched[i]) - kept));
+      }
+      if (capped) {
+        for (std::uint32_t c : capped_connections) connection_index[c] = ~0U;
+        capped_connections.clear();
+        MaxMinProblem with_caps;
+        with_caps.capacity = problem.capacity;
+        for (std::size_t f = 0; f < active.size(); ++f) {
+          const Transfer& tr = g.transfers[active[f]];
+          flow_res.assign(problem.resources.begin() + problem.offsets[f], problem.resources.begin() + problem.offsets[f + 1]);
+          if (connection_index[tr.connection] == ~0U) {
+            connection_index[tr.connection] = static_cast<std::uint32_t>(with_caps.capacity.size());
+            with_caps.capacity.push_back(plan.cost.max_rate);
+            capped_connections.push_back(tr.connection);
+          }
+          flow_res.push_back(connection_index[tr.connection]);
+          with_caps.add_flow(flow_res);
+        }
+        problem = std::move(with_caps);
+      }
+      const std::vector<double> rates = solve_max_min(problem);
+      bulk = first == 0;
+      for (std::size_t f = first; f < active.size(); ++f) set_rate(active[f], rates[f - first]);
+      if (bulk) rebuild_finishes();
+      bulk = false;
+      if (first > 0) {
+        // The re-solved flows take rates ≥ the kept ones (up to rounding): the order holds.
+        std::sort(active.begin() + static_cast<std::ptrdiff_t>(first), active.end(), by_rate);
+      } else {
+        sorted = false;
+      }
+      for (models::LinkId id : touched) link_peak[id] = std::max(link_peak[id], link_load[id] / capacity(id));
+      started = false;
+      dirty = false;
+      lowest_finished = kInf;
+    }
+    // Stale heap entries (flows re-rated or done) are dropped lazily; when they outnumber the
+    // live ones the heap is rebuilt, so it stays O(flowing) however often rates change.
+    if (finishes.size() > 2 * active.size() + 1024) rebuild_finishes();
+    // Next flow completion and next latency expiry.
+    while (!finishes.empty() && (!flowing[finishes.top().transfer] || finishes.top().version != version[finishes.top().transfer])) {
+      finishes.pop();
+    }
+    const double next_finish = finishes.empty() ? kInf : std::max(now, finishes.top().time);
+    const double next_event = events.empty() ? kInf : events.top().time;
+    const double next = std::min(next_finish, next_event);
+    if (next == kInf) break;
+    now = next;
+    // Completed flows: due within kCoalesce (relative) of now, or with nothing left up to
+    // rounding, as in the reference loop.
+    finished.clear();
+    while (!finishes.empty()) {
+      const Finish top = finishes.top();
+      const std::uint32_t t = top.transfer;
+      if (!flowing[t] || top.version != version[t]) {
+        finishes.pop();
+        continue;
+      }
+      const double left = rate[t] == kInf ? 0.0 : std::max(0.0, remaining[t] - rate[t] * (now - since[t]));
+      const bool done = rate[t] == kInf || top.time <= now * (1.0 + kCoalesce) || left <= 1e-12 * g.transfers[t].bytes + 1e-9;
+      if (!done) break;
+      finishes.pop();
+      finished.push_back(t);
+    }
+    std::sort(finished.begin(), finished.end());
+    for (std::uint32_t t : finished) {
+      flowing[t] = 0;
+      lowest_finished = std::min(lowest_finished, rate[t]);
+      for (models::LinkId id : path(t)) {
+        link_bytes[id] += g.transfers[t].bytes;
+        if (rate[t] != kInf) link_load[id] -= rate[t];
+        if (--link_flows[id] == 0) {
+          link_busy[id] += now - busy_since[id];
+          link_load[id] = 0.0;  // no drift carried into the next flows
+        }
+      }
+      remaining[t] = 0.0;
+    }
+    if (!finished.empty()) {
+      dirty = true;
+      // Drop them from `active`: when it is sorted they sit at or above the lowest finished
+      // rate, so only that tail is scanned.
+      auto from = active.begin();
+      if (sorted) {
+        const double below = lowest_finished * (1.0 - kKeepMargin);
+        from = std::partition_point(active.begin(), active.end(), [&](std::uint32_t t) { return rate[t] < below; });
+      }
+      const auto gone = [&](std::uint32_t t) { return !flowing[t]; };
+      active.erase(std::remove_if(from, active.end(), gone), active.end());
+    }
+    for (std::uint32_t t : finished) dag.transfer_done(t, ev);
+    handle();
+    while (!events.empty() && events.top().time <= now * (1.0 + kCoalesce)) {
+      const std::uint32_t t = events.top().transfer;
+      events.pop();
+      if (dag.latency_elapsed(t)) flow(t);
+      handle();
+    }
+  }
+  if (dag.ops_done() != g.op_count()) {
+    throw std::runtime_error(fmt::format("schedule {} deadlocks: {} of {} ops never ran", plan.schedule->algorithm,
+                                         g.op_count() - dag.ops_done(), g.op_count()));
+  }
+  tl.makespan = now;
+  tl.ops.reserve(g.op_count());
+  for (std::uint32_t op = 0; op < g.op_count(); ++op) {
+    tl.ops.push_back({g.rank_of(op), g.local_index(op), op_start[op], op_end[op]});
+  }
+  for (models::LinkId id = 0; id < nlinks; ++id) {
     if (link_used[id]) tl.links.push_back({id, link_bytes[id], link_busy[id], link_peak[id]});
   }
   return tl;

@@ -75,25 +75,29 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
   op_transfer.assign(total, kNoOp);
   group_size.assign(s.switch_groups.begin(), s.switch_groups.end());
   group_receivers.assign(s.switch_groups.size(), {});
-  // Sends queued per (source, destination, channel), matched to receives in order.
-  struct Queue {
-    std::vector<std::uint32_t> ops;
-    std::size_t next = 0;
-  };
+  // Sends per (source, destination, channel) in op order, matched to receives in order: one
+  // sorted array (no per-key containers: a direct AlltoAll has n(n−1) keys). The range of a
+  // key starts at its first entry; next[start] counts its sends already matched and
+  // last_on_connection[start] is its latest transfer.
   const auto key_of = [](int src, int dst, int channel) {
     return (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) | static_cast<std::uint64_t>(channel);
   };
-  std::unordered_map<std::uint64_t, Queue> sends;
-  std::unordered_map<std::uint64_t, std::uint32_t> last_on_connection;  // (src rank, dst rank, channel) -> transfer
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> sends;  // (key, send op), sorted
   std::unordered_map<std::uint64_t, std::uint32_t> connection_ids;  // (source GPU, destination GPU, channel)
   const bool capped = cost.max_rate < std::numeric_limits<double>::infinity();
   for (int r = 0; r < s.nranks; ++r) {
     const auto& prog = s.ranks[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < prog.ops.size(); ++i)
       if (prog.ops[i].kind == OpKind::Send) {
-        sends[key_of(r, prog.ops[i].peer, prog.ops[i].channel)].ops.push_back(rank_first_op_[r] + static_cast<std::uint32_t>(i));
+        sends.emplace_back(key_of(r, prog.ops[i].peer, prog.ops[i].channel), rank_first_op_[r] + static_cast<std::uint32_t>(i));
       }
   }
+  std::sort(sends.begin(), sends.end());  // op ids grow with op order: each key's sends stay in order
+  std::vector<std::uint32_t> next(sends.size(), 0), last_on_connection(sends.size(), kNoOp);
+  const auto range_of = [&](std::uint64_t key) -> std::size_t {  // start of key's range, or sends.size()
+    const auto it = std::lower_bound(sends.begin(), sends.end(), std::make_pair(key, std::uint32_t{0}));
+    return it != sends.end() && it->first == key ? static_cast<std::size_t>(it - sends.begin()) : sends.size();
+  };
   const auto nvswitch_of = [&](int rank) {
     const models::DeviceId gpu = plan.rank_gpu[static_cast<std::size_t>(rank)];
     for (models::LinkId id : topo.out_links(gpu))
@@ -107,11 +111,12 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
       const models::Op& op = prog.ops[i];
       const std::uint32_t id = rank_first_op_[r] + static_cast<std::uint32_t>(i);
       if (op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) {
-        const auto it = sends.find(key_of(op.peer, r, op.channel));
-        if (it == sends.end() || it->second.next >= it->second.ops.size()) {
+        const std::uint64_t key = key_of(op.peer, r, op.channel);
+        const std::size_t start = range_of(key);
+        if (start == sends.size() || start + next[start] >= sends.size() || sends[start + next[start]].first != key) {
           throw std::invalid_argument(fmt::format("rank {} op {} receives from rank {} but nothing is sent", r, i, op.peer));
         }
-        const std::uint32_t send_id = it->second.ops[it->second.next++];
+        const std::uint32_t send_id = sends[start + next[start]++].second;
         const models::DeviceId src = plan.rank_gpu[static_cast<std::size_t>(op.peer)];
         Transfer t;
         if (capped) {  // connections matter only for a rate cap
@@ -134,12 +139,11 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
         op_transfer[id] = tid;
         // Receives of one rank come in op order, and are matched to sends in op order, so
         // transfers of one connection are created in message order.
-        const auto [it_last, first_message] = last_on_connection.try_emplace(key_of(op.peer, r, op.channel), tid);
-        if (!first_message) {
-          transfers[it_last->second].next_on_connection = tid;
+        if (last_on_connection[start] != kNoOp) {
+          transfers[last_on_connection[start]].next_on_connection = tid;
           transfers[tid].waits_for_previous = true;
-          it_last->second = tid;
         }
+        last_on_connection[start] = tid;
       } else if (op.kind == OpKind::SwitchSend || op.kind == OpKind::SwitchRecv) {
         const models::DeviceId sw = nvswitch_of(r);
         Transfer t;
@@ -176,8 +180,12 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
     }
   }
   std::uint64_t unmatched = ~0ULL;  // the smallest key with a send left over, for a deterministic message
-  for (const auto& [key, queue] : sends)
-    if (queue.next != queue.ops.size()) unmatched = std::min(unmatched, key);
+  for (std::size_t start = 0; start < sends.size() && unmatched == ~0ULL;) {
+    std::size_t end = start;
+    while (end < sends.size() && sends[end].first == sends[start].first) ++end;
+    if (start + next[start] != end) unmatched = sends[start].first;
+    start = end;
+  }
   if (unmatched != ~0ULL) {
     throw std::invalid_argument(fmt::format("rank {} sends to rank {} on channel {} with no matching receive", unmatched >> 40,
                                             (unmatched >> 16) & 0xFFFFFF, unmatched & 0xFFFF));

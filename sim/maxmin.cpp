@@ -73,6 +73,11 @@ std::vector<double> solve_max_min(const MaxMinProblem& p) {
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
   for (std::size_t r = 0; r < nres; ++r)
     if (unfrozen[r] > 0) heap.emplace(remaining[r] / unfrozen[r], static_cast<std::uint32_t>(r), 0);
+  // Resources whose share changed while one saturated resource froze its flows: each gets one
+  // fresh heap entry afterwards (not one per frozen flow), so the heap holds O(resources
+  // touched) entries per level instead of O(incidences).
+  std::vector<std::uint32_t> changed;
+  std::vector<char> marked(nres, 0);
   while (!heap.empty()) {
     const auto [share, r, v] = heap.top();
     heap.pop();
@@ -86,10 +91,18 @@ std::vector<double> solve_max_min(const MaxMinProblem& p) {
         const std::uint32_t q = p.resources[j];
         remaining[q] = std::max(0.0, remaining[q] - share);
         --unfrozen[q];
-        ++version[q];
-        if (unfrozen[q] > 0 && q != r) heap.emplace(remaining[q] / unfrozen[q], q, version[q]);
+        if (!marked[q]) {
+          marked[q] = 1;
+          changed.push_back(q);
+        }
       }
     }
+    for (std::uint32_t q : changed) {
+      marked[q] = 0;
+      ++version[q];
+      if (unfrozen[q] > 0 && q != r) heap.emplace(remaining[q] / unfrozen[q], q, version[q]);
+    }
+    changed.clear();
   }
   return rate;
 }

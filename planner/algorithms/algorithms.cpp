@@ -1,6 +1,7 @@
 #include "planner/algorithms/algorithms.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -112,6 +113,42 @@ std::string unsupported_reason(Algorithm a, const AlgorithmRequest& r) {
       return phase ? "nvls-tree has no phase granularity" : "";
   }
   return "unknown algorithm";
+}
+
+double estimated_ops(Algorithm a, const AlgorithmRequest& r) {
+  const double n = r.nranks;
+  const double ch = r.channels;
+  const Collective c = r.collective;
+  switch (a) {
+    case Algorithm::Direct:  // one copy per rank, a send and a receive per ordered pair
+      return c == Collective::SendRecv ? 2 * n : n + 2 * n * (n - 1);
+    case Algorithm::Pairwise:  // one copy, then per step a send, a receive and a join
+      return n + 3 * n * (n - 1);
+    case Algorithm::Bruck: {
+      // AllGather: a copy in, per step a send, a receive and a join, n copies out.
+      // AlltoAll: n copies in, per step d the blocks with bit d set packed and unpacked
+      // (2 copies each) around a send, a receive and a join, n copies out.
+      double per_rank = 2 * n;
+      for (int d = 1; d < r.nranks; d *= 2) {
+        if (c == Collective::AllGather) {
+          per_rank += 3;
+          continue;
+        }
+        double moving = 0;  // indices in [0, n) with bit d set
+        const double period = 2.0 * d;
+        moving += std::floor(n / period) * d + std::max(0.0, std::fmod(n, period) - d);
+        per_rank += 3 + 2 * moving;
+      }
+      return c == Collective::AllGather ? n * (per_rank - n + 1) : n * per_rank;
+    }
+    case Algorithm::Ring:
+      if (r.granularity != models::Granularity::Step || n < 2) return 0;
+      // Per channel, rank and step a send and a receive; AllReduce has two passes.
+      if (c == Collective::AllReduce) return ch * n * 4 * (n - 1);
+      if (c == Collective::ReduceScatter || c == Collective::AllGather) return ch * n * 2 * (n - 1);
+      return 0;
+    default: return 0;
+  }
 }
 
 models::Schedule generate(Algorithm a, const AlgorithmRequest& request) {

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "models/input_error.hpp"
 #include "models/schedule.hpp"
 
 namespace ccsim::planner {
@@ -63,7 +64,23 @@ struct AlgorithmRequest {
   /// NIC the pair uses. Empty: local c mod L.
   std::vector<int> tree_heads;
   models::Granularity granularity = models::Granularity::Step;
+  /// Most ops (sends, receives, local steps, switch legs; all ranks together) the Schedule may
+  /// hold: generate() throws ScheduleTooLarge as soon as it would exceed it. 0: no limit.
+  std::uint64_t max_ops = 0;
 };
+
+/// A schedule over its size limit: an input the tool refuses (the CLI exits with code 2),
+/// not a bug. Thrown by generate() (AlgorithmRequest::max_ops) and by the planner's estimate.
+class ScheduleTooLarge : public models::InputError {
+ public:
+  using models::InputError::InputError;
+};
+
+/// Ops (as counted by AlgorithmRequest::max_ops) that generate(a, request) makes, in closed
+/// form, for the schedules whose size grows with ranks²: direct and pairwise (n(n−1)
+/// transfers), ring at step granularity (n(n−1) steps per channel and pass); a double, so
+/// 16,384² does not overflow. 0 for the others, whose size the generator's limit guards.
+double estimated_ops(Algorithm a, const AlgorithmRequest& request);
 
 /// Why `a` cannot run `request`, or empty when it can.
 std::string unsupported_reason(Algorithm a, const AlgorithmRequest& request);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include <fmt/format.h>
+
 namespace ccsim::planner::detail {
 
 Range part(Range range, std::uint32_t element_size, int n, int i) {
@@ -28,6 +30,11 @@ Builder::Builder(const AlgorithmRequest& request, std::string algorithm) : reque
 }
 
 std::uint32_t Builder::add(int rank, Op op, std::initializer_list<std::uint32_t> deps) {
+  if (request_.max_ops != 0 && ++ops_ > request_.max_ops) {
+    // The planner names the algorithm and the alternatives; this is the generic backstop.
+    throw ScheduleTooLarge({"<command line>", 0, 0}, "schedule", fmt::format("at most {} ops", request_.max_ops),
+                           fmt::format("more ({} on {} ranks)", schedule_.algorithm, schedule_.nranks));
+  }
   std::vector<std::uint32_t> kept;
   for (std::uint32_t d : deps)
     if (d != kNone && std::find(kept.begin(), kept.end(), d) == kept.end()) kept.push_back(d);

@@ -74,6 +74,7 @@ class Builder {
   AlgorithmRequest request_;
   models::Schedule schedule_;
   std::uint32_t pools_ = 0;
+  std::uint64_t ops_ = 0;  ///< ops added so far (all ranks), against request_.max_ops
 };
 
 // Generators, one per algorithm family (ring.cpp, tree.cpp, recursive.cpp, bruck.cpp,

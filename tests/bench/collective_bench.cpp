@@ -3,6 +3,9 @@
 //
 // Usage: ccsim_bench_collective SCENARIO ENGINE ALGORITHM GRANULARITY RANKS BYTES [REPEATS]
 //   e.g. ccsim_bench_collective scenarios/h100-16k-rail.yaml flow ring phase 16384 1073741824 3
+// ENGINE: analytic, flow, or analytic-reference (the analytic engine re-solving every flow at
+// every event, as before its incremental sharing). direct and pairwise run AlltoAll, the
+// other algorithms AllReduce.
 // Prints: ranks, ops, transfers, simulated time, median wall time of the runs, peak RSS.
 
 #include <sys/resource.h>
@@ -11,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +22,7 @@
 #include "models/scenario.hpp"
 #include "planner/algorithms/algorithms.hpp"
 #include "planner/cost_model.hpp"
+#include "sim/analytic_engine.hpp"
 #include "sim/engine.hpp"
 
 int main(int argc, char** argv) {
@@ -41,13 +46,19 @@ int main(int argc, char** argv) {
   const auto costs = planner::CostModel::load(planner::CostModel::default_path());
   planner::AlgorithmRequest req;
   req.nranks = ranks;
+  if (*algorithm == planner::Algorithm::Direct || *algorithm == planner::Algorithm::Pairwise) {
+    req.collective = models::Collective::AlltoAll;
+  }
   req.bytes = bytes;
   req.granularity = granularity == "phase" ? models::Granularity::Phase : models::Granularity::Step;
   req.ranks_per_node = 8;
   sim::Plan plan;
   plan.rank_gpu.assign(cluster.topology.gpus().begin(), cluster.topology.gpus().begin() + ranks);
   plan.cost = costs.params(*algorithm, planner::Protocol::Simple, cluster.topology);
-  auto engine = sim::make_engine(engine_name, cluster);
+  std::unique_ptr<sim::Engine> engine =
+      engine_name == "analytic-reference"
+          ? std::make_unique<sim::AnalyticEngine>(cluster, sim::AnalyticEngine::Sharing::Reference)
+          : sim::make_engine(engine_name, cluster);
   std::vector<double> wall;
   double simulated = 0;
   std::size_t ops = 0, transfers = 0;
