@@ -3,6 +3,7 @@
 #include "models/numbers.hpp"
 
 #include <algorithm>
+#include <set>
 #include <cstdlib>
 #include <filesystem>
 
@@ -248,6 +249,7 @@ void Catalog::parse_gpu_links(const Fields& f, NodeSpec& spec, const std::string
   // An empty list is a node whose GPUs have no direct links (everything over PCIe).
   const std::vector<YamlSource> items = f.list("gpu_links");
   std::vector<int> per_gpu(static_cast<std::size_t>(spec.gpus), 0);
+  std::set<std::pair<int, int>> listed;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const Fields item({items[i]}, element_path(f.key_path("gpu_links"), i));
     item.reject_unknown({"pair", "count", "link"});
@@ -279,10 +281,8 @@ void Catalog::parse_gpu_links(const Fields& f, NodeSpec& spec, const std::string
     g.b = index(1);
     if (g.a == g.b) throw bad_pair(indices);
     if (g.a > g.b) std::swap(g.a, g.b);
-    for (const auto& earlier : spec.gpu_links) {
-      if (earlier.a == g.a && earlier.b == g.b) {
-        throw bad_pair(fmt::format("a pair listed once (GPUs {} and {} are already joined)", g.a, g.b));
-      }
+    if (!listed.insert({g.a, g.b}).second) {  // a set: a node may list thousands of pairs
+      throw bad_pair(fmt::format("a pair listed once (GPUs {} and {} are already joined)", g.a, g.b));
     }
     g.count = item.count("count", 1, kMaxLinks, 1);
     if (item.has("link")) {

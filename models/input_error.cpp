@@ -7,11 +7,30 @@
 namespace ccsim::models {
 namespace {
 
-std::string format_message(const SourceLocation& where, const std::string& key,
-                           const std::string& expected, const std::string& found,
-                           const std::string& hint) {
+/// `text` made safe for a one-line terminal message: control bytes (escape sequences, NUL,
+/// newlines) become '?', and a part longer than `max` bytes is cut with its length given.
+std::string printable(const std::string& text, std::size_t max) {
+  std::string out;
+  const std::size_t n = std::min(text.size(), max);
+  out.reserve(n + 32);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
+  }
+  if (text.size() > max) out += "... (" + std::to_string(text.size()) + " characters)";
+  return out;
+}
+
+std::string format_message(const SourceLocation& where, const std::string& key_in,
+                           const std::string& expected_in, const std::string& found_in,
+                           const std::string& hint_in) {
+  // Every part may hold user text: no part may break the one-line format or flood the terminal.
+  const std::string key = printable(key_in, 300);
+  const std::string expected = printable(expected_in, 2000);
+  const std::string found = printable(found_in, 300);
+  const std::string hint = printable(hint_in, 2000);
   std::string msg;
-  msg += where.file.empty() ? std::string("<input>") : where.file;
+  msg += where.file.empty() ? std::string("<input>") : printable(where.file, 4096);
   if (where.line > 0) {
     msg += ":" + std::to_string(where.line);
     if (where.column > 0) msg += ":" + std::to_string(where.column);

@@ -46,6 +46,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b);
 /// (distance at most max(2, |word|/3)); empty when none is.
 template <typename Range>
 std::string closest_match(const std::string& word, const Range& candidates) {
+  // No name is this long; a huge word (a wrong file's content) gets no quadratic-time search.
+  if (word.size() > 256) return {};
   std::string best;
   std::size_t best_distance = static_cast<std::size_t>(-1);
   for (const auto& candidate : candidates) {

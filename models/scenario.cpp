@@ -3,7 +3,9 @@
 #include "models/workload/builder.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <set>
 #include <filesystem>
 #include <sstream>
 
@@ -21,11 +23,17 @@ constexpr int kMaxNodes = 1 << 20;
 /// (measured, Release: 32,768 × dgx-h100 = 262,144 GPUs, 7 s CPU, 1.25 GB peak; memory and
 /// time grow linearly, so 2^20 GPUs would need ~5 GB and failed with bad_alloc).
 constexpr int kMaxClusterGpus = 1 << 18;
-constexpr int kMaxSpines = 4096;  // switch radix limits real spines to a few hundred
+constexpr int kMaxSpines = 4096;
+/// Leaf-spine links of a fat tree: 2^18, 16x the 16,384-GPU rail-optimized SuperPOD scenario's
+/// (512 leaves x 32 spines = 16,384); beyond it building and routing take minutes.
+constexpr std::int64_t kMaxLeafSpineLinks = 1 << 18;  // switch radix limits real spines to a few hundred
 
-/// Appends `path` and everything it includes to `layers`, the including file first.
+/// Appends `path` and everything it includes to `layers`, the including file first. A file
+/// reached a second time (a diamond: two includes of one common file) is not loaded again:
+/// its first layer already takes precedence over every later one, so a second copy could
+/// change nothing, and loading it again would make repeated includes exponential.
 void load_with_includes(const std::string& path, const SourceLocation& from, std::vector<std::string>& stack,
-                        std::vector<YamlSource>& layers) {
+                        std::set<std::string>& loaded, std::vector<YamlSource>& layers) {
   std::error_code ec;
   const fs::path canonical = fs::weakly_canonical(fs::path(path), ec);
   const std::string key = ec ? path : canonical.string();
@@ -35,6 +43,7 @@ void load_with_includes(const std::string& path, const SourceLocation& from, std
     cycle += fs::path(key).filename().string();
     throw InputError(from, "include", "includes without cycles", "the cycle " + cycle);
   }
+  if (!loaded.insert(key).second) return;
   // The include chain that reached this file, for errors in files that are not scenarios.
   const auto chain = [&]() {
     std::string c;
@@ -72,7 +81,7 @@ void load_with_includes(const std::string& path, const SourceLocation& from, std
       const SourceLocation where = location_of({item, doc.file});
       if (!item.IsScalar()) throw InputError(where, "include", "a file path", describe_node(item));
       const fs::path target = fs::path(path).parent_path() / item.Scalar();
-      load_with_includes(target.string(), where, stack, layers);
+      load_with_includes(target.string(), where, stack, loaded, layers);
     }
   }
   stack.pop_back();
@@ -102,8 +111,12 @@ FabricSpec parse_fabric(const Fields& f, const Catalog& catalog) {
     spec.wiring = f.choice("wiring", {"rail-optimized", "tor"}, "rail-optimized") == "tor" ? Wiring::Tor : Wiring::RailOptimized;
     spec.nodes_per_leaf = f.count("nodes_per_leaf", 1, kMaxNodes, 0);
     spec.spines = f.count("spines", 1, kMaxSpines, 0);
-    spec.oversubscription = f.ratio("oversubscription", 1.0,
-                                    "a ratio of downlink to uplink bandwidth of at least 1, such as 2 or 2:1", 1.0);
+    // Real fat trees are built from 1:1 to about 8:1; 1000:1 is a bound far beyond that which
+    // keeps every derived uplink within the physical bandwidth range.
+    constexpr double kMaxOversubscription = 1000.0;
+    const std::string expected = "a ratio of downlink to uplink bandwidth from 1 to 1000, such as 2 or 2:1";
+    spec.oversubscription = f.ratio("oversubscription", 1.0, expected, 1.0);
+    if (spec.oversubscription > kMaxOversubscription) throw f.error("oversubscription", expected);
   }
   if (const auto leaf = f.optional_map("leaf")) spec.leaf = parse_tier(*leaf, catalog);
   if (const auto spine = f.optional_map("spine")) spec.spine = parse_tier(*spine, catalog);
@@ -139,6 +152,29 @@ ClusterSpec parse_cluster(const Fields& root, const Catalog& catalog, const std:
       if (spec.groups[i].node.nics == 0) {
         const Fields g({groups[i]}, element_path(c.key_path("nodes"), i));
         throw g.error("node", "a node with NICs to join the fabric (this template has none)");
+      }
+    }
+    // Every leaf is cabled to every spine: bound the leaf-spine links before anything is
+    // built (the builder's estimate: leaves = groups of nodes_per_leaf x rails when
+    // rail-optimized; spines = as given, else the uplink ports of a full leaf).
+    if (spec.fabric.kind == FabricKind::FatTree) {
+      int max_nics = 0;
+      for (const auto& g : spec.groups) max_nics = std::max(max_nics, g.node.nics);
+      const std::int64_t nodes = spec.total_nodes();
+      const std::int64_t per_leaf = spec.fabric.nodes_per_leaf > 0 ? spec.fabric.nodes_per_leaf : nodes;
+      const bool rail = spec.fabric.wiring == Wiring::RailOptimized;
+      const std::int64_t leaves = (nodes + per_leaf - 1) / per_leaf * (rail ? max_nics : 1);
+      const std::int64_t down_ports = per_leaf * (rail ? 1 : max_nics);
+      const std::int64_t spines = spec.fabric.spines > 0
+                                      ? spec.fabric.spines
+                                      : std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(
+                                                                      static_cast<double>(down_ports) / spec.fabric.oversubscription)));
+      if (leaves > 1 && leaves * spines > kMaxLeafSpineLinks) {
+        throw InputError(fabric->location(), c.key_path("fabric"),
+                         fmt::format("a fat tree of at most {} leaf-spine links (every leaf is cabled to every spine)",
+                                     kMaxLeafSpineLinks),
+                         fmt::format("{} leaves x {} spines = {}", leaves, spines, leaves * spines),
+                         "set fewer spines, or more nodes_per_leaf");
       }
     }
   } else if (spec.total_nodes() > 1) {
@@ -256,7 +292,8 @@ SimulationSpec parse_simulation(const Fields& f) {
 Scenario load_scenario(const std::string& path, const Catalog& catalog) {
   std::vector<YamlSource> layers;
   std::vector<std::string> stack;
-  load_with_includes(path, {path, 0, 0}, stack, layers);
+  std::set<std::string> loaded;
+  load_with_includes(path, {path, 0, 0}, stack, loaded, layers);
   const Fields root(layers, "");
   root.reject_unknown({"include", "name", "description", "cluster", "workload", "strategy", "simulation"});
 

@@ -1,5 +1,7 @@
 #include "models/temp_files.hpp"
 
+#include "models/atomic_file.hpp"
+
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -45,7 +47,9 @@ extern "C" void remove_temp_files_and_reraise(int sig) {
 
 TempFileGuard::TempFileGuard(const std::string& path) : slot_(-1) {
   if (path.size() > static_cast<std::size_t>(kMaxTempPathBytes)) {
-    throw std::length_error("temporary file path longer than " + std::to_string(kMaxTempPathBytes) + " bytes: " + path);
+    // An output path the system cannot hold: a user error (exit 2), not a bug.
+    throw OutputError("cannot write " + path.substr(0, 200) + (path.size() > 200 ? "..." : "") +
+                      ": the path is longer than " + std::to_string(kMaxTempPathBytes) + " bytes");
   }
   for (int i = 0; i < kMaxTempFiles; ++i) {
     int expected = kFree;

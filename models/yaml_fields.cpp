@@ -235,7 +235,7 @@ double Fields::ratio(std::string_view key, double min, const std::string& expect
     if (!parse(s.substr(0, colon), a) || !parse(s.substr(colon + 1), b) || !(b > 0.0)) throw error(key, expected);
     result = a / b;
   }
-  if (!(result >= min)) throw error(key, expected);
+  if (!std::isfinite(result) || !(result >= min)) throw error(key, expected);
   return result;
 }
 

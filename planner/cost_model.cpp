@@ -45,6 +45,15 @@ std::filesystem::path calibration_dir() {
   return base / "calibration";
 }
 
+/// A bandwidth factor or link efficiency: a fraction in [0.01, 1]. Below 1 % a collective
+/// would take a hundred times its wire time, which no library's table holds; the bound keeps
+/// a typo (1e-300) from producing times beyond any range.
+double fraction(const Fields& f, std::string_view key) {
+  const double v = f.number(key, 0.0);
+  if (v < 0.01 || v > 1.0) throw f.error(key, "a fraction of the link bandwidth in [0.01, 1]");
+  return v;
+}
+
 constexpr const char* kFamilies = "an architecture family (volta, ampere, hopper, blackwell) or an AMD architecture such as gfx942";
 
 }  // namespace
@@ -130,14 +139,12 @@ CostModel CostModel::load(const std::string& path) {
               throw models::InputError(models::location_of({kv.first, layer.file}), per.key_path(family), kFamilies,
                                        "'" + family + "'");
             }
-            const double v = per.number(family, 0.0);
-            if (v > 1.0) throw per.error(family, "a fraction of link bandwidth in (0, 1]");
+            const double v = fraction(per, family);
             e.factor_by_family.emplace(family, v);
           }
         }
       } else {
-        e.bandwidth_factor = factor.number(pn, 0.0);
-        if (e.bandwidth_factor > 1.0) throw factor.error(pn, "a fraction of link bandwidth in (0, 1]");
+        e.bandwidth_factor = fraction(factor, pn);
       }
       for (models::LinkClass c : {models::LinkClass::ScaleUp, models::LinkClass::Pcie, models::LinkClass::Host,
                                   models::LinkClass::Network}) {
@@ -200,8 +207,7 @@ CostModel CostModel::load(const std::string& path) {
         if (m.link_efficiency_.count(kind) != 0) continue;
         auto& by_arch = m.link_efficiency_[kind];
         if (!kv.second.IsMap()) {
-          const double v = eff->number(kind, 0.0);
-          if (v > 1.0) throw eff->error(kind, "a fraction of the raw bandwidth in (0, 1]");
+          const double v = fraction(*eff, kind);
           by_arch["default"] = v;
           continue;
         }
@@ -216,8 +222,7 @@ CostModel CostModel::load(const std::string& path) {
                                        "an architecture (sm86, gfx942), a family (volta, ampere, hopper, blackwell) or default",
                                        "'" + key + "'");
             }
-            const double v = per.number(key, 0.0);
-            if (v > 1.0) throw per.error(key, "a fraction of the raw bandwidth in (0, 1]");
+            const double v = fraction(per, key);
             by_arch.emplace(key, v);
           }
         }

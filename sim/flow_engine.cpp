@@ -1,6 +1,8 @@
 #include "sim/flow_engine.hpp"
 
 #include <sys/wait.h>
+#include <csignal>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -239,9 +241,14 @@ Timeline FlowEngine::run(const Plan& plan) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("flow engine: pipe: ") + std::strerror(errno));
   std::fflush(nullptr);  // the child must not replay the parent's buffered output
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("flow engine: fork: ") + std::strerror(errno));
   if (pid == 0) {
+    // The simulation must not outlive ccsim: when the parent dies (SIGINT, SIGTERM, a crash),
+    // the kernel kills this process too (Linux prctl); a parent already gone ends it now.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) _exit(1);
     ::close(fds[0]);
     try {
       simulate(plan, cluster_.topology, g, fds[1]);

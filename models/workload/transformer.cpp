@@ -145,7 +145,8 @@ ConfigFile read_config(const std::string& path) {
     const std::size_t column = detail.find("column ");
     const std::size_t colon = column == std::string::npos ? std::string::npos : detail.find(": ", column);
     if (colon != std::string::npos) detail = detail.substr(colon + 2);
-    // The detail quotes the last token read; never echo more than a short piece of it.
+    // The detail ends with "; last read: '...'", up to a line of the file's text: never echo it.
+    if (const std::size_t last = detail.find("; last read:"); last != std::string::npos) detail.erase(last);
     if (detail.size() > 160) detail = detail.substr(0, 160) + "...";
     throw InputError(where, "", "valid JSON", "a syntax error (" + detail + ")");
   } catch (const Json::exception& e) {

@@ -216,5 +216,21 @@ TEST_CASE("TempFileGuard registers a path while it lives") {
     CHECK(models::registered_temp_files() == before + 2);
   }
   CHECK(models::registered_temp_files() == before);
-  CHECK_THROWS_AS(models::TempFileGuard(std::string(5000, 'x')), std::length_error);
+  CHECK_THROWS_AS(models::TempFileGuard(std::string(5000, 'x')), models::OutputError);
+}
+
+TEST_CASE("an output path too long for a temporary file beside it is an output error, not an internal one") {
+  // issue 9 break-it: a --dot path of ~4,090 bytes in an existing directory threw
+  // std::length_error from the temporary-file registry (exit 1). Components of 200 bytes (under
+  // NAME_MAX) nested to ~3,900 bytes, then a file name that takes the path past 4,095.
+  test::TempDir dir;
+  fs::path deep = dir.path;
+  while (deep.string().size() < 3800) deep /= std::string(200, 'd');
+  fs::create_directories(deep);
+  const std::string path = (deep / std::string(4089 - deep.string().size(), 'f')).string();
+  REQUIRE(path.size() == 4090);
+  const std::string message = output_error(path);
+  INFO(message);
+  CHECK(message.rfind("cannot write ", 0) == 0);
+  CHECK(message.find("the path is longer than 4095 bytes") != std::string::npos);
 }

@@ -146,3 +146,15 @@ TEST_CASE("parse_quantity rejects values outside the physical range and names th
   CHECK(message("1e6s", Quantity::Time).find("is outside the accepted range") != std::string::npos);
   CHECK(message("1e20FLOPS", Quantity::FlopRate).find("is outside the accepted range") != std::string::npos);
 }
+
+TEST_CASE("error messages stay one printable line of bounded length", "[input]") {
+  // A scalar with a terminal escape sequence and a newline (issue 9 break-it: raw ESC/BEL reached the terminal).
+  const InputError e({"s.yaml", 3, 9}, "cluster.nodes[0].node", "the name of a node", "'dgx\x1b]0;x\x07\n'");
+  CHECK(std::string(e.what()) == "s.yaml:3:9: error: cluster.nodes[0].node: expected the name of a node, found 'dgx?]0;x?" "?'");
+  // A 1 MB value is cut to 300 characters plus its length.
+  const InputError big({"s.yaml", 1, 1}, "node", "a name", std::string(1000000, 'a'));
+  CHECK(std::string(big.what()).size() < 400);
+  CHECK(std::string(big.what()).find("... (1000000 characters)") != std::string::npos);
+  // closest_match does no quadratic work on a huge word.
+  CHECK(models::closest_match(std::string(100000, 'a'), std::vector<std::string>{"dgx-h100"}).empty());
+}

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "models/scenario.hpp"
 #include "models/workload/builder.hpp"
 #include "test_support.hpp"
@@ -97,6 +99,25 @@ strategy:
   CHECK(s.strategy->virtual_stages == 4);
   CHECK(s.strategy->algorithms.at("allreduce") == "ring");
   CHECK(s.strategy->order == "tp-cp-ep-pp-dp");
+}
+
+TEST_CASE("a file included twice is loaded once, with the same result (diamonds stay linear)", "[scenario]") {
+  TempDir dir;
+  // Diamond: top includes b and c, both include d. Layers by precedence: top, b, d, c (d's
+  // second copy, after c, could not win anything, as its first copy already precedes c).
+  dir.write("d.yaml", "cluster: {name: from-d, nodes: [{node: dgx-a100, count: 2}], fabric: {kind: fat-tree, oversubscription: 4}}\n");
+  dir.write("b.yaml", "include: d.yaml\ncluster: {fabric: {oversubscription: 2}}\n");
+  dir.write("c.yaml", "include: d.yaml\ncluster: {name: from-c}\n");
+  const Scenario s = load_scenario(dir.write("top.yaml", "include: [b.yaml, c.yaml]\n"), shipped_catalog());
+  CHECK(s.cluster.name == "from-d");                  // d (first reached through b) precedes c
+  CHECK(s.cluster.fabric.oversubscription == 2.0);    // b precedes d
+  // 40 levels of `include: [next, next]` would be 2^40 loads if repeats were reloaded (issue 9
+  // break-it: 26 levels took minutes and GBs); loaded once each, this is 41 files.
+  for (int i = 0; i < 40; ++i) {
+    dir.write("f" + std::to_string(i) + ".yaml", fmt::format("include: [f{0}.yaml, f{0}.yaml]\n", i + 1));
+  }
+  dir.write("f40.yaml", "cluster: {name: deep, nodes: [{node: dgx-h100, count: 1}]}\n");
+  CHECK(load_scenario((dir.path / "f0.yaml").string(), shipped_catalog()).cluster.name == "deep");
 }
 
 TEST_CASE("an include cycle names the files", "[scenario]") {

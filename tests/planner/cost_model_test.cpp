@@ -353,7 +353,7 @@ TEST_CASE("calibration: bad architecture keys and protocol rules name file, key,
     step_overhead: {}
     bandwidth_factor: {Simple: {hopper: 1.5}}
 )");
-    CHECK_THAT(e, Contains("algorithms.nvls.bandwidth_factor.Simple.hopper: expected a fraction of link bandwidth in (0, 1], found '1.5'"));
+    CHECK_THAT(e, Contains("algorithms.nvls.bandwidth_factor.Simple.hopper: expected a fraction of the link bandwidth in [0.01, 1], found '1.5'"));
   }
   SECTION("a protocol rule with an unknown path type") {
     const std::string e = load_error(dir, kMinimalTable + R"(protocol_rules:
