@@ -2,10 +2,11 @@
 // into a cluster, as `ccsim topo|collective|run` do (cli/common.cpp load_scenario_file, then
 // models::build_cluster). Contract: success or a user-input error (tests/fuzz/fuzz_support.hpp).
 //
-// The loader accepts clusters of up to 2^20 GPUs, and building one that large is legitimately
-// slow (800,000 GPUs: about a minute and 3.7 GB for `ccsim topo` in a release build), so the
-// cluster is built only up to kMaxFuzzGpus, four times the largest shipped scenario (16,384
-// GPUs); larger ones are loaded and checked but not built, to keep every input within -timeout.
+// The loader accepts clusters of up to 262,144 GPUs, and building one that large is legitimately
+// slow (7.6 s and 1.25 GB for `ccsim topo` in a release build), so the cluster is built only up to kMaxFuzzGpus (2,048 GPUs); larger ones are loaded and checked but
+// not built, to keep every input within -timeout: under ASan + UBSan on a loaded 2-core machine
+// the shipped 16,384-GPU scenario took 14 s to build and was reported as a timeout after 24
+// minutes of a one-hour run. Building large clusters is covered by the test suite and benchmarks.
 
 #include "models/catalog.hpp"
 #include "models/cluster.hpp"
@@ -13,7 +14,7 @@
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {
-constexpr int kMaxFuzzGpus = 1 << 16;
+constexpr int kMaxFuzzGpus = 1 << 11;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
