@@ -386,18 +386,24 @@ double Topology::max_flow(std::span<const DeviceId> sources, std::span<const Dev
         [&](int node) { return source_node[node_slot(node)] != 0; }, [&](int node) { return sink_node[node_slot(node)] != 0; });
   };
   const auto rounded = [](double bw) { return static_cast<std::int64_t>(std::llround(bw)); };
-  std::int64_t unbounded = 0;
+  // What each device can send and receive at most: the super-source and super-sink arcs carry
+  // exactly that, which cannot limit the flow. (A global "infinite" capacity on every such arc
+  // overflowed int64 in the solver's excess sums at 8,192 sources: UBSan, issue 9.)
+  std::vector<std::int64_t> out_capacity(n, 0), in_capacity(n, 0);
   for (LinkId id = 0; id < links_.size(); id += 2) {
     const std::int64_t ab = allowed(id) ? rounded(link(id).bandwidth) : 0;
     const std::int64_t ba = allowed(id + 1) ? rounded(link(id + 1).bandwidth) : 0;
     add_arc(link_source(id), link_target(id), ab);
     add_arc(link_target(id), link_source(id), ba);
-    unbounded += std::max(ab, ba);
+    out_capacity[link_source(id)] += ab;
+    in_capacity[link_target(id)] += ab;
+    out_capacity[link_target(id)] += ba;
+    in_capacity[link_source(id)] += ba;
   }
   const std::size_t super_source = n;
   const std::size_t super_sink = n + 1;
-  for (DeviceId s : sources) add_arc(super_source, s, unbounded + 1);
-  for (DeviceId t : sinks) add_arc(t, super_sink, unbounded + 1);
+  for (DeviceId s : sources) add_arc(super_source, s, out_capacity[s]);
+  for (DeviceId t : sinks) add_arc(t, super_sink, in_capacity[t]);
   return static_cast<double>(boost::push_relabel_max_flow(g, super_source, super_sink));
 }
 
