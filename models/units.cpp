@@ -1,5 +1,7 @@
 #include "models/units.hpp"
 
+#include "models/numbers.hpp"
+
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -17,11 +19,11 @@ struct Unit {
 };
 
 // Bytes. Decimal and binary prefixes; unit names are case-sensitive except where listed twice.
-constexpr std::array<Unit, 11> kByteUnits{{
+constexpr std::array<Unit, 12> kByteUnits{{
     {"B", 1.0},
     {"KB", 1e3}, {"kB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
     {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-    {"PB", 1e15},
+    {"PB", 1e15}, {"PiB", 1125899906842624.0},
 }};
 
 // Bandwidth: bytes per second (`GB/s`, `GBps`) or bits per second (`Gbps`, `Gb/s`).
@@ -110,12 +112,14 @@ double parse_quantity(std::string_view text, Quantity q) {
   if (number.empty() || number == "+" || number == "-") {
     throw UnitError("no number before the unit");
   }
-  double value = 0.0;
-  const std::string number_str(number[0] == '+' ? number.substr(1) : number);
-  const auto [end, ec] = std::from_chars(number_str.data(), number_str.data() + number_str.size(), value);
-  if (ec != std::errc() || end != number_str.data() + number_str.size() || !std::isfinite(value)) {
-    throw UnitError("malformed number '" + std::string(number) + "'");
+  // The one number parser (models/numbers.hpp): a denormal such as 1e-320 is out of range,
+  // not silently zero.
+  const Parsed<double> parsed = parse_decimal(number);
+  if (parsed.problem == NumberProblem::OutOfRange) {
+    throw UnitError("number " + quote_token(number) + " is out of the range of a double");
   }
+  if (!parsed) throw UnitError("malformed number " + quote_token(number));
+  const double value = parsed.value;
   if (unit.empty()) {
     if (q == Quantity::Bytes) return value;
     throw UnitError("missing unit");

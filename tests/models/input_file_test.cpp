@@ -158,3 +158,12 @@ TEST_CASE("error messages stay one printable line of bounded length", "[input]")
   // closest_match does no quadratic work on a huge word.
   CHECK(models::closest_match(std::string(100000, 'a'), std::vector<std::string>{"dgx-h100"}).empty());
 }
+
+TEST_CASE("parse_quantity reads its number with the one parser: denormals are out of range, PiB is a unit", "[input][units]") {
+  using models::Quantity;
+  // issue 9 newcomer review: `latency: 1e-320us` was accepted as 0.
+  CHECK_THROWS_WITH(models::parse_quantity("1e-320us", Quantity::Time), "number '1e-320' is out of the range of a double");
+  CHECK_THROWS_WITH(models::parse_quantity("1e999GB", Quantity::Bytes), "number '1e999' is out of the range of a double");
+  CHECK_THROWS_WITH(models::parse_quantity("1.2.3GB", Quantity::Bytes), "malformed number '1.2.3'");
+  CHECK(models::parse_quantity("1PiB", Quantity::Bytes) == 1125899906842624.0);  // the top of the Bytes range
+}
