@@ -96,6 +96,13 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
   return std::nullopt;
 }
 
+std::vector<LayerRecompute> recompute_plan(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec&) {
+  const LayerRecompute mode = w.recompute == "full"        ? LayerRecompute::Full
+                              : w.recompute == "selective" ? LayerRecompute::Selective
+                                                           : LayerRecompute::None;
+  return std::vector<LayerRecompute>(static_cast<std::size_t>(m.layers), mode);
+}
+
 std::vector<std::pair<int, int>> chunk_layers(int layers, int chunks) {
   std::vector<int> count(static_cast<std::size_t>(chunks), layers / chunks);
   int extra = layers % chunks;
@@ -239,6 +246,14 @@ class StageBuilder {
     op.deps = std::move(deps);
     return add(std::move(op));
   }
+  /// Records the GEMM shape of op `id` (see ProgramOp::m): C[m×n] = A[m×k]·B[k×n], `batch` of them.
+  void shape(std::uint32_t id, double m, double n, double k, double batch = 1) {
+    ProgramOp& op = p_.ops[id];
+    op.m = static_cast<std::int64_t>(std::llround(m));
+    op.n = static_cast<std::int64_t>(std::llround(n));
+    op.k = static_cast<std::int64_t>(std::llround(k));
+    op.batch = static_cast<std::int64_t>(std::llround(batch));
+  }
   std::uint32_t comm(ParallelDim dim, Collective c, Pass pass, std::string name, double bytes, int mb, int layer,
                      std::vector<std::uint32_t> deps) {
     ProgramOp op;
@@ -316,6 +331,7 @@ class StageBuilder {
     std::uint32_t cur = compute(ProgramOpKind::Memory, pass, "norm", 0, mult * kElementwisePerHidden / 2 * act / sp_, mb, l, d);
     if (s_.sequence_parallel) cur = tp_comm(Collective::AllGather, pass, act, mb, l, cur);
     cur = compute(ProgramOpKind::Gemm, pass, "qkv", mult * 2.0 * tokens * qkv_params / t, qkv_params * e_ / t, mb, l, next(cur));
+    shape(cur, tokens, qkv_params / h / t, h, mult);
     // Attention core; with CP, K/V blocks travel around the CP ring beside it.
     const std::uint32_t qkv = cur;
     const double d_qk = m_.mla ? m_.mla->qk_nope_head_dim + m_.mla->qk_rope_head_dim : m_.head_dim;
@@ -323,6 +339,11 @@ class StageBuilder {
     const double attn_io = tokens * (static_cast<double>(m_.heads) / t) * (2 * d_qk + 2 * d_v) * e_;
     cur = compute(ProgramOpKind::Attention, pass, "attention", mult * tokens * m_.attention_score_flops(context) / t,
                   attn_io + kv_read, mb, l, next(qkv));
+    {
+      // Per sequence: m query tokens against n = context keys; batch = sequences × local heads.
+      const double seqs = decode ? tokens : std::max(1.0, tokens / context);
+      shape(cur, tokens / seqs, context, d_qk, seqs * std::max(1.0, static_cast<double>(m_.heads) / t) * mult);
+    }
     std::vector<std::uint32_t> after_attn{cur};
     if (s_.cp > 1) {
       const double kv_block = 2.0 * tokens * kv_heads_local * d_qk * e_;  // K and V of this rank's tokens
@@ -331,6 +352,7 @@ class StageBuilder {
     }
     cur = compute(ProgramOpKind::Gemm, pass, "attn-out", mult * 2.0 * tokens * out_params / t, out_params * e_ / t, mb, l,
                   after_attn);
+    shape(cur, tokens, h, out_params / h / t, mult);
     cur = tp_comm(s_.sequence_parallel ? Collective::ReduceScatter : Collective::AllReduce, pass, act, mb, l, cur);
     cur = compute(ProgramOpKind::Memory, pass, "norm", 0, mult * kElementwisePerHidden / 2 * act / sp_, mb, l, next(cur));
     if (s_.sequence_parallel) cur = tp_comm(Collective::AllGather, pass, act, mb, l, cur);
@@ -340,6 +362,7 @@ class StageBuilder {
       const double k = moe.experts_per_token;
       cur = compute(ProgramOpKind::Gemm, pass, "router", mult * 2.0 * tokens * h * moe.experts / t,
                     h * moe.experts * e_, mb, l, next(cur));
+      shape(cur, tokens, moe.experts, h, mult);
       const double routed = tokens * k * h * e_ / t;  // this rank's share of T·k·h·e
       if (s_.ep > 1) cur = comm(ParallelDim::EP, Collective::AlltoAll, pass, "ep-dispatch", routed, mb, l, {cur});
       // Experts: this rank computes T·k tokens' worth of expert FFNs (balanced routing) over
@@ -349,13 +372,20 @@ class StageBuilder {
       const double shared = moe.shared_experts;
       cur = compute(ProgramOpKind::Gemm, pass, "experts", mult * 2.0 * tokens * (k + shared) * expert_params / t,
                     (touched + shared) * expert_params * e_ / t, mb, l, {cur});
+      {
+        // Balanced routing: each of this rank's experts sees tokens·(k + shared)/local experts.
+        const double local = std::max(1.0, static_cast<double>(moe.experts) / s_.ep);
+        shape(cur, tokens * (k + shared) / local, expert_params / h / t, h, local * mult);
+      }
       if (s_.ep > 1) cur = comm(ParallelDim::EP, Collective::AlltoAll, pass, "ep-combine", routed, mb, l, {cur});
     } else {
       const double i = static_cast<double>(m_.intermediate);
       const double up = (m_.gated_mlp ? 2.0 : 1.0) * h * i;
       cur = compute(ProgramOpKind::Gemm, pass, "mlp-up", mult * 2.0 * tokens * up / t, up * e_ / t, mb, l, next(cur));
+      shape(cur, tokens, up / h / t, h, mult);
       cur = compute(ProgramOpKind::Memory, pass, "activation", 0, mult * 3.0 * tokens * i * e_ / t, mb, l, next(cur));
       cur = compute(ProgramOpKind::Gemm, pass, "mlp-down", mult * 2.0 * tokens * h * i / t, h * i * e_ / t, mb, l, next(cur));
+      shape(cur, tokens, h, i / t, mult);
     }
     cur = tp_comm(s_.sequence_parallel ? Collective::ReduceScatter : Collective::AllReduce, pass, act, mb, l, cur);
     return cur;
@@ -468,6 +498,7 @@ void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& 
           // LM head backward (and forward loss already done): 2 × 2·T·h·V/t.
           cur = b.compute(ProgramOpKind::Gemm, pass, "lm-head", mult * tokens * m.logits_flops() / s.tp,
                           static_cast<double>(m.vocab) * h * e / s.tp, mb, -1, b.flush(cur));
+          b.shape(cur, tokens, static_cast<double>(m.vocab) / s.tp, h, mult);
           // The column-parallel LM head's input gradient is summed over TP (ReduceScatter with SP).
           cur = b.tp_comm(s.sequence_parallel ? Collective::ReduceScatter : Collective::AllReduce, pass, act, mb, -1, cur);
         }
@@ -503,6 +534,7 @@ void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& 
           if (s.sequence_parallel) cur = b.tp_comm(Collective::AllGather, pass, act, mb, -1, cur);
           cur = b.compute(ProgramOpKind::Gemm, pass, "lm-head", tokens * m.logits_flops() / s.tp,
                           static_cast<double>(m.vocab) * h * e / s.tp, mb, -1, b.flush(cur));
+          b.shape(cur, tokens, static_cast<double>(m.vocab) / s.tp, h);
           // Vocab-parallel cross entropy: AllReduce of max, sum and target logit per token (fp32).
           if (s.tp > 1) cur = b.comm(ParallelDim::TP, Collective::AllReduce, pass, "tp-allreduce", 3.0 * tokens * 4.0, mb, -1, {cur});
         }
@@ -648,6 +680,7 @@ void build_inference(Program& p, const TransformerConfig& m, const WorkloadSpec&
       // contributes N_seq · (V/t) · e, the same bytes per rank as the gather).
       cur = b.compute(ProgramOpKind::Gemm, Pass::Forward, "lm-head", seqs * m.logits_flops() / s.tp,
                       static_cast<double>(m.vocab) * h * e / s.tp, 0, -1, b.flush(cur));
+      b.shape(cur, seqs, static_cast<double>(m.vocab) / s.tp, h);
       if (s.tp > 1) cur = b.comm(ParallelDim::TP, Collective::AllGather, Pass::Forward, "tp-gather-logits", seqs * m.vocab * e, 0, -1, {cur});
     } else {
       cur = b.compute(ProgramOpKind::Memory, Pass::Forward, "send", 0, 0, 0, -1, b.flush(cur));

@@ -41,6 +41,16 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
 /// (which also hold the embedding and the LM head) get the fewer layers.
 std::vector<std::pair<int, int>> chunk_layers(int layers, int chunks);
 
+/// What the backward pass recomputes for one layer (Megatron-LM --recompute-granularity,
+/// --recompute-method, --recompute-num-layers).
+enum class LayerRecompute : std::uint8_t {
+  None,       ///< every activation stored
+  Selective,  ///< the attention core (softmax / dropout / QKᵀ·V) is recomputed
+  Full,       ///< the whole layer's forward is recomputed from its stored input
+};
+/// The recomputation of every layer (index = global layer).
+std::vector<LayerRecompute> recompute_plan(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s);
+
 /// Memory of one GPU of a pipeline stage, bytes.
 struct MemoryFootprint {
   int stage = 0;

@@ -55,6 +55,15 @@ struct ProgramOp {
   bool expert = false;       ///< DP ops on expert (MoE) parameters: over the expert-data-parallel group, dp·cp/ep ranks
   int micro_batch = -1;      ///< -1 when not tied to a micro-batch
   int layer = -1;            ///< global layer index, -1 for embedding / head / optimizer
+  /// Gemm: the problem shape of this rank's GEMM, C[m×n] = A[m×k]·B[k×n] after TP sharding,
+  /// `batch` independent GEMMs of that shape (e.g. grouped experts). Attention: m query tokens
+  /// per sequence, n key/value tokens attended, k head dimension, batch = sequences × local
+  /// heads. 0 when unknown (the compute model then uses `flops` and `bytes` only).
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t batch = 1;
+  /// SMs this compute op loses to communication kernels running beside it (Transformer
+  /// Engine userbuffers overlap); 0 when none.
+  int comm_sms = 0;
   std::vector<std::uint32_t> deps;  ///< global ids of ops (any rank) that must finish first
 };
 
