@@ -185,7 +185,8 @@ ClusterSpec parse_cluster(const Fields& root, const Catalog& catalog, const std:
 
 WorkloadSpec parse_workload(const Fields& w) {
   w.reject_unknown({"model", "phase", "sequence_length", "micro_batch_size", "global_batch_size", "batch_size",
-                    "context_length", "generated_tokens", "dtype", "recompute"});
+                    "context_length", "generated_tokens", "dtype", "recompute", "recompute_method",
+                    "recompute_num_layers", "recompute_modules"});
   WorkloadSpec spec;
   spec.model = w.string("model");
   spec.phase = w.choice("phase", {"training_step", "prefill", "decode"}, "training_step");
@@ -201,12 +202,44 @@ WorkloadSpec parse_workload(const Fields& w) {
   spec.generated_tokens = w.count("generated_tokens", 1, kMaxTokens, 1);
   spec.dtype = w.choice("dtype", {"bf16", "fp16", "fp8", "fp32"}, "bf16");
   spec.recompute = w.choice("recompute", {"none", "selective", "full"}, "none");
+  // Megatron-Core TransformerConfig.__post_init__: recompute_method and recompute_num_layers
+  // belong to full recomputation (num_layers "must be None for selective"); recompute_modules to
+  // selective. The defaults (uniform, 1) are Megatron-LM's usual full-recompute setting.
+  for (const char* key : {"recompute_method", "recompute_num_layers"}) {
+    if (w.has(key) && spec.recompute != "full") {
+      throw w.error(key, std::string("no '") + key + "' unless recompute is full (Megatron's recompute method and layer count apply to full recomputation)");
+    }
+  }
+  spec.recompute_method = w.choice("recompute_method", {"uniform", "block"}, "uniform");
+  spec.recompute_num_layers = w.count("recompute_num_layers", 1, 4096, 1);
+  if (w.has("recompute_modules")) {
+    if (spec.recompute != "selective") {
+      throw w.error("recompute_modules", "no 'recompute_modules' unless recompute is selective (Megatron-Core's --recompute-modules)");
+    }
+    const std::vector<std::string> allowed{"core_attn", "layernorm", "mlp", "moe_act", "moe", "shared_experts", "mla_up_proj"};
+    spec.recompute_modules.clear();
+    const auto items = w.list("recompute_modules");
+    if (items.empty()) throw w.error("recompute_modules", "a list of at least one module (core_attn, layernorm, mlp, moe_act, moe, shared_experts, mla_up_proj)");
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const YAML::Node& node = items[i].node;
+      const std::string where = element_path(w.key_path("recompute_modules"), i);
+      const std::string expected = "a Megatron-Core recompute module: core_attn, layernorm, mlp, moe_act, moe, shared_experts or mla_up_proj";
+      if (!node.IsScalar()) throw InputError(location_of(items[i]), where, expected, describe_node(node));
+      if (std::find(allowed.begin(), allowed.end(), node.Scalar()) == allowed.end()) {
+        throw InputError(location_of(items[i]), where, expected, "'" + node.Scalar() + "'");
+      }
+      if (std::find(spec.recompute_modules.begin(), spec.recompute_modules.end(), node.Scalar()) != spec.recompute_modules.end()) {
+        throw InputError(location_of(items[i]), where, "each module once", "'" + node.Scalar() + "' a second time");
+      }
+      spec.recompute_modules.push_back(node.Scalar());
+    }
+  }
   return spec;
 }
 
 StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   s.reject_unknown({"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "zero_stage", "pipeline_schedule",
-                    "virtual_stages", "order", "algorithms", "tp_comm_overlap", "overlap_param_gather", "grad_reduce_dtype", "bucket_params"});
+                    "virtual_stages", "microbatch_group_size_per_vp_stage", "order", "algorithms", "tp_comm_overlap", "overlap_param_gather", "grad_reduce_dtype", "bucket_params"});
   StrategySpec spec;
   spec.tp = s.count("tp", 1, kMaxGpus, 1);
   spec.pp = s.count("pp", 1, kMaxGpus, 1);
@@ -251,6 +284,14 @@ StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   }
   if (spec.pipeline_schedule == "1f1b" && spec.virtual_stages != 1) {
     throw s.error("virtual_stages", "1 for the 1f1b schedule (use pipeline_schedule: interleaved)");
+  }
+  if (s.has("microbatch_group_size_per_vp_stage")) {
+    if (spec.pipeline_schedule != "interleaved") {
+      throw s.error("microbatch_group_size_per_vp_stage", "no 'microbatch_group_size_per_vp_stage' unless pipeline_schedule is interleaved");
+    }
+    spec.microbatch_group_size_per_vp_stage = s.count("microbatch_group_size_per_vp_stage", 1, 1 << 16);
+  } else if (spec.pipeline_schedule == "interleaved") {
+    spec.microbatch_group_size_per_vp_stage = spec.pp;  // Megatron-Core's default
   }
   spec.order = s.optional_string("order").value_or(spec.order);
   {
@@ -395,6 +436,15 @@ std::string effective_yaml(const Scenario& sc) {
     n["generated_tokens"] = w.generated_tokens;
     n["dtype"] = w.dtype;
     n["recompute"] = w.recompute;
+    if (w.recompute == "full") {
+      n["recompute_method"] = w.recompute_method;
+      n["recompute_num_layers"] = w.recompute_num_layers;
+    }
+    if (w.recompute == "selective") {
+      YAML::Node mods(YAML::NodeType::Sequence);
+      for (const auto& mod : w.recompute_modules) mods.push_back(mod);
+      n["recompute_modules"] = mods;
+    }
     out["workload"] = n;
   }
   if (sc.strategy) {
@@ -409,6 +459,7 @@ std::string effective_yaml(const Scenario& sc) {
     n["zero_stage"] = s.zero_stage;
     n["pipeline_schedule"] = s.pipeline_schedule;
     n["virtual_stages"] = s.virtual_stages;
+    if (s.pipeline_schedule == "interleaved") n["microbatch_group_size_per_vp_stage"] = s.microbatch_group_size_per_vp_stage;
     n["order"] = s.order;
     n["tp_comm_overlap"] = s.tp_comm_overlap;
     n["overlap_param_gather"] = s.overlap_param_gather;

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/catalog.hpp"
 #include "models/cluster.hpp"
@@ -30,7 +31,17 @@ struct WorkloadSpec {
   std::int64_t context_length = 0;       ///< tokens already in the KV cache (decode)
   std::int64_t generated_tokens = 1;     ///< tokens to generate (decode)
   std::string dtype = "bf16";            ///< bf16 | fp16 | fp8 | fp32
-  std::string recompute = "none";        ///< none | selective | full
+  std::string recompute = "none";        ///< none | selective | full (Megatron --recompute-granularity)
+  /// full only: uniform | block (Megatron --recompute-method). uniform: every layer is
+  /// recomputed, the input stored once per group of recompute_num_layers layers; block: only the
+  /// first recompute_num_layers layers of each model chunk are recomputed.
+  std::string recompute_method = "uniform";
+  /// full only: layers per checkpointed group (uniform) or recomputed layers per model chunk
+  /// (block), Megatron --recompute-num-layers; 1 ≤ N ≤ layers per pipeline stage.
+  int recompute_num_layers = 1;
+  /// selective only: the submodules recomputed (Megatron-Core --recompute-modules; default core_attn):
+  /// core_attn | layernorm | mlp | moe_act | moe | shared_experts | mla_up_proj.
+  std::vector<std::string> recompute_modules{"core_attn"};
 };
 
 /// How the work is parallelised, in Megatron-LM's terms.
@@ -44,6 +55,9 @@ struct StrategySpec {
   int zero_stage = 0;                    ///< 0, 1, 2, 3 (3 = FSDP)
   std::string pipeline_schedule = "1f1b";///< 1f1b | interleaved
   int virtual_stages = 1;                ///< model chunks per pipeline rank (interleaved)
+  /// Interleaved: micro-batches run per model chunk before moving to the next chunk (Megatron-Core
+  /// --microbatch-group-size-per-virtual-pipeline-stage); 0 = pp (Megatron's default).
+  int microbatch_group_size_per_vp_stage = 0;
   std::string order = "tp-cp-ep-pp-dp";  ///< rank placement, innermost first (Megatron's default)
   std::map<std::string, std::string> algorithms;  ///< collective -> algorithm ("auto" by default)
   std::map<std::string, SourceLocation> algorithm_locations;  ///< where each choice was written (for errors)

@@ -87,20 +87,76 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
                            fmt::format("a sequence length whose CP shard divides by tp = {} (sequence parallelism splits it)", s.tp)};
     }
   }
-  if (s.pipeline_schedule == "interleaved" && micro_batches(w, s) % s.pp != 0) {
-    return LayoutProblem{"workload", "global_batch_size",
-                         fmt::format("micro-batches per step (global_batch_size / (micro_batch_size·dp) = {}) divisible by "
-                                     "pp = {}, as Megatron's interleaved schedule requires",
-                                     micro_batches(w, s), s.pp)};
+  // Megatron-Core forward_backward_pipelining_with_interleaving (pipeline_parallel/schedules.py):
+  // the group size N (microbatch_group_size_per_vp_stage, default pp) must lie in [pp, M]
+  // (ValueError), and the last group, M mod N, must be 0 or at least pp (RuntimeError: it would
+  // leave dependency bubbles). With the default N = pp this is "M divisible by pp".
+  if (s.pipeline_schedule == "interleaved" && w.phase == "training_step") {
+    const int mbs = micro_batches(w, s);
+    const int group = s.microbatch_group_size_per_vp_stage > 0 ? s.microbatch_group_size_per_vp_stage : s.pp;
+    if (group < s.pp) {
+      return LayoutProblem{"strategy", "microbatch_group_size_per_vp_stage",
+                           fmt::format("a micro-batch group of at least pp = {} (Megatron-Core's interleaved schedule), found {}", s.pp, group)};
+    }
+    if (group > mbs) {
+      return LayoutProblem{mbs < s.pp ? "workload" : "strategy", mbs < s.pp ? "global_batch_size" : "microbatch_group_size_per_vp_stage",
+                           fmt::format("at least microbatch_group_size_per_vp_stage = {} micro-batches per step for the interleaved "
+                                       "schedule (global_batch_size / (micro_batch_size·dp) = {}), as Megatron-Core requires",
+                                       group, mbs)};
+    }
+    if (mbs % group != 0 && mbs % group < s.pp) {
+      return LayoutProblem{"workload", "global_batch_size",
+                           fmt::format("micro-batches per step (global_batch_size / (micro_batch_size·dp) = {}) whose remainder "
+                                       "modulo microbatch_group_size_per_vp_stage = {} is 0 or at least pp = {}, as Megatron-Core's "
+                                       "interleaved schedule requires (set microbatch_group_size_per_vp_stage to {} to run them "
+                                       "as one group)",
+                                       mbs, group, s.pp, mbs)};
+    }
+  }
+  // Megatron-Core TransformerConfig: recompute_num_layers between 1 and the layers per pipeline rank.
+  if (w.recompute == "full") {
+    const int per_stage = (m.layers + s.pp - 1) / s.pp;
+    if (w.recompute_num_layers > per_stage) {
+      return LayoutProblem{"workload", "recompute_num_layers",
+                           fmt::format("a recompute_num_layers from 1 to the {} layers per pipeline stage of {} over pp = {}",
+                                       per_stage, m.name, s.pp)};
+    }
+  }
+  // Modules that exist only in some models (Megatron-Core builds these checkpoints only where the
+  // submodule is present; here an absent one is a likely mistake).
+  if (w.recompute == "selective") {
+    for (const auto& mod : w.recompute_modules) {
+      if ((mod == "moe_act" || mod == "moe") && !m.moe) {
+        return LayoutProblem{"workload", "recompute_modules", fmt::format("no '{}' for {} (it has no MoE layers)", mod, m.name)};
+      }
+      if (mod == "shared_experts" && (!m.moe || m.moe->shared_experts == 0)) {
+        return LayoutProblem{"workload", "recompute_modules", fmt::format("no 'shared_experts' for {} (it has no shared experts)", m.name)};
+      }
+      if (mod == "mla_up_proj" && !m.mla) {
+        return LayoutProblem{"workload", "recompute_modules", fmt::format("no 'mla_up_proj' for {} (it has no multi-head latent attention)", m.name)};
+      }
+      if (mod == "mlp" && m.moe && m.moe_layers() == m.layers) {
+        return LayoutProblem{"workload", "recompute_modules", fmt::format("no 'mlp' for {} (every layer is MoE: use moe)", m.name)};
+      }
+    }
   }
   return std::nullopt;
 }
 
-std::vector<LayerRecompute> recompute_plan(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec&) {
-  const LayerRecompute mode = w.recompute == "full"        ? LayerRecompute::Full
-                              : w.recompute == "selective" ? LayerRecompute::Selective
-                                                           : LayerRecompute::None;
-  return std::vector<LayerRecompute>(static_cast<std::size_t>(m.layers), mode);
+std::vector<LayerRecompute> recompute_plan(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s) {
+  if (w.recompute == "selective") return std::vector<LayerRecompute>(static_cast<std::size_t>(m.layers), LayerRecompute::Selective);
+  std::vector<LayerRecompute> plan(static_cast<std::size_t>(m.layers), LayerRecompute::None);
+  if (w.recompute != "full") return plan;
+  // Megatron-Core TransformerBlock._checkpointed_forward, per model chunk: uniform recomputes
+  // every layer (checkpointing groups of recompute_num_layers); block recomputes the first
+  // recompute_num_layers layers of the chunk and runs the rest normally.
+  const bool block = w.recompute_method == "block";
+  for (const auto& [first, count] : chunk_layers(m.layers, s.pp * s.virtual_stages)) {
+    for (int i = 0; i < count; ++i) {
+      if (!block || i < w.recompute_num_layers) plan[static_cast<std::size_t>(first + i)] = LayerRecompute::Full;
+    }
+  }
+  return plan;
 }
 
 std::vector<std::pair<int, int>> chunk_layers(int layers, int chunks) {
@@ -122,22 +178,35 @@ std::vector<std::pair<int, int>> chunk_layers(int layers, int chunks) {
   return out;
 }
 
-std::vector<PipelineSlot> pipeline_order(int stage, int stages, int m, int v) {
-  std::vector<PipelineSlot> out;
+std::vector<PipelineSlot> pipeline_order(int stage, int stages, int m, int v, int group) {
+  if (group <= 0) group = stages;
+  // Megatron-Core schedules.py get_schedule_table: micro-batches in groups of `group`; within
+  // a group every model chunk runs the group's micro-batches before the next chunk; the last
+  // group takes all the micro-batches left (min_id + group >= m). Forward k runs table[k];
+  // backward k runs table[k]'s micro-batch on chunk v − 1 − table[k].chunk (get_model_chunk_id).
+  std::vector<PipelineSlot> table;
+  table.reserve(static_cast<std::size_t>(m) * v);
+  for (int lo = 0; lo < m; lo += group) {
+    const int hi = lo + group >= m ? m : lo + group;
+    for (int c = 0; c < v; ++c)
+      for (int mb = lo; mb < hi; ++mb) table.push_back(PipelineSlot{true, mb, c});
+    if (hi == m) break;
+  }
   const int total = m * v;
-  const auto forward = [&](int k) {
-    const int group = stages * v;
-    return PipelineSlot{true, (k / group) * stages + k % stages, (k % group) / stages};
-  };
+  const auto forward = [&](int k) { return table[static_cast<std::size_t>(k)]; };
   const auto backward = [&](int k) {
-    PipelineSlot slot = forward(k);
+    PipelineSlot slot = table[static_cast<std::size_t>(k)];
     slot.forward = false;
     slot.chunk = v - 1 - slot.chunk;
     return slot;
   };
-  int warmup = v == 1 ? stages - stage - 1 : (stages - stage - 1) * 2 + (v - 1) * stages;
+  // get_pp_rank_microbatches: 1F1B warms up with p − i − 1 forwards; interleaved with
+  // (p − i − 1)·2 + (v − 1)·group, at most every (micro-batch, chunk).
+  int warmup = v == 1 ? stages - stage - 1 : (stages - stage - 1) * 2 + (v - 1) * group;
   warmup = std::min(warmup, total);
   const int steady = total - warmup;
+  std::vector<PipelineSlot> out;
+  out.reserve(static_cast<std::size_t>(2 * total));
   for (int k = 0; k < warmup; ++k) out.push_back(forward(k));
   for (int i = 0; i < steady; ++i) {
     out.push_back(forward(warmup + i));
@@ -146,6 +215,131 @@ std::vector<PipelineSlot> pipeline_order(int stage, int stages, int m, int v) {
   for (int i = steady; i < total; ++i) out.push_back(backward(i));
   return out;
 }
+
+double layer_input_bytes(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s) {
+  const double tokens = static_cast<double>(w.sequence_length) / s.cp * static_cast<double>(w.micro_batch_size);
+  return tokens * static_cast<double>(m.hidden) / (s.sequence_parallel ? s.tp : 1) * dtype_bytes(w.dtype);
+}
+
+double layer_activation_bytes(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s, int layer, LayerRecompute r) {
+  if (r == LayerRecompute::Full) return layer_input_bytes(m, w, s);
+  const double e = dtype_bytes(w.dtype);
+  const double T = static_cast<double>(w.sequence_length) / s.cp * static_cast<double>(w.micro_batch_size);
+  const double t = s.tp;
+  const double sp = s.sequence_parallel ? s.tp : 1;
+  const double h = static_cast<double>(m.hidden);
+  const auto has = [&](const char* mod) {
+    return r == LayerRecompute::Selective &&
+           std::find(w.recompute_modules.begin(), w.recompute_modules.end(), std::string(mod)) != w.recompute_modules.end();
+  };
+  // Dropout: GPT-style (GELU) models train with Megatron's default hidden dropout 0.1 (one
+  // 1-byte mask after attention and after the MLP); Llama-style (SwiGLU) recipes set it to 0.
+  // Attention dropout inside FlashAttention keeps only its RNG state.
+  const bool dropout = !m.gated_mlp;
+  double elements = 0;  // per token, in the compute dtype
+  double bytes = 0;     // per token, other precisions
+  // Attention block.
+  elements += h / sp;                           // input norm's input (the residual stream)
+  if (!has("layernorm")) elements += h / sp;    // its output = the QKV GEMM input (re-gathered in backward with SP)
+  const double heads = static_cast<double>(m.heads) / t;
+  double q = 0, k = 0, v = 0, o = 0;
+  if (m.mla) {
+    const double qk = m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim;
+    q = heads * qk;
+    k = heads * qk;
+    v = heads * m.mla->v_head_dim;
+    o = heads * m.mla->v_head_dim;
+    // Latent vectors, the inputs of the up-projections (the down-projections are not TP-split).
+    if (!has("mla_up_proj")) elements += m.mla->q_lora_rank + m.mla->kv_lora_rank + m.mla->qk_rope_head_dim;
+    if (has("mla_up_proj")) q = k = v = 0;      // up-projections and RoPE recomputed from the latents
+  } else {
+    const double kv = std::max(1.0, static_cast<double>(m.kv_heads) / t);  // GQA: K and V of kv_heads/t heads
+    q = heads * m.head_dim;
+    k = kv * m.head_dim;
+    v = kv * m.head_dim;
+    o = heads * m.head_dim;
+  }
+  elements += q + k + v + o;                    // FlashAttention's saved Q, K, V and output (= the output projection's input)
+  if (!has("core_attn")) bytes += heads * 4.0;  // its fp32 softmax log-sum-exp per head per token
+  if (dropout) bytes += h / sp;                 // dropout mask after the output projection
+  // MLP block.
+  elements += h / sp;                           // pre-MLP norm's input
+  if (!has("layernorm")) elements += h / sp;    // its output = fc1 / router input
+  const double act = m.gated_mlp ? 2.0 : 1.0;   // activation input: gate and up (SwiGLU) or fc1 output (GELU)
+  if (m.is_moe_layer(layer)) {
+    // Routed experts (expert tensor parallelism = tp): k copies of each token, each storing the
+    // expert fc1 input h (dispatched), activation input act·I_e/t and fc2 input I_e/t.
+    const double ie = static_cast<double>(m.moe->expert_intermediate);
+    const double kk = m.moe->experts_per_token;
+    if (!has("moe")) {
+      elements += kk * (h / sp + act * ie / t + (has("moe_act") ? 0.0 : ie / t));
+      const double shared = static_cast<double>(m.moe->shared_experts) * ie;
+      if (!has("shared_experts")) elements += act * shared / t + shared / t;
+    }
+  } else if (!has("mlp")) {
+    const double ff = static_cast<double>(m.intermediate);
+    elements += act * ff / t + ff / t;          // activation input, fc2 input
+  }
+  if (dropout) bytes += h / sp;                 // dropout mask after the MLP
+  return T * (elements * e + bytes);
+}
+
+namespace {
+
+/// Peak bytes of activations on one GPU of `stage` over Megatron's schedule: the stored
+/// activations of every (micro-batch, model chunk) whose forward ran and whose backward did
+/// not, plus, during a backward, the working memory of its largest recomputed group (full
+/// activations of the group being recomputed, one micro-batch). The last model chunk also
+/// keeps the final norm's and the LM head's inputs and the fp32 logits 4·T·V/t of the
+/// vocab-parallel cross entropy (Korthikanti et al. 2022, section 4.3).
+double stage_activation_peak(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s, int stage, int mbs) {
+  const int v = s.virtual_stages;
+  const auto chunks = chunk_layers(m.layers, s.pp * v);
+  const auto plan = recompute_plan(m, w, s);
+  const double input = layer_input_bytes(m, w, s);
+  const bool uniform = w.recompute == "full" && w.recompute_method == "uniform";
+  const int n = std::max(1, w.recompute_num_layers);
+  std::vector<double> stored(static_cast<std::size_t>(v), 0.0), work(static_cast<std::size_t>(v), 0.0);
+  for (int c = 0; c < v; ++c) {
+    const auto [first, count] = chunks[static_cast<std::size_t>(c * s.pp + stage)];
+    double& st = stored[static_cast<std::size_t>(c)];
+    double& wk = work[static_cast<std::size_t>(c)];
+    if (uniform) {
+      // One stored input per group of n layers from the chunk's first layer; the backward
+      // recomputes one group at a time.
+      for (int g = 0; g < count; g += n) {
+        st += input;
+        double group = 0;
+        for (int l = first + g; l < first + std::min(count, g + n); ++l) group += layer_activation_bytes(m, w, s, l, LayerRecompute::None);
+        wk = std::max(wk, group);
+      }
+    } else {
+      for (int l = first; l < first + count; ++l) {
+        const LayerRecompute r = plan[static_cast<std::size_t>(l)];
+        st += layer_activation_bytes(m, w, s, l, r);
+        if (r == LayerRecompute::Full) wk = std::max(wk, layer_activation_bytes(m, w, s, l, LayerRecompute::None));
+      }
+    }
+    if (c * s.pp + stage == s.pp * v - 1) {
+      const double tokens = static_cast<double>(w.sequence_length) / s.cp * static_cast<double>(w.micro_batch_size);
+      st += 2.0 * input + 4.0 * tokens * static_cast<double>(m.vocab) / s.tp;
+    }
+  }
+  double current = 0, peak = 0;
+  for (const PipelineSlot& slot : pipeline_order(stage, s.pp, mbs, v, s.microbatch_group_size_per_vp_stage)) {
+    const auto c = static_cast<std::size_t>(slot.chunk);
+    if (slot.forward) {
+      current += stored[c];
+      peak = std::max(peak, current);
+    } else {
+      peak = std::max(peak, current + work[c]);
+      current -= stored[c];
+    }
+  }
+  return peak;
+}
+
+}  // namespace
 
 std::vector<MemoryFootprint> memory_footprint(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s) {
   const double e = dtype_bytes(w.dtype);
@@ -189,20 +383,7 @@ std::vector<MemoryFootprint> memory_footprint(const TransformerConfig& m, const 
       f.gradients = sharded(2) * e_grad;
       f.optimizer = sharded(1) * 12.0;
       if (s.zero_stage >= 3) f.weights = sharded(3) * e;
-      // Activations per layer per micro-batch (Korthikanti et al. 2022, eq. 2-5, with
-      // FlashAttention so no a·s² term): s·b·h·(10 + 24/t) bytes without SP, 34·s·b·h/t with
-      // SP; selective recomputation stores the same without the attention core (already
-      // dropped by FlashAttention); full recomputation stores only the layer input 2·s·b·h
-      // (/t with SP). Sequence is divided by CP.
-      const double sbh = static_cast<double>(w.sequence_length) / s.cp * static_cast<double>(w.micro_batch_size) *
-                         static_cast<double>(m.hidden) * (e / 2.0);
-      double per_layer = s.sequence_parallel ? 34.0 * sbh / s.tp : sbh * (10.0 + 24.0 / s.tp);
-      if (w.recompute == "full") per_layer = 2.0 * sbh / (s.sequence_parallel ? s.tp : 1);
-      // In flight under 1F1B: stage i holds min(p − i, m) micro-batches; the interleaved
-      // schedule holds (1 + (p − 1)/(p·v)) times more on the first stage (Narayanan et al.).
-      double in_flight = std::min(s.pp - stage, mb);
-      if (s.virtual_stages > 1) in_flight *= 1.0 + static_cast<double>(s.pp - 1) / (s.pp * s.virtual_stages);
-      f.activations = per_layer * stage_layers * in_flight;
+      f.activations = stage_activation_peak(m, w, s, stage, mb);
     } else {
       // KV cache of every sequence at its final length, for this stage's layers; a GPU holds
       // kv_heads / t heads (at least one: vLLM replicates KV heads when t > kv_heads).
@@ -416,7 +597,8 @@ void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& 
   const auto key = [&](int chunk, int mb, bool fwd) { return (static_cast<std::size_t>(chunk) * mbs + mb) * 2 + (fwd ? 0 : 1); };
   std::vector<std::uint32_t> sent(static_cast<std::size_t>(pp * v) * mbs * 2, ~0U);
   std::vector<std::vector<PipelineSlot>> orders;
-  for (int stage = 0; stage < pp; ++stage) orders.push_back(pipeline_order(stage, pp, mbs, v));
+  for (int stage = 0; stage < pp; ++stage) orders.push_back(pipeline_order(stage, pp, mbs, v, s.microbatch_group_size_per_vp_stage));
+  const std::vector<LayerRecompute> plan = recompute_plan(m, w, s);
   // Stages are built slot by slot in a global order that respects cross-stage dependencies:
   // repeatedly advance any stage whose next slot's input has been sent.
   std::vector<std::size_t> next_slot(static_cast<std::size_t>(pp), 0);
@@ -518,8 +700,8 @@ void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& 
             extra.push_back(b.comm(ParallelDim::DP, Collective::AllGather, pass, "dp-param-allgather", bytes, mb, l,
                                    {start != ~0U ? start : cur}));
           }
-          if (!slot.forward && w.recompute != "none") {
-            if (w.recompute == "full") {
+          if (!slot.forward && plan[static_cast<std::size_t>(l)] != LayerRecompute::None) {
+            if (plan[static_cast<std::size_t>(l)] == LayerRecompute::Full) {
               cur = b.layer(Pass::Recompute, mb, l, tokens, seq, 0, cur, extra);
               extra.clear();
             } else {  // selective: the attention core again

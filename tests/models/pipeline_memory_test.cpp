@@ -153,9 +153,12 @@ TEST_CASE("memory_footprint: Llama-2-7B training by hand", "[workload]") {
   // Parameters per GPU (see kLlama2Layer):
   //   stage 0: (16·202,383,360 + 131,072,000) / 2 = 1,684,602,880
   //   stage 1: (16·202,383,360 + 131,076,096) / 2 = 1,684,604,928
-  // Korthikanti et al. per layer with FlashAttention: s·b·h·(10 + 24/t) = 4096·1·4096·22 =
-  // 369,098,752 bytes; with SP 34·s·b·h / t = 285,212,672; full recomputation 2·s·b·h (/ t
-  // with SP) = 33,554,432 (16,777,216). In flight under 1F1B: min(p − i, m) = 2, 1.
+  // Activations per layer (layer_activation_bytes, derived in recompute_memory_test.cpp):
+  // none 336,855,040 B (SP: 269,746,176), selective core_attn with SP 269,484,032, full the
+  // layer input 33,554,432 (SP: 16,777,216). The last stage adds the final norm and LM head
+  // inputs 2·input and the fp32 logits 4·4096·32000/2 = 262,144,000: 329,252,864 (SP:
+  // 295,698,432). In flight under 1F1B: 2 micro-batches on stage 0, 1 on stage 1; full
+  // recomputation adds one layer's full activations (the one being recomputed).
   const TransformerConfig m = load_transformer("llama-2-7b");
   const std::vector<double> params{1'684'602'880.0, 1'684'604'928.0};
   const WorkloadSpec base = training("llama-2-7b", 1, 4096, 8);
@@ -163,11 +166,12 @@ TEST_CASE("memory_footprint: Llama-2-7B training by hand", "[workload]") {
     int zero;
     bool sp;
     const char* recompute;
-    double per_layer;
+    double per_layer, work, head;
   };
-  for (const Case c : {Case{0, false, "none", 369'098'752}, Case{1, false, "none", 369'098'752},
-                       Case{2, true, "selective", 285'212'672}, Case{3, false, "full", 33'554'432},
-                       Case{1, true, "full", 16'777'216}}) {
+  for (const Case c : {Case{0, false, "none", 336'855'040, 0, 329'252'864}, Case{1, false, "none", 336'855'040, 0, 329'252'864},
+                       Case{2, true, "selective", 269'484'032, 0, 295'698'432},
+                       Case{3, false, "full", 33'554'432, 336'855'040, 329'252'864},
+                       Case{1, true, "full", 16'777'216, 269'746'176, 295'698'432}}) {
     INFO("zero " << c.zero << " sp " << c.sp << " recompute " << c.recompute);
     WorkloadSpec w = base;
     w.recompute = c.recompute;
@@ -187,19 +191,19 @@ TEST_CASE("memory_footprint: Llama-2-7B training by hand", "[workload]") {
       CHECK(g.weights == Approx(n * 2 / (c.zero >= 3 ? 2 : 1)));
       CHECK(g.gradients == Approx(n * 4 / (c.zero >= 2 ? 2 : 1)));
       CHECK(g.optimizer == Approx(n * 12 / (c.zero >= 1 ? 2 : 1)));
-      CHECK(g.activations == Approx(c.per_layer * 16 * (stage == 0 ? 2 : 1)));
+      CHECK(g.activations == Approx(c.per_layer * 16 * (stage == 0 ? 2 : 1) + c.work + (stage == 1 ? c.head : 0.0)));
       CHECK(g.kv_cache == 0);
       CHECK(g.total() == Approx(g.weights + g.gradients + g.optimizer + g.activations));
     }
   }
   // Concretely, ZeRO-1 stage 0: weights 3,369,205,760 B, optimizer 12·1,684,602,880 / 2 =
-  // 10,107,617,280 B, activations 369,098,752·16·2 = 11,811,160,064 B.
+  // 10,107,617,280 B, activations 336,855,040·16·2 = 10,779,361,280 B.
   StrategySpec s = strategy(2, 2, 2);
   s.zero_stage = 1;
   const auto f = memory_footprint(m, base, s);
   CHECK(f[0].weights == 3'369'205'760.0);
   CHECK(f[0].optimizer == 10'107'617'280.0);
-  CHECK(f[0].activations == 11'811'160'064.0);
+  CHECK(f[0].activations == 10'779'361'280.0);
 }
 
 TEST_CASE("memory_footprint: decode KV cache, KV heads shared by TP and replicated past them", "[workload]") {
