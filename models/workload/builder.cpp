@@ -96,7 +96,7 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
     const int group = s.microbatch_group_size_per_vp_stage > 0 ? s.microbatch_group_size_per_vp_stage : s.pp;
     if (group < s.pp) {
       return LayoutProblem{"strategy", "microbatch_group_size_per_vp_stage",
-                           fmt::format("a micro-batch group of at least pp = {} (Megatron-Core's interleaved schedule), found {}", s.pp, group)};
+                           fmt::format("a micro-batch group of at least pp = {} (Megatron-Core's interleaved schedule)", s.pp)};
     }
     if (group > mbs) {
       return LayoutProblem{mbs < s.pp ? "workload" : "strategy", mbs < s.pp ? "global_batch_size" : "microbatch_group_size_per_vp_stage",
