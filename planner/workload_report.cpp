@@ -220,6 +220,7 @@ std::string report_json(const RunContext& c) {
                                {"gemm_tile_m", cc.gemm_tile_m},
                                {"gemm_tile_n", cc.gemm_tile_n},
                                {"gemm_k_overhead", cc.gemm_k_overhead},
+                               {"gemm_split_k_min", cc.gemm_split_k_min},
                                {"attention_efficiency", cc.attention_efficiency},
                                {"attention_backward_efficiency", cc.attention_backward_efficiency},
                                {"attention_seq_half", cc.attention_seq_half},
@@ -287,7 +288,7 @@ std::string ops_csv(const RunContext& c) {
   const auto& t = c.cluster.topology;
   std::string out =
       "op,stage,gpu,node,stream,pass,name,kind,dim,collective,micro_batch,layer,start_us,end_us,duration_us,flops,bytes,algorithm,"
-      "protocol,m,n,k,batch,comm_sms,model_bytes,math_us,memory_us,overhead_us,waves,tflops,efficiency,bound\n";
+      "protocol,m,n,k,batch,comm_sms,split_k,model_bytes,math_us,memory_us,overhead_us,waves,tflops,efficiency,bound\n";
   if (!r.feasible) return out;
   for (std::size_t i = 0; i < r.program.ops.size(); ++i) {
     const auto& op = r.program.ops[i];
@@ -312,14 +313,14 @@ std::string ops_csv(const RunContext& c) {
                        tm.end * 1e6, (tm.end - tm.start) * 1e6, op.flops, op.bytes, algo, proto);
     // The compute model's result (estimate_compute): shape, parts of the time, achieved rate, bound.
     if (comm || i >= r.op_compute.size()) {
-      out += ",,,,,,,,,,,,,\n";
+      out += ",,,,,,,,,,,,,,\n";
       continue;
     }
     const ComputeEstimate& e = r.op_compute[i];
     const bool shaped = op.m > 0;
-    out += fmt::format(",{},{},{},{},{},{:.0f},{:.3f},{:.3f},{:.3f},{},{:.1f},{:.4f},{}\n", shaped ? std::to_string(op.m) : "",
+    out += fmt::format(",{},{},{},{},{},{},{:.0f},{:.3f},{:.3f},{:.3f},{},{:.1f},{:.4f},{}\n", shaped ? std::to_string(op.m) : "",
                        shaped ? std::to_string(op.n) : "", shaped ? std::to_string(op.k) : "", shaped ? std::to_string(op.batch) : "",
-                       op.comm_sms, e.bytes, e.math * 1e6, e.memory * 1e6, e.overhead * 1e6, e.waves > 0 ? fmt::format("{:.0f}", e.waves) : "",
+                       op.comm_sms, e.split_k, e.bytes, e.math * 1e6, e.memory * 1e6, e.overhead * 1e6, e.waves > 0 ? fmt::format("{:.0f}", e.waves) : "",
                        e.time > 0 ? op.flops / e.time / 1e12 : 0.0, e.efficiency, to_string(e.bound));
   }
   return out;

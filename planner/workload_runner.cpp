@@ -116,6 +116,7 @@ ComputeCalibration ComputeCalibration::load(const std::string& path, const std::
   const auto read = [&](const models::Fields& f) {
     f.reject_unknown({"gemm_efficiency", "gemm_tile_m", "gemm_tile_n", "gemm_k_overhead", "attention_efficiency",
                       "attention_backward_efficiency", "attention_seq_half", "attention_backward_seq_half", "attention_tile_m",
+                      "gemm_split_k_min",
                       "memory_efficiency", "kernel_overhead"});
     for (auto [key, slot] : {std::pair{"gemm_efficiency", &c.gemm_efficiency}, std::pair{"attention_efficiency", &c.attention_efficiency},
                              std::pair{"attention_backward_efficiency", &c.attention_backward_efficiency},
@@ -130,6 +131,7 @@ ComputeCalibration ComputeCalibration::load(const std::string& path, const std::
     }
     for (auto [key, slot, max, what] :
          {std::tuple{"gemm_k_overhead", &c.gemm_k_overhead, 65536.0, "elements of k"},
+          std::tuple{"gemm_split_k_min", &c.gemm_split_k_min, 65536.0, "elements of k"},
           std::tuple{"attention_seq_half", &c.attention_seq_half, 1e6, "tokens"},
           std::tuple{"attention_backward_seq_half", &c.attention_backward_seq_half, 1e6, "tokens"}}) {
       if (!f.has(key)) continue;
@@ -175,23 +177,33 @@ ComputeEstimate estimate_compute(const ProgramOp& op, const models::GpuSpec& gpu
     const auto m = static_cast<double>(op.m), n = static_cast<double>(op.n), k = static_cast<double>(op.k);
     const auto batch = static_cast<double>(op.batch);
     // One tile: 2·tile_m·tile_n·k FLOPs on one SM at peak/sms × gemm_efficiency × the k-loop
-    // efficiency; every wave of tiles takes one tile's time (NVIDIA, "Matrix Multiplication
-    // Background User's Guide": tile and wave quantization).
-    const double k_eff = k / (k + c.gemm_k_overhead);
-    double best = std::numeric_limits<double>::infinity(), best_waves = 0;
+    // efficiency k/(k + k0); every wave of tiles takes one tile's time (NVIDIA, "Matrix
+    // Multiplication Background User's Guide": tile and wave quantization). When the tiles
+    // cannot fill the SMs (decode, narrow shards), the k loop is split into slices of at least
+    // gemm_split_k_min (cuBLAS / CUTLASS split-K), the split count being the fastest one; the
+    // fp32 partial tiles are written and read once more.
+    double best = std::numeric_limits<double>::infinity(), best_waves = 0, best_split = 1;
     for (const auto& [tm, tn] : {std::pair{c.gemm_tile_m, c.gemm_tile_n}, std::pair{c.gemm_tile_n, c.gemm_tile_m}}) {
       const double tiles = ceil_div(m, tm) * ceil_div(n, tn) * batch;
-      const double waves = usable > 0 ? ceil_div(tiles, usable) : tiles;
+      const double max_split =
+          usable > 0 && tiles < usable ? std::clamp(std::floor(k / std::max(1.0, c.gemm_split_k_min)), 1.0, 256.0) : 1.0;
       const double rate = usable > 0 ? peak / gpu.sms : peak;  // per SM, or the whole GPU per tile
-      const double t = waves * 2.0 * tm * tn * k / (rate * c.gemm_efficiency * k_eff);
-      if (t < best) {
-        best = t;
-        best_waves = usable > 0 ? waves : 0;
+      for (double split = 1; split <= max_split; ++split) {
+        const double k_split = std::ceil(k / split);
+        const double waves = usable > 0 ? ceil_div(tiles * split, usable) : tiles;
+        // k_split / (rate · eff · k_split/(k_split + k0)) = (k_split + k0) / (rate · eff)
+        const double t = waves * 2.0 * tm * tn * (k_split + c.gemm_k_overhead) / (rate * c.gemm_efficiency);
+        if (t < best) {
+          best = t;
+          best_waves = usable > 0 ? waves : 0;
+          best_split = split;
+        }
       }
     }
     r.math = best;
     r.waves = best_waves;
-    r.bytes = (m * k + k * n + m * n) * models::dtype_bytes(dtype) * batch;
+    r.bytes = (m * k + k * n + m * n) * models::dtype_bytes(dtype) * batch + m * n * 4.0 * 2.0 * (best_split - 1) * batch;
+    r.split_k = static_cast<int>(best_split);
   } else if (op.kind == ProgramOpKind::Attention && op.flops > 0) {
     const bool bwd = op.pass == models::Pass::Backward;
     const double a = bwd ? c.attention_backward_efficiency : c.attention_efficiency;

@@ -66,6 +66,9 @@ struct ComputeCalibration {
   /// k-loop overhead, elements of k: a tile's main loop runs at k / (k + gemm_k_overhead) of
   /// its full rate (pipeline prologue and epilogue), in [0, 65536].
   double gemm_k_overhead = 0.0;
+  /// Smallest k slice of a split-K GEMM, elements, in [0, 65536]: a GEMM with fewer tiles than
+  /// SMs splits its k loop into 1 to floor(k / gemm_split_k_min) slices (at most 256), the fastest.
+  double gemm_split_k_min = 256.0;
   /// FlashAttention forward (also Recompute) and backward: fraction of the dense peak for long
   /// sequences, in [0.01, 1]; falls as n / (n + seq_half) with n key tokens per sequence.
   double attention_efficiency = 0.5;
@@ -98,6 +101,7 @@ struct ComputeEstimate {
   double overhead = 0;    ///< seconds, kernel_overhead
   double bytes = 0;       ///< HBM bytes the model charged
   double waves = 0;       ///< thread-block waves (GEMM, attention with a shape); 0 otherwise
+  int split_k = 1;        ///< GEMM: k-loop splits (1 = none)
   double efficiency = 0;  ///< op FLOPs / (time × dense peak); 0 for ops without FLOPs
   ComputeBound bound = ComputeBound::None;
 };
@@ -105,9 +109,11 @@ struct ComputeEstimate {
 /// Time of one compute op (Gemm, Attention, Memory) on `gpu`:
 /// * Gemm with a shape (m, n, k, batch): tiles = ceil(m/tile_m)·ceil(n/tile_n)·batch (the
 ///   tile's transpose too; the faster is taken, as cuBLAS's heuristic picks a kernel), waves =
-///   ceil(tiles / (sms − comm_sms)); math = waves · 2·tile_m·tile_n·k / (peak/sms ·
-///   gemm_efficiency · k/(k + gemm_k_overhead)); bytes = (m·k + k·n + m·n)·e·batch with e the
-///   dtype's bytes (fp8 1, bf16/fp16 2, fp32 4). This is the tile and wave quantization of
+///   ceil(tiles·split / (sms − comm_sms)); math = waves · 2·tile_m·tile_n·(k/split +
+///   gemm_k_overhead) / (peak/sms · gemm_efficiency), i.e. k/(k + gemm_k_overhead) is the k-loop
+///   efficiency; split = 1, or when tiles < SMs the fastest of 1 .. floor(k/gemm_split_k_min)
+///   (at most 256) with k/split rounded up (split-K); bytes = (m·k + k·n + m·n)·e·batch with e the dtype's
+///   bytes (fp8 1, bf16/fp16 2, fp32 4), plus the fp32 partials m·n·4·2·(split − 1)·batch. This is the tile and wave quantization of
 ///   NVIDIA's "Matrix Multiplication Background User's Guide". Without sms (0) tiles are not
 ///   grouped into waves.
 /// * Attention with a shape (m queries, n keys, k head dim, batch = sequences × heads):

@@ -135,10 +135,28 @@ TEST_CASE("compute model: communication kernels beside a GEMM take SMs from its 
   const auto e = estimate_compute(op, h100(), calibration(), "bf16");
   CHECK(e.waves == 2);
   CHECK(e.math == Approx(2 * kTile4096).epsilon(1e-12));
-  // A GEMM of 8 tiles loses nothing to 20 SMs: 1 wave either way.
+}
+
+TEST_CASE("compute model: a GEMM with fewer tiles than SMs splits its k loop", "[compute]") {
+  // m = 1 (decode), n = 3072, k = 4096: 128x256 tiles: 1·12 = 12; splits 1 .. 4096/256 = 16,
+  // time ∝ ceil(12·s/132)·(ceil(4096/s) + 128): s = 11 gives 1·(373 + 128) = 501, the least
+  // (s = 16: 2·384 = 768; s = 10: 410 + 128 = 538); math = 2·128·256·501 / (989e12/132 · 0.8) =
+  // 5.48 us. (256x128: 24 tiles, best s = 5: 820 + 128 is slower.) Partials: 1·3072·4·2·10 bytes.
+  const auto e = estimate_compute(gemm(1, 3072, 4096), h100(), calibration(), "bf16");
+  CHECK(e.split_k == 11);
+  CHECK(e.waves == 1);
+  CHECK(e.math == Approx(2.0 * 128 * 256 * 501 / (989e12 / 132 * 0.8)).epsilon(1e-12));
+  CHECK(e.bytes == (1.0 * 4096 + 4096.0 * 3072 + 1.0 * 3072) * 2 + 3072.0 * 4 * 2 * 10);
+  CHECK(e.bound == ComputeBound::Memory);  // 25.2 MB of weights: 9.4 us
+  // 8 tiles (m = 256, n = 1024): s = 16 -> 128 blocks, one wave, k 256: 2·128·256·384/(rate·0.8);
+  // with 20 SMs taken by communication (112 left), s = 16 needs 2 waves (768): s = 14 -> 112
+  // blocks, k 293: (293 + 128) = 421.
   ProgramOp small = gemm(256, 1024, 4096);
+  CHECK(estimate_compute(small, h100(), calibration(), "bf16").math == Approx(2.0 * 128 * 256 * 384 / (989e12 / 132 * 0.8)).epsilon(1e-12));
   small.comm_sms = 20;
-  CHECK(estimate_compute(small, h100(), calibration(), "bf16").math == Approx(kTile4096).epsilon(1e-12));
+  const auto c = estimate_compute(small, h100(), calibration(), "bf16");
+  CHECK(c.split_k == 14);
+  CHECK(c.math == Approx(2.0 * 128 * 256 * 421 / (989e12 / 132 * 0.8)).epsilon(1e-12));
 }
 
 TEST_CASE("compute model: FlashAttention efficiency falls with short sequences and partial waves", "[compute]") {
@@ -241,7 +259,7 @@ TEST_CASE("compute calibration: bad values are input errors", "[compute]") {
   for (const std::string bad :
        {"gemm_efficiency: 1.2", "attention_backward_efficiency: 0", "memory_efficiency: 0.001", "gemm_tile_m: 4",
         "gemm_tile_n: 2048", "attention_tile_m: 7.5", "gemm_k_overhead: -1", "gemm_k_overhead: 1e6", "attention_seq_half: -5",
-        "attention_backward_seq_half: 2e6", "kernel_overhead: 2ms", "gemm_tiles: 128", "sms: 100"}) {
+        "attention_backward_seq_half: 2e6", "kernel_overhead: 2ms", "gemm_split_k_min: -1", "gemm_tiles: 128", "sms: 100"}) {
     INFO(bad);
     CHECK_THROWS_AS(load(bad), models::InputError);
   }
@@ -325,10 +343,15 @@ TEST_CASE("compute model: a 1.7B layer at TP1 is less efficient than a 145.6B la
     INFO("micro-batch " << mb);
     const LayerEfficiency small = layer_efficiency(gpt(24, 2304, 24), 1, mb, "A100-SXM4-80GB");
     const LayerEfficiency large = layer_efficiency(gpt(80, 12288, 96), 8, mb, "A100-SXM4-80GB");
-    WARN("1.7B TP1 layer: " << small.model << " (old " << small.old << "); 145.6B TP8 layer: " << large.model << " (old " << large.old
+    INFO("1.7B TP1 layer: " << small.model << " (old " << small.old << "); 145.6B TP8 layer: " << large.model << " (old " << large.old
                             << ")");
+    // Budget: a layer reaches at least the published whole-step figure and at most 30 points
+    // more (the model gives 0.61 / 0.68 and 0.70 / 0.75 at micro-batch 1 / 4).
     CHECK(small.model >= 0.44);
+    CHECK(small.model <= 0.44 + 0.30);
     CHECK(large.model >= 0.47);
-    CHECK(small.model < large.model);
+    CHECK(large.model <= 0.47 + 0.30);
+    // The small model's deficit: published 44/47 = 0.936; the model 0.88 (mb 1) and 0.90 (mb 4).
+    CHECK(small.model / large.model == Approx(44.0 / 47.0).epsilon(0.08));
   }
 }
