@@ -210,7 +210,7 @@ LinkSpec Catalog::parse_link(const Resolved& r) const {
 GpuSpec Catalog::parse_gpu(const Resolved& r) const {
   const Fields& f = r.fields;
   f.reject_unknown({"base", "name", "source", "vendor", "arch", "bf16_flops", "fp8_flops", "hbm_capacity",
-                    "hbm_bandwidth", "scaleup", "host_link"});
+                    "hbm_bandwidth", "sms", "scaleup", "host_link"});
   GpuSpec spec;
   spec.name = r.name;
   spec.vendor = f.string("vendor");
@@ -219,6 +219,7 @@ GpuSpec Catalog::parse_gpu(const Resolved& r) const {
   spec.fp8_flops = f.quantity("fp8_flops", Quantity::FlopRate, false, 0.0);
   spec.hbm_capacity = f.quantity("hbm_capacity", Quantity::Bytes, true);
   spec.hbm_bandwidth = f.quantity("hbm_bandwidth", Quantity::Bandwidth, true);
+  spec.sms = f.count("sms", 1, 4096, 0);  // largest GPUs have a few hundred (MI300X: 304 CUs)
   if (const auto scaleup = f.optional_map("scaleup")) {
     scaleup->reject_unknown({"link", "links"});
     spec.scaleup_link = link(*scaleup, "link");

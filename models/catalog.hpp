@@ -63,6 +63,11 @@ struct GpuSpec {
   double fp8_flops = 0.0;          ///< dense FP8 peak, FLOP per second; 0 when unsupported
   double hbm_capacity = 0.0;       ///< bytes
   double hbm_bandwidth = 0.0;      ///< bytes per second
+  /// Streaming multiprocessors (NVIDIA SMs, AMD compute units) that run GEMM / attention
+  /// thread blocks; the compute model's wave quantization divides work into waves of this many
+  /// tiles (planner/workload_runner.hpp). 0 = unknown (no wave quantization). Catalog key
+  /// `sms`, from the architecture whitepaper named in the entry's `source`.
+  int sms = 0;
   std::optional<LinkSpec> scaleup_link;  ///< NVLink generation or xGMI; none for PCIe-only GPUs
   int scaleup_links = 0;           ///< number of scale-up links (18 NVLink4 on H100)
   LinkSpec host_link;              ///< PCIe generation of the host interface (x16)

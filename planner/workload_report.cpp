@@ -39,6 +39,11 @@ double mean_dim(const std::vector<StageBreakdown>& st, bool exposed, ParallelDim
   return st.empty() ? 0 : s / static_cast<double>(st.size());
 }
 
+int gpu_sms(const RunContext& c, models::DeviceId gpu) {
+  const int node = c.cluster.topology.device(gpu).node;
+  return c.cluster.spec.groups[static_cast<std::size_t>(c.cluster.node_group[static_cast<std::size_t>(node)])].node.gpu.sms;
+}
+
 std::string link_name(const models::Topology& t, models::LinkId id) {
   return t.name(t.link_source(id)) + " -> " + t.name(t.link_target(id));
 }
@@ -111,9 +116,12 @@ std::string run_summary(const RunContext& c) {
     out += fmt::format("# layout: {}; decode of {} per DP replica, context {} + {} generated tokens, {}\n", layout(s),
                        plural(w.batch_size, "sequence"), w.context_length, w.generated_tokens, w.dtype);
   }
-  out += fmt::format("# model: {} ({:.2f} B parameters, {:.2f} B active); roofline at {:.0f} % GEMM, {:.0f} % attention, {:.0f} % HBM efficiency\n",
-                     m.name, m.total_params() / 1e9, m.active_params() / 1e9, 100 * r.compute.gemm_efficiency,
-                     100 * r.compute.attention_efficiency, 100 * r.compute.memory_efficiency);
+  const auto& cc = r.compute;
+  out += fmt::format("# model: {} ({:.2f} B parameters, {:.2f} B active)\n", m.name, m.total_params() / 1e9, m.active_params() / 1e9);
+  out += fmt::format("# compute model: GEMM {:.0f} % of peak per {}x{} tile (k-loop overhead {:g}), attention {:.0f} / {:.0f} % "
+                     "(fwd / bwd), HBM {:.0f} %, {} per kernel\n",
+                     100 * cc.gemm_efficiency, cc.gemm_tile_m, cc.gemm_tile_n, cc.gemm_k_overhead, 100 * cc.attention_efficiency,
+                     100 * cc.attention_backward_efficiency, 100 * cc.memory_efficiency, seconds(cc.kernel_overhead));
   out += "\n";
   // Memory first: it decides feasibility.
   std::size_t worst = 0;
@@ -207,9 +215,21 @@ std::string report_json(const RunContext& c) {
   j["layout"] = {{"tp", s.tp}, {"pp", s.pp}, {"dp", s.dp}, {"cp", s.cp}, {"ep", s.ep}, {"sequence_parallel", s.sequence_parallel},
                  {"zero_stage", s.zero_stage}, {"pipeline_schedule", s.pipeline_schedule}, {"virtual_stages", s.virtual_stages},
                  {"micro_batches", r.micro_batches}};
-  j["compute_calibration"] = {{"gemm_efficiency", r.compute.gemm_efficiency}, {"attention_efficiency", r.compute.attention_efficiency},
-                               {"memory_efficiency", r.compute.memory_efficiency}, {"kernel_overhead_s", r.compute.kernel_overhead},
-                               {"source", r.compute.source}};
+  const auto& cc = r.compute;
+  j["compute_calibration"] = {{"gemm_efficiency", cc.gemm_efficiency},
+                               {"gemm_tile_m", cc.gemm_tile_m},
+                               {"gemm_tile_n", cc.gemm_tile_n},
+                               {"gemm_k_overhead", cc.gemm_k_overhead},
+                               {"gemm_split_k_min", cc.gemm_split_k_min},
+                               {"attention_efficiency", cc.attention_efficiency},
+                               {"attention_backward_efficiency", cc.attention_backward_efficiency},
+                               {"attention_seq_half", cc.attention_seq_half},
+                               {"attention_backward_seq_half", cc.attention_backward_seq_half},
+                               {"attention_tile_m", cc.attention_tile_m},
+                               {"memory_efficiency", cc.memory_efficiency},
+                               {"kernel_overhead_s", cc.kernel_overhead},
+                               {"sms", r.stage_gpu.empty() ? 0 : gpu_sms(c, r.stage_gpu.front())},
+                               {"source", cc.source}};
   j["feasible"] = r.feasible;
   ordered_json mem = ordered_json::array();
   for (const auto& f : r.memory) {
@@ -268,7 +288,7 @@ std::string ops_csv(const RunContext& c) {
   const auto& t = c.cluster.topology;
   std::string out =
       "op,stage,gpu,node,stream,pass,name,kind,dim,collective,micro_batch,layer,start_us,end_us,duration_us,flops,bytes,algorithm,"
-      "protocol\n";
+      "protocol,m,n,k,batch,comm_sms,split_k,model_bytes,math_us,memory_us,overhead_us,waves,tflops,efficiency,bound\n";
   if (!r.feasible) return out;
   for (std::size_t i = 0; i < r.program.ops.size(); ++i) {
     const auto& op = r.program.ops[i];
@@ -286,11 +306,22 @@ std::string ops_csv(const RunContext& c) {
       proto = r.comm_costs[static_cast<std::size_t>(r.op_comm[i])].protocol;
     }
     const auto& tm = r.timing[i];
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.6g},{:.0f},{},{}\n", i, stage, t.name(gpu),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.6g},{:.0f},{},{}", i, stage, t.name(gpu),
                        t.device(gpu).node, models::to_string(op.stream), models::to_string(op.pass), op.name, kind,
                        comm ? std::string(models::to_string(op.dim)) : std::string(),
                        comm ? std::string(models::to_string(op.collective)) : std::string(), op.micro_batch, op.layer, tm.start * 1e6,
                        tm.end * 1e6, (tm.end - tm.start) * 1e6, op.flops, op.bytes, algo, proto);
+    // The compute model's result (estimate_compute): shape, parts of the time, achieved rate, bound.
+    if (comm || i >= r.op_compute.size()) {
+      out += ",,,,,,,,,,,,,,\n";
+      continue;
+    }
+    const ComputeEstimate& e = r.op_compute[i];
+    const bool shaped = op.m > 0;
+    out += fmt::format(",{},{},{},{},{},{},{:.0f},{:.3f},{:.3f},{:.3f},{},{:.1f},{:.4f},{}\n", shaped ? std::to_string(op.m) : "",
+                       shaped ? std::to_string(op.n) : "", shaped ? std::to_string(op.k) : "", shaped ? std::to_string(op.batch) : "",
+                       op.comm_sms, e.split_k, e.bytes, e.math * 1e6, e.memory * 1e6, e.overhead * 1e6, e.waves > 0 ? fmt::format("{:.0f}", e.waves) : "",
+                       e.time > 0 ? op.flops / e.time / 1e12 : 0.0, e.efficiency, to_string(e.bound));
   }
   return out;
 }
