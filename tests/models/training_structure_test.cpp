@@ -6,18 +6,28 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "models/workload/builder.hpp"
 #include "models/workload/program.hpp"
 #include "models/workload/transformer.hpp"
+#include "planner/cost_model.hpp"
+#include "planner/workload_runner.hpp"
+#include "test_support.hpp"
 #include "workload_support.hpp"
 
+using namespace ccsim;
 using namespace ccsim::models;
 using namespace ccsim::test::workload;
 
@@ -118,6 +128,45 @@ TEST_CASE("training: expert buckets pad over the expert-data-parallel group", "[
     }
   }
   CHECK(experts == 1);
+}
+
+TEST_CASE("runner: DP 3 and DP 48 layouts with the distributed optimizer run (issue 10 fault 1)", "[training-structure]") {
+  // Issue 10's case: Llama-3-8B on 3 × dgx-h100, TP8 DP3, ZeRO-1 exited 1 with "no algorithm
+  // implements ReduceScatter at 525338624 bytes"; and DP 48 over 6 nodes (TP1), ZeRO-2, odd
+  // micro-batch (3) with overlapped reduction and gathers. Both must simulate: every DP
+  // ReduceScatter / AllGather size a multiple of the group size (× 1-byte elements here).
+  struct Case {
+    int nodes, tp, dp, zero, mb;
+    bool sp, overlap;
+  };
+  for (const Case c : {Case{3, 8, 3, 1, 1, true, false}, Case{6, 1, 48, 2, 3, false, true}}) {
+    INFO("tp " << c.tp << " dp " << c.dp << " zero " << c.zero);
+    const std::string yaml = fmt::format(
+        "cluster:\n  nodes:\n    - node: dgx-h100\n      count: {}\n  fabric:\n    kind: fat-tree\n    wiring: rail-optimized\n"
+        "workload:\n  model: llama-3-8b\n  phase: training_step\n  sequence_length: 2048\n  micro_batch_size: {}\n"
+        "  global_batch_size: {}\n  recompute: full\nstrategy:\n  tp: {}\n  dp: {}\n  sequence_parallel: {}\n  zero_stage: {}\n"
+        "  overlap_grad_reduce: {}\n  overlap_param_gather: {}\n",
+        c.nodes, c.mb, c.mb * c.dp, c.tp, c.dp, c.sp, c.zero, c.overlap, c.overlap);
+    const auto path = std::filesystem::temp_directory_path() / fmt::format("ccsim-training-structure-{}-{}.yaml", ::getpid(), c.dp);
+    { std::ofstream(path) << yaml; }
+    const models::Scenario sc = models::load_scenario(path.string(), test::shipped_catalog());
+    std::filesystem::remove(path);
+    const models::Cluster cl = models::build_cluster(sc.cluster);
+    const planner::CostModel costs = planner::CostModel::load(planner::CostModel::default_path());
+    const planner::ComputeCalibration compute =
+        planner::ComputeCalibration::load(planner::ComputeCalibration::default_path(), cl.spec.groups.front().node.gpu.name);
+    planner::WorkloadRunner runner(sc, cl, costs, compute, "analytic");
+    const planner::WorkloadResult r = runner.run();
+    REQUIRE(r.feasible);
+    CHECK(r.step_time > 0);
+    int dp_ops = 0;
+    for (const auto& op : r.program.ops) {
+      if (op.kind != ProgramOpKind::Collective || op.dim != ParallelDim::DP) continue;
+      ++dp_ops;
+      CHECK(std::fmod(op.bytes, static_cast<double>(c.dp)) == 0.0);
+    }
+    CHECK(dp_ops >= 2);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
