@@ -239,7 +239,7 @@ WorkloadSpec parse_workload(const Fields& w) {
 
 StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   s.reject_unknown({"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "zero_stage", "pipeline_schedule",
-                    "virtual_stages", "microbatch_group_size_per_vp_stage", "order", "algorithms", "tp_comm_overlap", "overlap_param_gather", "grad_reduce_dtype", "bucket_params"});
+                    "virtual_stages", "microbatch_group_size_per_vp_stage", "order", "algorithms", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "grad_reduce_dtype", "bucket_params"});
   StrategySpec spec;
   spec.tp = s.count("tp", 1, kMaxGpus, 1);
   spec.pp = s.count("pp", 1, kMaxGpus, 1);
@@ -268,6 +268,7 @@ StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   if (spec.zero_stage > 3) throw s.error("zero_stage", "a ZeRO stage of 0, 1, 2 or 3");
   spec.tp_comm_overlap = s.boolean("tp_comm_overlap", false);
   if (spec.tp_comm_overlap && spec.tp == 1) throw s.error("tp_comm_overlap", "false when tp is 1 (there is no TP communication)");
+  spec.overlap_grad_reduce = s.boolean("overlap_grad_reduce", false);
   spec.overlap_param_gather = s.boolean("overlap_param_gather", false);
   if (spec.overlap_param_gather && spec.zero_stage != 1 && spec.zero_stage != 2) {
     throw s.error("overlap_param_gather", "false unless zero_stage is 1 or 2 (the distributed optimizer gathers parameters after the step)");
@@ -462,6 +463,7 @@ std::string effective_yaml(const Scenario& sc) {
     if (s.pipeline_schedule == "interleaved") n["microbatch_group_size_per_vp_stage"] = s.microbatch_group_size_per_vp_stage;
     n["order"] = s.order;
     n["tp_comm_overlap"] = s.tp_comm_overlap;
+    n["overlap_grad_reduce"] = s.overlap_grad_reduce;
     n["overlap_param_gather"] = s.overlap_param_gather;
     n["grad_reduce_dtype"] = s.grad_reduce_dtype;
     n["bucket_params"] = s.bucket_params;

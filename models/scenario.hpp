@@ -61,7 +61,8 @@ struct StrategySpec {
   std::string order = "tp-cp-ep-pp-dp";  ///< rank placement, innermost first (Megatron's default)
   std::map<std::string, std::string> algorithms;  ///< collective -> algorithm ("auto" by default)
   std::map<std::string, SourceLocation> algorithm_locations;  ///< where each choice was written (for errors)
-  bool tp_comm_overlap = false;          ///< TP collectives overlap the next GEMM (Megatron --tp-comm-overlap); exposed otherwise
+  bool tp_comm_overlap = false;          ///< TP collectives pipelined with their GEMMs as Transformer Engine's userbuffers do (Megatron --tp-comm-overlap; needs sequence_parallel)
+  bool overlap_grad_reduce = false;      ///< DP gradient buckets reduce during the last micro-batch's backward (Megatron --overlap-grad-reduce; default False: after the backward)
   bool overlap_param_gather = false;     ///< ZeRO-1/2: parameter AllGathers overlap the next step's forward (Megatron --overlap-param-gather)
   std::string grad_reduce_dtype = "fp32";///< gradient reduction precision: fp32 (Megatron's default main grads) | bf16
   std::int64_t bucket_params = 0;        ///< DP gradient bucket, parameters; 0 = Megatron's max(40M, 1M·dp)

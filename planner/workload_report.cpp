@@ -56,6 +56,7 @@ std::string layout(const models::StrategySpec& s) {
   if (s.zero_stage > 0) out += fmt::format(", ZeRO-{}", s.zero_stage);
   if (s.pp > 1) out += s.pipeline_schedule == "interleaved" ? fmt::format(", interleaved 1F1B ({} chunks/stage)", s.virtual_stages) : ", 1F1B";
   if (s.tp_comm_overlap) out += ", TP overlap";
+  if (s.overlap_grad_reduce) out += ", grad reduce overlapped";
   if (s.overlap_param_gather) out += ", param gather overlapped";
   return out;
 }

@@ -3,12 +3,18 @@
 //
 // The communication follows the standard Megatron-LM / vLLM scheme of
 // shared/reference/models.md (b micro-batch, s sequence, h hidden, e bytes per element,
-// t = TP, p = PP): per layer 2 TP AllReduces of b·s·h·e forward and 2 backward (ReduceScatter
-// + AllGather of the same size with sequence parallelism); PP sends b·s·h·e per micro-batch per
-// stage boundary each way; DP reduces the stage's gradients in buckets during the last
-// micro-batch's backward (AllReduce, or ReduceScatter + parameter AllGather for ZeRO-1/2, plus
-// per-layer parameter AllGathers for ZeRO-3); EP AlltoAll dispatch and combine of T·k·h·e per
-// MoE layer per direction; CP passes K and V around the CP ring (cp − 1 hops) per layer.
+// t = TP, p = PP): per layer 2 TP AllReduces of b·s·h·e forward (ReduceScatter + AllGather
+// with sequence parallelism); the backward runs layers in reverse, MLP before attention, each
+// linear as a data-gradient and a weight-gradient GEMM, with the TP collectives where autograd
+// puts them (column-parallel input gradients AllReduced beside the wgrad GEMM; with SP the
+// row-parallel output gradients all-gathered, the column-parallel inputs re-gathered and their
+// gradients reduce-scattered); with tp_comm_overlap the GEMMs are chunked as Transformer
+// Engine's userbuffers do it. PP sends b·s·h·e per micro-batch per stage boundary each way. DP
+// reduces gradients in Megatron-Core's buckets (padded to lcm(dp, 128) elements with the
+// distributed optimizer), during the last micro-batch's backward with overlap_grad_reduce or
+// after the backward without (AllReduce, or ReduceScatter + parameter AllGathers for ZeRO-1/2,
+// plus per-layer parameter AllGathers for ZeRO-3); EP AlltoAll dispatch and combine of T·k·h·e
+// per MoE layer per direction; CP passes K and V around the CP ring (cp − 1 hops) per layer.
 // Inference (vLLM): 2 TP AllReduces per layer plus 1 after the vocab-parallel embedding, of
 // N_tok·h·e; the logits are gathered to TP rank 0; PP sends hidden states and residual.
 

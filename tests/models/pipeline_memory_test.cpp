@@ -101,10 +101,11 @@ TEST_CASE("build_program: pipeline schedules build without deadlock, one slot's 
           s.virtual_stages = v;
         }
         const Program p = build(m, training("llama-2-7b", 1, 128, mbs), s);
-        // Every layer runs forward and backward once per micro-batch: count the "qkv" GEMMs.
+        // Every layer runs forward and backward once per micro-batch: count the "qkv" GEMMs
+        // (forward) and their data-gradient GEMMs (backward).
         std::map<std::pair<int, Pass>, int> qkv;  // (layer, pass)
         for (const auto& op : p.ops)
-          if (op.name == "qkv") ++qkv[{op.layer, op.pass}];
+          if (op.name == "qkv" || op.name == "qkv-dgrad") ++qkv[{op.layer, op.pass}];
         CHECK(qkv.size() == 64U);
         for (const auto& [key, n] : qkv) CHECK(n == mbs);
         // Each op depends only on earlier ops (Program::add enforces it) and ops stay on their rank.

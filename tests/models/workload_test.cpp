@@ -117,7 +117,7 @@ TEST_CASE("training: TP, PP and DP messages of Llama-2-7B match the closed forms
     for (int zero : {0, 1, 2})
       for (const char* g : {"fp32", "bf16"}) cases.push_back({sp, zero, g, 0, false, "none"});
   cases.push_back({false, 0, "fp32", 300'000'000, false, "none"});  // several layers per DP bucket
-  cases.push_back({true, 1, "fp32", 150'000'000, true, "none"});    // overlap: same messages
+  cases.push_back({true, 1, "fp32", 150'000'000, false, "none"});   // (TP overlap: training_structure_test.cpp)
   cases.push_back({true, 1, "fp32", 0, false, "selective"});        // selective: no TP traffic added
   for (const auto& c : cases) {
     INFO("sp " << c.sequence_parallel << " zero " << c.zero_stage << " grads " << c.grad_dtype << " bucket "
@@ -130,12 +130,15 @@ TEST_CASE("training: TP, PP and DP messages of Llama-2-7B match the closed forms
     s.grad_reduce_dtype = c.grad_dtype;
     s.bucket_params = c.bucket_params;
     s.tp_comm_overlap = c.tp_comm_overlap;
+    s.overlap_grad_reduce = true;  // Megatron buckets only when it overlaps the reduction
     REQUIRE(micro_batches(w, s) == mbs);
     const Program p = build(m, w, s);
 
     // TP per stage, per micro-batch, per pass, inside layers (layer ≥ 0): 16 layers a stage,
-    // 2 AllReduces per layer (2·16 = 32), or with SP 2 ReduceScatters + 2 AllGathers (32 each),
-    // all of b·s·h·e.
+    // 2 AllReduces per layer (2·16 = 32), or with SP 2 ReduceScatters + 2 AllGathers (32 each)
+    // forward; backward the same plus, with SP, the column-parallel input re-gathered for the
+    // weight gradient (Megatron's LinearWithGradAccumulationAndAsyncCommunication.backward):
+    // 4 AllGathers a layer (64); all of b·s·h·e.
     std::map<std::string, int> tp;  // (stage, mb, pass, collective) -> count
     for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
       const ProgramOp& op = p.ops[i];
@@ -149,7 +152,7 @@ TEST_CASE("training: TP, PP and DP messages of Llama-2-7B match the closed forms
         for (Pass pass : {Pass::Forward, Pass::Backward}) {
           if (c.sequence_parallel) {
             expected[key(stage, pass, Collective::ReduceScatter, mb)] = 32;
-            expected[key(stage, pass, Collective::AllGather, mb)] = 32;
+            expected[key(stage, pass, Collective::AllGather, mb)] = pass == Pass::Backward ? 64 : 32;
           } else {
             expected[key(stage, pass, Collective::AllReduce, mb)] = 32;
           }
@@ -195,18 +198,20 @@ TEST_CASE("training: TP, PP and DP messages of Llama-2-7B match the closed forms
       // bucket, 5 + 1 = 6; 150M: 2 layers a bucket, 8 + 1 = 9).
       const double limit = c.bucket_params > 0 ? static_cast<double>(c.bucket_params) : 40e6;
       const std::size_t layers_per_bucket = static_cast<std::size_t>(std::ceil(limit / (kLlama2Layer / t)));
-      CHECK(buckets.size() == 16 / layers_per_bucket + 1);
+      // Stage 1 (pipeline rank > 0): Megatron turns bucketing off, one bucket.
+      CHECK(buckets.size() == (stage == 0 ? 16 / layers_per_bucket + 1 : 1));
       // No DP AllReduce with ZeRO, no ReduceScatter without.
       const Collective other = c.zero_stage == 0 ? Collective::ReduceScatter : Collective::AllReduce;
       CHECK(select(p, collective(ParallelDim::DP, other), stage).empty());
-      // ZeRO-1/2: one parameter AllGather of (stage parameters / t)·e after the optimizer.
+      // ZeRO-1/2: one parameter AllGather per bucket after the optimizer, (stage parameters /
+      // t)·e in all (the buckets need no padding here: every one is a multiple of 128 elements).
       const auto gather = select(p, collective(ParallelDim::DP, Collective::AllGather), stage);
       if (c.zero_stage == 0) {
         CHECK(gather.empty());
       } else {
-        REQUIRE(gather.size() == 1);
-        CHECK(p.ops[gather[0]].pass == Pass::Optimizer);
-        CHECK(p.ops[gather[0]].bytes == Approx(stage_params[static_cast<std::size_t>(stage)] * 2).margin(0.5));
+        REQUIRE(gather.size() == buckets.size());
+        for (auto id : gather) CHECK(p.ops[id].pass == Pass::Optimizer);
+        CHECK(total_bytes(p, gather) == Approx(stage_params[static_cast<std::size_t>(stage)] * 2).margin(0.5 * gather.size()));
       }
     }
   }
@@ -309,6 +314,7 @@ TEST_CASE("training: embedding and LM head TP collectives, forward and backward 
       expected[key(0, Pass::Forward, Collective::ReduceScatter)] = 4;
       expected[key(0, Pass::Backward, Collective::AllGather)] = 4;
       expected[key(1, Pass::Forward, Collective::AllGather)] = 4;
+      expected[key(1, Pass::Backward, Collective::AllGather)] = 4;  // input re-gathered for the wgrad
       expected[key(1, Pass::Backward, Collective::ReduceScatter)] = 4;
     } else {
       expected[key(0, Pass::Forward, Collective::AllReduce)] = 4;
@@ -376,18 +382,20 @@ TEST_CASE("training: Mixtral expert gradients reduce over the expert-data-parall
   StrategySpec s = strategy(2, 1, 4);
   s.ep = 2;
   s.zero_stage = 1;
+  s.overlap_grad_reduce = true;  // bucketed: 352M ≥ the 40M default, one bucket per layer
   const Program p = build(m, training("mixtral-8x7b", 1, 1024, 8), s);
   std::vector<std::uint32_t> expert;
   for (auto id : select(p, collective(ParallelDim::DP, Collective::ReduceScatter)))
     if (p.ops[id].expert) expert.push_back(id);
   CHECK(expert.size() == 32);
   CHECK(sizes(p, expert) == std::set<double>{1'409'286'144.0});
-  // The expert parameter AllGather after the optimizer: 32·352,321,536·2 B = 22,548,578,304.
+  // The expert parameter AllGathers after the optimizer, one per bucket: 32·352,321,536·2 B =
+  // 22,548,578,304 in all.
   std::vector<std::uint32_t> gathers;
   for (auto id : select(p, collective(ParallelDim::DP, Collective::AllGather)))
     if (p.ops[id].expert) gathers.push_back(id);
-  REQUIRE(gathers.size() == 1);
-  CHECK(p.ops[gathers[0]].bytes == Approx(22'548'578'304.0));
+  REQUIRE(gathers.size() == 32);
+  CHECK(total_bytes(p, gathers) == Approx(22'548'578'304.0));
 }
 
 TEST_CASE("training: Mixtral with EP, DP buckets and ZeRO-3 gathers hold this rank's experts only", "[workload]") {
@@ -465,30 +473,34 @@ TEST_CASE("decode: the attention reads the KV cache the memory footprint holds",
 // Pipeline schedules and the layer split
 
 TEST_CASE("training: overlapped parameter gathers move the ZeRO-1 AllGather to the step's start", "[workload]") {
-  // Llama-2-7B, t = 2, p = 1, dp = 4, ZeRO-1. Without overlap: one parameter AllGather of the
-  // stage's params / t · 2 B after the optimizer. With overlap_param_gather: the same bytes in
-  // buckets with no dependencies (they run first on the DP stream), and the first micro-batch's
-  // forward of every layer waits for its bucket.
+  // Llama-2-7B, t = 2, p = 1, dp = 4, ZeRO-1, overlap_grad_reduce (40M buckets: the LM head,
+  // each of the 32 layers and the embedding a bucket each, 34). Without overlap_param_gather:
+  // one parameter AllGather per bucket after the optimizer, the stage's params / t · 2 B in
+  // all. With it: the same bytes, the first bucket's gather with no dependency (the step's
+  // start), each later one dispatched when the previous bucket is first used; the first
+  // micro-batch's forward waits for them: the embedding, 32 layers and the LM head, 34 ops.
   const TransformerConfig m = load_transformer("llama-2-7b");
   StrategySpec s = strategy(2, 1, 4);
   s.zero_stage = 1;
+  s.overlap_grad_reduce = true;
   const WorkloadSpec w = training("llama-2-7b", 1, 2048, 8);
   const Program plain = build(m, w, s);
   s.overlap_param_gather = true;
   const Program overlapped = build(m, w, s);
   const auto gathers = [](const Program& p) { return select(p, collective(ParallelDim::DP, Collective::AllGather)); };
-  REQUIRE(gathers(plain).size() == 1);
-  const double total = plain.ops[gathers(plain)[0]].bytes;
+  REQUIRE(gathers(plain).size() == 34);
+  const double total = total_bytes(plain, gathers(plain));
   // 6,738,415,616 params / 2 · 2 B = 6,738,415,616 bytes.
   CHECK(total == Approx(6'738'415'616.0));
   const auto buckets = gathers(overlapped);
-  CHECK(buckets.size() > 1);
+  CHECK(buckets.size() == 34);
   CHECK(total_bytes(overlapped, buckets) == Approx(total).margin(0.5 * buckets.size()));
-  for (auto id : buckets) CHECK(overlapped.ops[id].deps.empty());
+  CHECK(overlapped.ops[buckets[0]].deps.empty());
+  for (std::size_t k = 1; k < buckets.size(); ++k) CHECK(overlapped.ops[buckets[k]].deps.front() == buckets[k - 1]);
   // Every layer's micro-batch-0 forward QKV GEMM waits (through its norm) on a gather.
   std::size_t waiting = 0;
   for (const auto& op : overlapped.ops)
     for (auto d : op.deps)
-      if (std::find(buckets.begin(), buckets.end(), d) != buckets.end()) ++waiting;
-  CHECK(waiting == 32);
+      if (op.kind != ProgramOpKind::Collective && std::find(buckets.begin(), buckets.end(), d) != buckets.end()) ++waiting;
+  CHECK(waiting == 34);
 }
