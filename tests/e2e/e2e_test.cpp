@@ -2,8 +2,7 @@
 // (tests/data/e2e/results.csv, families.csv, the row scenarios), checked against values worked
 // out by hand in the comments.
 
-#include <catch2/catch_approx.hpp>
-#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <set>
@@ -14,7 +13,6 @@
 #include "models/scenario.hpp"
 #include "test_support.hpp"
 
-using Catch::Approx;
 using namespace ccsim::e2e;
 
 TEST_CASE("fractional ranks share the mean rank among ties") {
