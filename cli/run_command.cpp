@@ -25,6 +25,8 @@ CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   c->add_option("scenario", o.scenario, "scenario file with cluster, workload and strategy sections")->required();
   c->add_option("--engine", o.engine, "analytic or flow (default: the scenario's simulation.engine)");
   c->add_option("--out", o.out, "directory for report.json, ops.csv, links.csv, trace.json, effective.yaml");
+  c->add_flag("--report-only", o.report_only,
+              "with --out: write report.json and effective.yaml only (ops.csv and trace.json of a large run take most of its time)");
   c->add_option("--calibration", o.calibration, "collective calibration table (default: scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
   c->add_option("--compute-calibration", o.compute_calibration,
                 "compute efficiency table (default: scenarios/calibration/compute.yaml)");
@@ -40,6 +42,9 @@ int run_run(const RunCliOptions& o) {
   if (!scenario.workload) {
     throw models::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim run",
                              "a scenario without one (use ccsim topo or ccsim collective for cluster-only scenarios)");
+  }
+  if (o.report_only && o.out.empty()) {
+    throw models::InputError({"<command line>", 0, 0}, "--report-only", "--out DIR as well (it selects the files --out writes)", "no --out");
   }
   // Check the output directory before spending time on the simulation.
   bool created = false;
@@ -97,9 +102,11 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
     std::error_code ec;
     if (fs::is_regular_file(fs::symlink_status(dir / "report.json", ec))) fs::remove(dir / "report.json", ec);
     models::write_file_atomic((dir / "effective.yaml").string(), models::effective_yaml(scenario));
-    models::write_file_atomic((dir / "ops.csv").string(), planner::ops_csv(ctx));
-    models::write_file_atomic((dir / "links.csv").string(), planner::links_csv(ctx));
-    models::write_file_atomic((dir / "trace.json").string(), planner::trace_json(ctx));
+    if (!o.report_only) {
+      models::write_file_atomic((dir / "ops.csv").string(), planner::ops_csv(ctx));
+      models::write_file_atomic((dir / "links.csv").string(), planner::links_csv(ctx));
+      models::write_file_atomic((dir / "trace.json").string(), planner::trace_json(ctx));
+    }
     models::write_file_atomic((dir / "report.json").string(), planner::report_json(ctx));
   }
   std::cout << summary;

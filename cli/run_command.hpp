@@ -1,5 +1,5 @@
 #pragma once
-// `ccsim run SCENARIO [--engine analytic|flow] [--out DIR]`: simulate one step of the
+// `ccsim run SCENARIO [--engine analytic|flow] [--out DIR [--report-only]]`: simulate one step of the
 // scenario's LLM workload (training step, prefill or decode) and report where the time goes.
 // Exit codes: 0 simulated, 2 bad input, 3 the layout does not fit in GPU memory (reported,
 // not simulated).
@@ -14,6 +14,7 @@ struct RunCliOptions {
   std::string scenario;
   std::string engine;  ///< empty: the scenario's simulation.engine
   std::string out;
+  bool report_only = false;  ///< --out writes report.json and effective.yaml only (no ops.csv, links.csv, trace.json)
   std::string calibration;
   std::string compute_calibration;
   std::string catalog;
