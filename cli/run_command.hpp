@@ -16,6 +16,7 @@ struct RunCliOptions {
   std::string out;
   std::string calibration;
   std::string compute_calibration;
+  std::string serving_calibration;  ///< empty: scenarios/calibration/serving.yaml (inference phases)
   std::string catalog;
 };
 
