@@ -7,8 +7,7 @@
 #include <set>
 #include <string>
 
-#include <catch2/catch_approx.hpp>
-#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch.hpp>
 
 #include "models/input_error.hpp"
 #include "models/scenario.hpp"
@@ -19,7 +18,6 @@
 #include "test_support.hpp"
 
 using namespace ccsim;
-using Catch::Approx;
 using planner::VllmAllReduce;
 using planner::VllmGroup;
 
