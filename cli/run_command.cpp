@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 static int simulate_and_write(const RunCliOptions& o, const models::Scenario& scenario);
 
 CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
-  CLI::App* c = app.add_subcommand("run", "simulate one step of the scenario's LLM workload (training step, prefill or decode)");
+  CLI::App* c = app.add_subcommand("run", "simulate one step of the scenario's LLM workload (training step, prefill or decode) or a batch of requests (serving)");
   c->add_option("scenario", o.scenario, "scenario file with cluster, workload and strategy sections")->required();
   c->add_option("--engine", o.engine, "analytic or flow (default: the scenario's simulation.engine)");
   c->add_option("--out", o.out, "directory for report.json, ops.csv, links.csv, trace.json, effective.yaml");
@@ -30,6 +30,8 @@ CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   c->add_option("--calibration", o.calibration, "collective calibration table (default: scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
   c->add_option("--compute-calibration", o.compute_calibration,
                 "compute efficiency table (default: scenarios/calibration/compute.yaml)");
+  c->add_option("--serving-calibration", o.serving_calibration,
+                "serving engine table for inference phases (default: scenarios/calibration/serving.yaml)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
   return c;
 }
@@ -77,6 +79,10 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
       o.compute_calibration.empty() ? planner::ComputeCalibration::default_path() : o.compute_calibration, gpu0.name);
   const std::string engine = o.engine.empty() ? scenario.simulation.engine : o.engine;
   planner::WorkloadRunner runner(scenario, cluster, costs, compute, engine);
+  if (scenario.workload->phase != "training_step") {
+    runner.set_serving(planner::ServingCalibration::load(
+        o.serving_calibration.empty() ? planner::ServingCalibration::default_path() : o.serving_calibration, gpu0.name));
+  }
 
   // Progress on stderr for runs longer than a second, when stderr is a terminal.
   const bool tty = ::isatty(2) != 0;

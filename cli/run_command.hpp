@@ -17,6 +17,7 @@ struct RunCliOptions {
   bool report_only = false;  ///< --out writes report.json and effective.yaml only (no ops.csv, links.csv, trace.json)
   std::string calibration;
   std::string compute_calibration;
+  std::string serving_calibration;  ///< empty: scenarios/calibration/serving.yaml (inference phases)
   std::string catalog;
 };
 

@@ -186,11 +186,11 @@ ClusterSpec parse_cluster(const Fields& root, const Catalog& catalog, const std:
 WorkloadSpec parse_workload(const Fields& w) {
   w.reject_unknown({"model", "phase", "sequence_length", "micro_batch_size", "global_batch_size", "batch_size",
                     "context_length", "generated_tokens", "dtype", "recompute", "recompute_method",
-                    "recompute_num_layers", "recompute_modules"});
+                    "recompute_num_layers", "recompute_modules", "input_len", "output_len"});
   WorkloadSpec spec;
   spec.model = w.string("model");
-  spec.phase = w.choice("phase", {"training_step", "prefill", "decode"}, "training_step");
-  const bool needs_sequence = spec.phase != "decode";
+  spec.phase = w.choice("phase", {"training_step", "prefill", "decode", "serving"}, "training_step");
+  const bool needs_sequence = spec.phase == "training_step" || spec.phase == "prefill";
   // Bounds keep every product of sizes far inside 64-bit integers and doubles' exact range.
   constexpr int kMaxTokens = 1 << 24;      // 16,777,216 tokens per sequence
   constexpr int kMaxBatch = 1 << 20;       // 1,048,576 sequences
@@ -200,6 +200,16 @@ WorkloadSpec parse_workload(const Fields& w) {
   spec.batch_size = w.count("batch_size", 1, kMaxBatch, 1);
   spec.context_length = w.count("context_length", 0, 1 << 28, 0);
   spec.generated_tokens = w.count("generated_tokens", 1, kMaxTokens, 1);
+  // phase serving: a batch of requests as vLLM's benchmark_latency.py runs it (--input-len,
+  // --output-len, --batch-size); TPOT needs at least one decode step after the first token.
+  if (spec.phase == "serving") {
+    spec.input_len = w.count("input_len", 1, kMaxTokens);
+    spec.output_len = w.count("output_len", 1, kMaxTokens);
+    if (spec.output_len < 2) throw w.error("output_len", "at least 2 tokens (TPOT needs a decode step after the first token)");
+  } else {
+    for (const char* key : {"input_len", "output_len"})
+      if (w.has(key)) throw w.error(key, "no input_len / output_len unless phase is serving (prefill: sequence_length; decode: context_length, generated_tokens)");
+  }
   spec.dtype = w.choice("dtype", {"bf16", "fp16", "fp8", "fp32"}, "bf16");
   spec.recompute = w.choice("recompute", {"none", "selective", "full"}, "none");
   // Megatron-Core TransformerConfig.__post_init__: recompute_method and recompute_num_layers
@@ -239,7 +249,8 @@ WorkloadSpec parse_workload(const Fields& w) {
 
 StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   s.reject_unknown({"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "zero_stage", "pipeline_schedule",
-                    "virtual_stages", "microbatch_group_size_per_vp_stage", "order", "algorithms", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "grad_reduce_dtype", "bucket_params"});
+                    "virtual_stages", "microbatch_group_size_per_vp_stage", "order", "algorithms", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "grad_reduce_dtype", "bucket_params",
+                    "disable_custom_all_reduce"});
   StrategySpec spec;
   spec.tp = s.count("tp", 1, kMaxGpus, 1);
   spec.pp = s.count("pp", 1, kMaxGpus, 1);
@@ -275,6 +286,7 @@ StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   }
   spec.grad_reduce_dtype = s.choice("grad_reduce_dtype", {"fp32", "bf16"}, "fp32");
   spec.bucket_params = s.integer("bucket_params", 0, 0);  // 0: Megatron's default
+  spec.disable_custom_all_reduce = s.boolean("disable_custom_all_reduce", false);
   spec.pipeline_schedule = s.choice("pipeline_schedule", {"1f1b", "interleaved"}, "1f1b");
   spec.virtual_stages = s.count("virtual_stages", 1, 1024, spec.pipeline_schedule == "interleaved" ? 2 : 1);
   if (spec.pipeline_schedule == "interleaved" && spec.virtual_stages < 2) {
@@ -435,6 +447,10 @@ std::string effective_yaml(const Scenario& sc) {
     n["batch_size"] = w.batch_size;
     n["context_length"] = w.context_length;
     n["generated_tokens"] = w.generated_tokens;
+    if (w.phase == "serving") {
+      n["input_len"] = w.input_len;
+      n["output_len"] = w.output_len;
+    }
     n["dtype"] = w.dtype;
     n["recompute"] = w.recompute;
     if (w.recompute == "full") {
@@ -467,6 +483,7 @@ std::string effective_yaml(const Scenario& sc) {
     n["overlap_param_gather"] = s.overlap_param_gather;
     n["grad_reduce_dtype"] = s.grad_reduce_dtype;
     n["bucket_params"] = s.bucket_params;
+    n["disable_custom_all_reduce"] = s.disable_custom_all_reduce;
     if (!s.algorithms.empty()) {
       YAML::Node a(YAML::NodeType::Map);
       for (const auto& [k, v] : s.algorithms) a[k] = v;

@@ -23,13 +23,15 @@ namespace ccsim::models {
 /// What to simulate. Used by `ccsim run` (training steps and inference phases).
 struct WorkloadSpec {
   std::string model;                     ///< scenarios/models entry or a path to a Hugging Face config.json
-  std::string phase = "training_step";   ///< training_step | prefill | decode
+  std::string phase = "training_step";   ///< training_step | prefill | decode | serving
   std::int64_t sequence_length = 0;      ///< tokens per sequence (prompt length for prefill)
   std::int64_t micro_batch_size = 1;     ///< sequences per micro-batch
   std::int64_t global_batch_size = 0;    ///< sequences per optimizer step (training); 0 = one micro-batch per DP rank
-  std::int64_t batch_size = 1;           ///< running sequences (decode)
+  std::int64_t batch_size = 1;           ///< running sequences (decode); requests admitted together (serving)
   std::int64_t context_length = 0;       ///< tokens already in the KV cache (decode)
   std::int64_t generated_tokens = 1;     ///< tokens to generate (decode)
+  std::int64_t input_len = 0;            ///< prompt tokens per request (serving; vLLM benchmarks' --input-len)
+  std::int64_t output_len = 0;           ///< tokens generated per request, ≥ 2 (serving; --output-len)
   std::string dtype = "bf16";            ///< bf16 | fp16 | fp8 | fp32
   std::string recompute = "none";        ///< none | selective | full (Megatron --recompute-granularity)
   /// full only: uniform | block (Megatron --recompute-method). uniform: every layer is
@@ -66,6 +68,7 @@ struct StrategySpec {
   bool overlap_param_gather = false;     ///< ZeRO-1/2: parameter AllGathers overlap the next step's forward (Megatron --overlap-param-gather)
   std::string grad_reduce_dtype = "fp32";///< gradient reduction precision: fp32 (Megatron's default main grads) | bf16
   std::int64_t bucket_params = 0;        ///< DP gradient bucket, parameters; 0 = Megatron's max(40M, 1M·dp)
+  bool disable_custom_all_reduce = false;///< inference: NCCL for every TP AllReduce (vLLM's engine argument of that name)
 };
 
 struct SimulationSpec {

@@ -113,9 +113,18 @@ std::string run_summary(const RunContext& c) {
   } else if (w.phase == "prefill") {
     out += fmt::format("# layout: {}; prefill of {} × {} tokens per DP replica, {}\n", layout(s), plural(w.micro_batch_size, "sequence"),
                        w.sequence_length, w.dtype);
+  } else if (w.phase == "serving") {
+    out += fmt::format("# layout: {}; {} per DP replica admitted together, input {} + output {} tokens each, {}\n", layout(s),
+                       plural(w.batch_size, "request"), w.input_len, w.output_len, w.dtype);
   } else {
     out += fmt::format("# layout: {}; decode of {} per DP replica, context {} + {} generated tokens, {}\n", layout(s),
                        plural(w.batch_size, "sequence"), w.context_length, w.generated_tokens, w.dtype);
+  }
+  if (w.phase != "training_step") {
+    const auto& sv = r.serving_calibration;
+    out += fmt::format("# serving engine: {} host overhead per prefill step, {} per decode step; TP AllReduce as vLLM picks it{}\n",
+                       seconds(sv.prefill_step_overhead), seconds(sv.decode_step_overhead),
+                       s.disable_custom_all_reduce ? " (custom all-reduce disabled: NCCL)" : " (custom all-reduce in a node, NCCL otherwise)");
   }
   const auto& cc = r.compute;
   out += fmt::format("# model: {} ({:.2f} B parameters, {:.2f} B active)\n", m.name, m.total_params() / 1e9, m.active_params() / 1e9);
@@ -151,6 +160,18 @@ std::string run_summary(const RunContext& c) {
     head.add_row({"TTFT (prefill)", seconds(step)});
     head.add_row({"prompt tokens/s", fmt::format("{:.0f}", r.program.tokens / step)});
     head.add_row({"MFU", fmt::format("{:.1f} %", 100 * r.mfu)});
+  } else if (r.serving) {
+    const auto& sv = *r.serving;
+    head.add_row({"end-to-end latency", seconds(sv.e2e)});
+    head.add_row({"TTFT (prefill step)", seconds(sv.ttft)});
+    head.add_row({"TPOT (mean)", seconds(sv.tpot)});
+    head.add_row({"output tokens/s", fmt::format("{:.0f}", sv.output_tokens_per_s * s.dp)});
+    head.add_row({"total tokens/s", fmt::format("{:.0f}", sv.total_tokens_per_s * s.dp)});
+    head.add_row({"prefill compute per GPU", seconds(sv.prefill_compute)});
+    head.add_row({"prefill exposed comm per GPU", seconds(sv.prefill_comm)});
+    for (const auto& d : sv.decode) head.add_row({fmt::format("decode step at context {:g}", d.context), seconds(d.step)});
+    head.add_row({"-- middle decode step --", ""});
+    head.add_row({"MFU", fmt::format("{:.2f} %", 100 * r.mfu)});
   } else {
     head.add_row({"TPOT (per output token)", seconds(step)});
     head.add_row({"output tokens/s", fmt::format("{:.0f}", r.program.tokens / step)});
@@ -163,6 +184,7 @@ std::string run_summary(const RunContext& c) {
   head.add_row({"communication per GPU", seconds(comm)});
   head.add_row({"  of which exposed", seconds(exposed)});
   head.add_row({"pipeline bubble / idle", seconds(mean(r.stages, &StageBreakdown::idle))});
+  if (w.phase != "training_step") head.add_row({"  of which engine overhead", seconds(r.engine_overhead)});
   out += head.render(0);
   out += "\n(per GPU figures: mean over pipeline stages; every GPU of a stage does the same work)\n\n";
 
@@ -243,6 +265,24 @@ std::string report_json(const RunContext& c) {
   j["step_time_s"] = r.step_time;
   if (w.phase == "prefill") j["ttft_s"] = r.step_time;
   if (w.phase == "decode") j["tpot_s"] = r.step_time;
+  if (w.phase != "training_step") {
+    const auto& sv = r.serving_calibration;
+    j["serving_calibration"] = {{"prefill_step_overhead_s", sv.prefill_step_overhead}, {"decode_step_overhead_s", sv.decode_step_overhead},
+                                {"custom_allreduce_launch_s", sv.custom_allreduce_launch},
+                                {"custom_allreduce_stage_s", sv.custom_allreduce_stage}, {"source", sv.source}};
+    j["engine_overhead_s"] = r.engine_overhead;
+  }
+  if (r.serving) {
+    // Request-level figures (vLLM benchmark terms); the step figures below are the middle decode step's.
+    const auto& sv = *r.serving;
+    ordered_json points = ordered_json::array();
+    for (const auto& d : sv.decode) points.push_back({{"context", d.context}, {"step_s", d.step}});
+    j["serving"] = {{"batch_size", w.batch_size}, {"input_len", w.input_len}, {"output_len", w.output_len},
+                    {"e2e_latency_s", sv.e2e}, {"ttft_s", sv.ttft}, {"tpot_s", sv.tpot},
+                    {"output_tokens_per_s", sv.output_tokens_per_s * s.dp}, {"total_tokens_per_s", sv.total_tokens_per_s * s.dp},
+                    {"prefill_compute_s", sv.prefill_compute}, {"prefill_exposed_communication_s", sv.prefill_comm},
+                    {"decode_points", points}};
+  }
   j["tokens_per_s"] = r.program.tokens / r.step_time;
   j["mfu"] = r.mfu;
   j["model_flops"] = r.program.model_flops;

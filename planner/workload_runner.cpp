@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "models/yaml_fields.hpp"
+#include "planner/algorithms/vllm_allreduce.hpp"
 #include "sim/engine.hpp"
 
 namespace ccsim::planner {
@@ -304,6 +305,7 @@ CommCost WorkloadRunner::lower(const ProgramOp& op, int stage) {
     for (int r : ranks) out.push_back(gpus[static_cast<std::size_t>(r)]);
     return out;
   };
+  if (auto custom = lower_vllm_allreduce(op, group, others)) return *custom;
   CommCost cost;
   cost.group_size = static_cast<int>(group.size());
   cost.concurrent_groups = static_cast<int>(others.size());
@@ -379,12 +381,124 @@ CommCost WorkloadRunner::lower(const ProgramOp& op, int stage) {
   return cost;
 }
 
+std::optional<CommCost> WorkloadRunner::lower_vllm_allreduce(const ProgramOp& op, const std::vector<int>& group,
+                                                             const std::vector<std::vector<int>>& others) {
+  // vLLM's TP AllReduce (inference phases only; an explicit strategy.algorithms.allreduce
+  // choice means NCCL with that algorithm). vLLM's GroupCoordinator.all_reduce goes to the
+  // device communicator, which tries the custom all-reduce before PyNccl
+  // (vllm/distributed/device_communicators/cuda_communicator.py, CudaCommunicator.all_reduce).
+  const models::StrategySpec& s = *scenario_.strategy;
+  if (scenario_.workload->phase == "training_step" || op.kind != ProgramOpKind::Collective || op.dim != ParallelDim::TP ||
+      op.collective != models::Collective::AllReduce || algorithm_choice(s, op.collective)) {
+    return std::nullopt;
+  }
+  const models::Topology& topo = cluster_.topology;
+  const auto gpus = topo.gpus();
+  const auto gpu = [&](int r) { return gpus[static_cast<std::size_t>(r)]; };
+  VllmGroup g;
+  g.world_size = static_cast<int>(group.size());
+  g.disabled = s.disable_custom_all_reduce;
+  g.fully_connected = true;
+  g.p2p = true;
+  for (int a : group) {
+    g.same_node = g.same_node && topo.device(gpu(a)).node == topo.device(gpu(group.front())).node;
+    g.p2p = g.p2p && topo.device(gpu(a)).p2p;
+  }
+  // vLLM's is_fully_connected asks NVML whether every pair has an NVLink P2P path.
+  for (std::size_t i = 0; g.same_node && i < group.size(); ++i)
+    for (std::size_t j = i + 1; j < group.size(); ++j)
+      g.fully_connected = g.fully_connected && topo.route(gpu(group[i]), gpu(group[j])).path.type == models::PathType::Nvl;
+  g.p2p = g.p2p || g.fully_connected;
+  const auto bytes = static_cast<std::uint64_t>(op.bytes);
+  const VllmAllReduce kind = vllm_allreduce_choice(g, bytes);
+  if (kind == VllmAllReduce::Nccl) return std::nullopt;
+  const models::Schedule one = vllm_custom_allreduce(kind, g.world_size, bytes, 1);
+  const models::Schedule all = models::replicate(one, 1 + static_cast<int>(others.size()));
+  sim::Plan plan;
+  plan.schedule = &all;
+  for (int r : group) plan.rank_gpu.push_back(gpu(r));
+  for (const auto& o : others)
+    for (int r : o) plan.rank_gpu.push_back(gpu(r));
+  // Loads and stores over NVLink / P2P: the link efficiencies of NCCL's Simple protocol
+  // (bulk copies), no protocol wire overhead; latencies from serving.yaml.
+  plan.cost = costs_.params(Algorithm::Direct, Protocol::Simple, topo, gpu_spec(cluster_, plan.rank_gpu.front()).arch);
+  plan.cost.wire_factor = 1.0;
+  plan.cost.max_rate = std::numeric_limits<double>::infinity();
+  plan.cost.base_latency = serving_.custom_allreduce_launch;
+  plan.cost.step_latency.fill(serving_.custom_allreduce_stage);
+  const sim::Timeline tl = (chosen_ ? *chosen_ : *analytic_).run(plan);
+  CommCost cost;
+  cost.time = tl.makespan;
+  cost.algorithm = std::string(to_string(kind));
+  cost.protocol = "LD/ST";
+  cost.group_size = g.world_size;
+  cost.concurrent_groups = static_cast<int>(others.size());
+  cost.links = tl.links;
+  return cost;
+}
+
+WorkloadResult WorkloadRunner::run_serving(const std::function<void(std::size_t, std::size_t)>& progress) {
+  const models::WorkloadSpec& w = *scenario_.workload;
+  const auto sub = [&](const models::WorkloadSpec& spec) {
+    models::Scenario sc = scenario_;
+    sc.workload = spec;
+    WorkloadRunner runner(sc, cluster_, costs_, compute_, engine_);
+    runner.set_serving(serving_);
+    return runner.run(progress);
+  };
+  // Prefill: every prompt in one step (no chunked prefill), which samples the first token.
+  models::WorkloadSpec prefill = w;
+  prefill.phase = "prefill";
+  prefill.micro_batch_size = w.batch_size;
+  prefill.sequence_length = w.input_len;
+  // Decode step k (1 ≤ k ≤ output_len − 1) attends over input_len + k tokens; the builder
+  // costs attention at context_length + generated_tokens / 2.
+  const auto decode = [&](double context) {
+    models::WorkloadSpec d = w;
+    d.phase = "decode";
+    const double whole = std::floor(context);
+    d.context_length = static_cast<std::int64_t>(whole) - (whole == context ? 1 : 0);
+    d.generated_tokens = whole == context ? 2 : 1;
+    return d;
+  };
+  const double n = static_cast<double>(w.output_len - 1);
+  const double first = static_cast<double>(w.input_len) + 1.0;
+  const double last = static_cast<double>(w.input_len) + n;
+  const double middle = (first + last) / 2.0;
+  WorkloadResult p = sub(prefill);
+  if (!p.feasible) return p;
+  WorkloadResult d_last = sub(decode(last));
+  if (!d_last.feasible) return d_last;
+  const WorkloadResult d_first = sub(decode(first));
+  WorkloadResult out = sub(decode(middle));
+  ServingResult sr;
+  sr.ttft = p.step_time;
+  sr.decode = {{first, d_first.step_time}, {middle, out.step_time}, {last, d_last.step_time}};
+  sr.e2e = sr.ttft + sum_decode_steps(d_first.step_time, out.step_time, d_last.step_time, n);
+  sr.tpot = (sr.e2e - sr.ttft) / n;
+  const double batch = static_cast<double>(w.batch_size);
+  sr.output_tokens_per_s = batch * static_cast<double>(w.output_len) / sr.e2e;
+  sr.total_tokens_per_s = batch * static_cast<double>(w.input_len + w.output_len) / sr.e2e;
+  double compute = 0, comm = 0;
+  for (const auto& b : p.stages) {
+    compute += b.compute;
+    comm += b.exposed_total;
+  }
+  sr.prefill_compute = compute / static_cast<double>(p.stages.size());
+  sr.prefill_comm = comm / static_cast<double>(p.stages.size());
+  out.serving = sr;
+  out.memory = d_last.memory;  // the KV cache at its largest
+  return out;
+}
+
 WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::size_t)>& progress) {
   const models::WorkloadSpec& w = *scenario_.workload;
   const models::StrategySpec& s = *scenario_.strategy;
   const models::TransformerConfig& m = *scenario_.model;
   const models::Topology& topo = cluster_.topology;
+  if (w.phase == "serving") return run_serving(progress);
   WorkloadResult out;
+  out.serving_calibration = serving_;
   out.world = placement_.world();
   out.micro_batches = models::micro_batches(w, s);
   out.compute = compute_;
@@ -496,6 +610,11 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
   }
   if (processed != n) throw std::logic_error("the workload program deadlocks (a cycle between streams and dependencies)");
   for (const auto& t : out.timing) out.step_time = std::max(out.step_time, t.end);
+  // Inference: the serving engine's host work between steps (scheduler, input preparation,
+  // sampler, output processing), during which the GPU waits: counted in every stage's idle.
+  if (w.phase == "prefill") out.engine_overhead = serving_.prefill_step_overhead;
+  if (w.phase == "decode") out.engine_overhead = serving_.decode_step_overhead;
+  out.step_time += out.engine_overhead;
 
   // Per stage: compute busy time, communication and its exposed part, idle time.
   for (const auto& rank : p.ranks) {

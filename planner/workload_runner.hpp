@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -20,6 +21,7 @@
 #include "models/workload/program.hpp"
 #include "planner/collective_runner.hpp"
 #include "planner/cost_model.hpp"
+#include "planner/serving.hpp"
 
 namespace ccsim::planner {
 
@@ -180,6 +182,9 @@ struct WorkloadResult {
   int micro_batches = 1;
   ComputeCalibration compute;
   std::vector<ComputeEstimate> op_compute;       ///< per program op (compute ops; default for communication ops)
+  ServingCalibration serving_calibration;        ///< inference phases: engine overhead, custom all-reduce constants
+  double engine_overhead = 0;                    ///< seconds of host time per step (inference), in step_time and in each stage's idle
+  std::optional<ServingResult> serving;          ///< phase serving: the request-level result (the rest describes its middle decode step)
 };
 
 class WorkloadRunner {
@@ -189,15 +194,23 @@ class WorkloadRunner {
                  ComputeCalibration compute, std::string engine);
   /// Runs the step. `progress(done, total)` is called while lowering communication ops.
   WorkloadResult run(const std::function<void(std::size_t, std::size_t)>& progress = {});
+  /// The serving-engine figures for inference phases (default: ServingCalibration{}).
+  void set_serving(ServingCalibration serving) { serving_ = std::move(serving); }
 
  private:
   CommCost lower(const models::ProgramOp& op, int stage);
+  /// vLLM's custom all-reduce for an inference TP AllReduce when vLLM would pick it, else nullopt.
+  std::optional<CommCost> lower_vllm_allreduce(const models::ProgramOp& op, const std::vector<int>& group,
+                                               const std::vector<std::vector<int>>& others);
+  /// phase serving: one prefill step and decode steps at three contexts, each a run of its own.
+  WorkloadResult run_serving(const std::function<void(std::size_t, std::size_t)>& progress);
   ComputeEstimate compute_time(const models::ProgramOp& op, const models::GpuSpec& gpu) const;
 
   const models::Scenario& scenario_;
   const models::Cluster& cluster_;
   const CostModel& costs_;
   ComputeCalibration compute_;
+  ServingCalibration serving_;
   std::string engine_;
   Placement placement_;
   std::map<std::tuple<int, int, int, int, bool, double>, int> memo_;  // (dim, stage, collective, peer, expert, bytes) -> cost index
