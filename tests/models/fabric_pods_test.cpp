@@ -94,8 +94,8 @@ TEST_CASE("three-tier fat tree: pods, spines per pod, cores, bandwidth between p
   // spine -> leaf -> NIC -> PCIe switch -> GPU: 4 PCIe + 6 network hops; 16 x 1 x 16 = 256
   // equal-cost paths (source pod's spine, core, destination pod's spine). Against a GPU in
   // the other leaf of the same pod (rank 16): two more network links of 350 ns.
-  const auto& far = position(s, "other node, other leaf, other pod");
-  const auto& near = position(s, "other node, other leaf, same pod");
+  const auto& far = position(s, "other node, same rail, other leaf, other pod");
+  const auto& near = position(s, "other node, same rail, other leaf, same pod");
   CHECK(far.rank == 32);
   CHECK(near.rank == 16);
   CHECK(far.hops == near.hops + 2);
@@ -239,6 +239,16 @@ TEST_CASE("a DP AllReduce across pods is slower by the oversubscription's share"
     INFO(engine);
     const double inside = time({0, 1, 2, 3, 4, 5, 6, 7}, engine);
     const double across = time({0, 1, 2, 3, 8, 9, 10, 11}, engine);
-    CHECK(across / inside == Approx(2.0).epsilon(0.005));
+    CAPTURE(inside, across);
+    // Bandwidth terms: 1.75 x 2^30 B / 25 GB/s = 75.16 ms across, / 50 GB/s = 37.58 ms inside.
+    // Across, the 25 GB/s core share dominates: within 0.5 %. Inside, the per-chunk latencies
+    // of the step-level ring add 1.8 ms (4.7 %) at the NIC's full rate (measured: 39.36 ms),
+    // so the ratio is 1.91 rather than the bandwidth terms' 2.
+    const double s = 1.75 * static_cast<double>(1ULL << 30);
+    CHECK(across == Approx(s / 25e9).epsilon(0.005));
+    CHECK(inside == Approx(s / 50e9).epsilon(0.05));
+    CHECK(inside > s / 50e9);
+    CHECK(across / inside > 1.9);
+    CHECK(across / inside < 2.0);
   }
 }
