@@ -22,6 +22,25 @@
 //
 // Bisection of the natural halves (first half of the nodes against the second) is
 // (nodes/2) × per-node NIC bandwidth ÷ oversubscription when each half fills whole leaves.
+//
+// Three-tier fat tree (`nodes_per_pod` set): the nodes are cut into pods of `nodes_per_pod`
+// nodes (whole leaf groups). Each pod is a two-tier leaf/spine fabric as above with its own
+// `spines` spines (its leaves connect to its spines only); every spine of every pod connects
+// to every core switch. A spine's uplink bandwidth is its downlink bandwidth divided by
+// `pod_oversubscription`, shared evenly by the cores. This is the three-layer Clos of Meta's
+// Llama 3 RoCE clusters (Dubey et al. 2024, "The Llama 3 Herd of Models", arXiv 2407.21783,
+// section 3.3.1: ToR switches, "cluster switches" joining 192 racks into a 3,072-GPU pod at
+// full bisection, "aggregation switches" joining 8 pods into 24K GPUs at 1:7
+// oversubscription); here the cluster switches are the spines and the aggregation switches
+// the cores. A partly filled last pod is cabled as a full one (its spines keep the uplinks
+// of a full pod's), as a partly filled last leaf is.
+//
+//                      core0 ... coreC-1                    (tier 3)
+//                     /    |______|     |
+//          spine(p0,0)..spine(p0,S-1)   spine(p1,0)..       (tier 2, per pod)
+//               leaves of pod 0            leaves of pod 1    (tier 1)
+//
+// Bandwidth per GPU between pods: NIC bandwidth ÷ oversubscription ÷ pod_oversubscription.
 
 #include <optional>
 #include <vector>
@@ -50,13 +69,23 @@ struct FabricSpec {
   double oversubscription = 1.0;  ///< leaf downlink bandwidth ÷ uplink bandwidth (>= 1)
   FabricTier leaf;                ///< NIC <-> leaf (or the single switch)
   FabricTier spine;               ///< leaf <-> spine
+  /// Three tiers: nodes per pod, a multiple of nodes_per_leaf (0: two tiers, no pods).
+  int nodes_per_pod = 0;
+  int cores = 0;                       ///< core switches; 0: one per spine uplink port
+  double pod_oversubscription = 1.0;   ///< spine downlink bandwidth ÷ spine uplink (to the cores) bandwidth (>= 1)
+  FabricTier core;                     ///< spine <-> core
+
+  /// Pods of the fabric over `node_count` nodes: ceil(node_count / nodes_per_pod), 1 without pods.
+  int pods(int node_count) const;
 };
 
 std::string_view to_string(FabricKind kind);
 std::string_view to_string(Wiring wiring);
 
-/// Adds the fabric's switches and links for the NICs of `nodes`. Throws std::invalid_argument
-/// when nodes have NICs but the fabric is None and there is more than one node.
+/// Adds the fabric's switches and links for the NICs of `nodes`: leaves are tier 1, spines
+/// tier 2 (numbered pod by pod), cores tier 3. Throws std::invalid_argument when nodes have
+/// NICs but the fabric is None and there is more than one node, or when nodes_per_pod is not
+/// a multiple of nodes_per_leaf.
 void add_fabric(Topology& topology, const FabricSpec& spec, const std::vector<NodeDevices>& nodes);
 
 }  // namespace ccsim::models

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "models/hash.hpp"
+
 namespace ccsim::models {
 
 namespace {
@@ -34,17 +36,21 @@ Router::Router(const Cluster& cluster) : cluster_(cluster) {
   nic_uplink_.assign(t.num_devices(), kNoLink);
   leaf_up_.resize(t.num_devices());
   spine_down_.resize(t.num_devices());
+  spine_up_.resize(t.num_devices());
+  core_down_.resize(t.num_devices());
+  const auto put = [](std::vector<LinkId>& v, std::int32_t at, LinkId id) {
+    if (v.size() <= static_cast<std::size_t>(at)) v.resize(static_cast<std::size_t>(at) + 1, kNoLink);
+    v[static_cast<std::size_t>(at)] = id;
+  };
   for (LinkId id = 0; id < t.num_links(); ++id) {
     const Device& a = t.device(t.link_source(id));
     const Device& b = t.device(t.link_target(id));
     if (a.kind == DeviceKind::Nic && b.kind == DeviceKind::NetworkSwitch) nic_uplink_[t.link_source(id)] = id;
     if (a.kind == DeviceKind::NetworkSwitch && b.kind == DeviceKind::NetworkSwitch) {
       if (a.tier == 1 && b.tier == 2) leaf_up_[t.link_source(id)].push_back(id);
-      if (a.tier == 2 && b.tier == 1) {
-        auto& down = spine_down_[t.link_source(id)];
-        if (down.size() <= static_cast<std::size_t>(b.local)) down.resize(static_cast<std::size_t>(b.local) + 1, kNoLink);
-        down[static_cast<std::size_t>(b.local)] = id;
-      }
+      if (a.tier == 2 && b.tier == 1) put(spine_down_[t.link_source(id)], b.local, id);
+      if (a.tier == 2 && b.tier == 3) spine_up_[t.link_source(id)].push_back(id);
+      if (a.tier == 3 && b.tier == 2) put(core_down_[t.link_source(id)], b.local, id);
     }
   }
 }
@@ -102,9 +108,25 @@ const Path& Router::route(DeviceId src, DeviceId dst, std::uint64_t flow) {
     const DeviceId spine = t.link_target(to_spine);
     const auto& downs = spine_down_[spine];
     const auto leaf_b_local = static_cast<std::size_t>(t.device(leaf_b).local);
-    if (leaf_b_local >= downs.size() || downs[leaf_b_local] == kNoLink) return fallback(src, dst);
     links.push_back(to_spine);
-    links.push_back(downs[leaf_b_local]);
+    if (leaf_b_local < downs.size() && downs[leaf_b_local] != kNoLink) {
+      links.push_back(downs[leaf_b_local]);  // leaf b is in the spine's pod
+    } else {
+      // Another pod: up to a core, down to a spine of leaf b's pod (any of them reaches every
+      // core), each chosen by further bits of the flow hash.
+      const auto& to_cores = spine_up_[spine];
+      const auto& ups_b = leaf_up_[leaf_b];
+      if (to_cores.empty() || ups_b.empty()) return fallback(src, dst);
+      const std::uint64_t h = splitmix64(flow);
+      const LinkId to_core = to_cores[h % to_cores.size()];
+      const LinkId b_up = ups_b[(h / to_cores.size()) % ups_b.size()];
+      const auto& core_downs = core_down_[t.link_target(to_core)];
+      const auto spine_b_local = static_cast<std::size_t>(t.device(t.link_target(b_up)).local);
+      if (spine_b_local >= core_downs.size() || core_downs[spine_b_local] == kNoLink) return fallback(src, dst);
+      links.push_back(to_core);
+      links.push_back(core_downs[spine_b_local]);
+      links.push_back(Topology::reverse(b_up));
+    }
   }
   links.push_back(down);
   const Path& tail = local(d.nic, dst);

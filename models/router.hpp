@@ -3,8 +3,10 @@
 // about, at scale. Routes inside a node are computed once per node template and position and
 // shifted to other nodes of the same group (their devices and links are laid out
 // identically); routes between nodes are composed from the GPU -> NIC route, the NIC's leaf
-// link, a leaf-spine-leaf hop chosen among the ECMP spines by a flow hash, and the NIC ->
-// GPU route. Anything else falls back to Topology::route() with a cache.
+// link, a leaf-spine-leaf hop chosen among the ECMP spines by a flow hash (in a three-tier
+// fabric, between pods: leaf-spine-core-spine-leaf, the source pod's spine, the core and the
+// destination pod's spine each chosen by the flow hash), and the NIC -> GPU route. Anything
+// else falls back to Topology::route() with a cache.
 
 #include <cstdint>
 #include <unordered_map>
@@ -19,7 +21,7 @@ class Router {
   explicit Router(const Cluster& cluster);
 
   /// Path from device `src` to device `dst` (GPU, NIC or NVSwitch). `flow` selects among
-  /// equal-cost spine paths (flows with equal hashes take the same spine). The reference is
+  /// equal-cost spine (and core) paths (flows with equal hashes take the same switches). The reference is
   /// valid until the next call. Throws std::runtime_error when no path exists.
   const Path& route(DeviceId src, DeviceId dst, std::uint64_t flow = 0);
 
@@ -41,6 +43,8 @@ class Router {
   std::vector<LinkId> nic_uplink_;                 ///< per device: NIC -> leaf link (or ~0)
   std::vector<std::vector<LinkId>> leaf_up_;       ///< per device (leaf): links to each spine, spine order
   std::vector<std::vector<LinkId>> spine_down_;    ///< per device (spine): links to each leaf, indexed by leaf local
+  std::vector<std::vector<LinkId>> spine_up_;      ///< per device (spine): links to each core, core order
+  std::vector<std::vector<LinkId>> core_down_;     ///< per device (core): links to each spine, indexed by spine local
   std::unordered_map<std::uint64_t, Path> local_cache_;    ///< (group, local src, local dst) -> links relative to the node
   std::unordered_map<std::uint64_t, Path> fallback_cache_;
   Path scratch_;

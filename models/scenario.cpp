@@ -99,12 +99,14 @@ FabricTier parse_tier(const Fields& f, const Catalog& catalog) {
 }
 
 FabricSpec parse_fabric(const Fields& f, const Catalog& catalog) {
-  f.reject_unknown({"kind", "wiring", "nodes_per_leaf", "spines", "oversubscription", "leaf", "spine"});
+  f.reject_unknown({"kind", "wiring", "nodes_per_leaf", "spines", "oversubscription", "leaf", "spine", "nodes_per_pod",
+                    "cores", "pod_oversubscription", "core"});
   FabricSpec spec;
   const std::string kind = f.choice("kind", {"single-switch", "fat-tree"});
   spec.kind = kind == "fat-tree" ? FabricKind::FatTree : FabricKind::SingleSwitch;
   if (spec.kind == FabricKind::SingleSwitch) {
-    for (const char* key : {"wiring", "nodes_per_leaf", "spines", "oversubscription", "spine"}) {
+    for (const char* key : {"wiring", "nodes_per_leaf", "spines", "oversubscription", "spine", "nodes_per_pod", "cores",
+                            "pod_oversubscription", "core"}) {
       if (f.has(key)) throw f.error(key, "no '" + std::string(key) + "' key for a single-switch fabric (only kind and leaf)");
     }
   } else {
@@ -117,9 +119,31 @@ FabricSpec parse_fabric(const Fields& f, const Catalog& catalog) {
     const std::string expected = "a ratio of downlink to uplink bandwidth from 1 to 1000, such as 2 or 2:1";
     spec.oversubscription = f.ratio("oversubscription", 1.0, expected, 1.0);
     if (spec.oversubscription > kMaxOversubscription) throw f.error("oversubscription", expected);
+    // Third tier (pods of whole leaf groups under core switches): its keys need nodes_per_pod,
+    // and nodes_per_pod needs nodes_per_leaf and must be a multiple of it. Whether there is
+    // more than one pod is checked with the node count (parse_cluster).
+    if (f.has("nodes_per_pod")) {
+      spec.nodes_per_pod = f.count("nodes_per_pod", 1, kMaxNodes);
+      if (spec.nodes_per_leaf == 0) {
+        throw f.error("nodes_per_pod", "no 'nodes_per_pod' without 'nodes_per_leaf' (pods are made of whole leaf groups)");
+      }
+      if (spec.nodes_per_pod % spec.nodes_per_leaf != 0) {
+        throw f.error("nodes_per_pod", fmt::format("a multiple of nodes_per_leaf ({}): pods are made of whole leaf groups",
+                                                   spec.nodes_per_leaf));
+      }
+      spec.cores = f.count("cores", 1, kMaxSpines, 0);
+      const std::string pod_expected = "a ratio of spine downlink to uplink (core) bandwidth from 1 to 1000, such as 7 or 7:1";
+      spec.pod_oversubscription = f.ratio("pod_oversubscription", 1.0, pod_expected, 1.0);
+      if (spec.pod_oversubscription > kMaxOversubscription) throw f.error("pod_oversubscription", pod_expected);
+    } else {
+      for (const char* key : {"cores", "pod_oversubscription", "core"}) {
+        if (f.has(key)) throw f.error(key, "no '" + std::string(key) + "' key without 'nodes_per_pod' (a two-tier fat tree has no core tier)");
+      }
+    }
   }
   if (const auto leaf = f.optional_map("leaf")) spec.leaf = parse_tier(*leaf, catalog);
   if (const auto spine = f.optional_map("spine")) spec.spine = parse_tier(*spine, catalog);
+  if (const auto core = f.optional_map("core")) spec.core = parse_tier(*core, catalog);
   return spec;
 }
 
@@ -175,6 +199,29 @@ ClusterSpec parse_cluster(const Fields& root, const Catalog& catalog, const std:
                                      kMaxLeafSpineLinks),
                          fmt::format("{} leaves x {} spines = {}", leaves, spines, leaves * spines),
                          "set fewer spines, or more nodes_per_leaf");
+      }
+      if (spec.fabric.nodes_per_pod > 0) {
+        // Pods: more than one (one pod needs no core tier); a partly filled last pod is allowed
+        // and cabled as a full one. Every spine of every pod is cabled to every core.
+        const std::int64_t pods = (nodes + spec.fabric.nodes_per_pod - 1) / spec.fabric.nodes_per_pod;
+        if (pods < 2) {
+          throw fabric->error("nodes_per_pod",
+                              fmt::format("fewer nodes per pod than the cluster's {} nodes (one pod needs no core tier)", nodes));
+        }
+        const std::int64_t leaves_per_pod = spec.fabric.nodes_per_pod / per_leaf * (rail ? max_nics : 1);
+        const std::int64_t lanes = std::max<std::int64_t>(
+            1, std::llround(static_cast<double>(down_ports) / spec.fabric.oversubscription / static_cast<double>(spines)));
+        const std::int64_t cores =
+            spec.fabric.cores > 0 ? spec.fabric.cores
+                                  : std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(static_cast<double>(leaves_per_pod * lanes) /
+                                                                                                  spec.fabric.pod_oversubscription)));
+        if (pods * spines * cores > kMaxLeafSpineLinks) {
+          throw InputError(fabric->location(), c.key_path("fabric"),
+                           fmt::format("a fat tree of at most {} spine-core links (every spine is cabled to every core)",
+                                       kMaxLeafSpineLinks),
+                           fmt::format("{} pods x {} spines x {} cores = {}", pods, spines, cores, pods * spines * cores),
+                           "set fewer spines or cores, or more nodes_per_pod");
+        }
       }
     }
   } else if (spec.total_nodes() > 1) {

@@ -182,7 +182,7 @@ std::string Topology::name(DeviceId id) const {
     case DeviceKind::PcieSwitch: return fmt::format("node{}/pcie{}", d.node, d.local);
     case DeviceKind::Cpu: return fmt::format("node{}/cpu{}", d.node, d.local);
     case DeviceKind::Nic: return fmt::format("node{}/nic{}", d.node, d.local);
-    case DeviceKind::NetworkSwitch: return fmt::format("{}{}", d.tier == 1 ? "leaf" : "spine", d.local);
+    case DeviceKind::NetworkSwitch: return fmt::format("{}{}", d.tier == 1 ? "leaf" : d.tier == 2 ? "spine" : "core", d.local);
     case DeviceKind::Memory: return fmt::format("node{}/mem{}", d.node, d.local);
   }
   return "?";

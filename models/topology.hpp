@@ -42,7 +42,7 @@ struct Device {
   std::int32_t node = -1;          ///< node (server) index; -1 for network switches
   std::int32_t local = 0;          ///< index among devices of its kind in its node, or in its tier
   std::int32_t rail = -1;          ///< NIC: its rail; GPU: the rail of its nearest NIC
-  std::int32_t tier = 0;           ///< network switch: 1 = leaf, 2 = spine
+  std::int32_t tier = 0;           ///< network switch: 1 = leaf, 2 = spine, 3 = core
   DeviceId cpu = kNoDevice;        ///< GPU, NIC, PCIe switch: the CPU socket above it
   DeviceId pcie_switch = kNoDevice;///< GPU, NIC: the PCIe switch it hangs from
   DeviceId nic = kNoDevice;        ///< GPU: its nearest NIC (same PCIe switch when possible)

@@ -16,7 +16,7 @@ namespace ccsim::models {
 namespace {
 
 std::string role_name(const Device& d) {
-  if (d.kind == DeviceKind::NetworkSwitch) return d.tier == 1 ? "leaf" : "spine";
+  if (d.kind == DeviceKind::NetworkSwitch) return d.tier == 1 ? "leaf" : d.tier == 2 ? "spine" : "core";
   return std::string(to_string(d.kind));
 }
 
@@ -79,6 +79,8 @@ std::string position_of(const Cluster& c, DeviceId a, DeviceId b) {
   if (da.rail >= 0 && da.rail == db.rail) label += ", same rail";
   else if (da.rail >= 0 && db.rail >= 0) label += ", other rail";
   label += la != kNoDevice && la == lb ? ", same leaf" : ", other leaf";
+  const FabricSpec& f = c.spec.fabric;
+  if (f.pods(static_cast<int>(c.nodes.size())) > 1) label += da.node / f.nodes_per_pod == db.node / f.nodes_per_pod ? ", same pod" : ", other pod";
   return label;
 }
 
@@ -100,12 +102,34 @@ TopologySummary summarize(const Cluster& c) {
   s.fabric = std::string(to_string(f.kind));
   if (f.kind == FabricKind::FatTree) {
     int leaves = 0, spines = 0;
+    int cores = 0;
     for (DeviceId d = 0; d < t.num_devices(); ++d) {
       if (t.device(d).kind != DeviceKind::NetworkSwitch) continue;
-      (t.device(d).tier == 1 ? leaves : spines) += 1;
+      (t.device(d).tier == 1 ? leaves : t.device(d).tier == 2 ? spines : cores) += 1;
     }
     s.fabric += fmt::format(", {}, {} leaves, {} spines, oversubscription {}:1", to_string(f.wiring), leaves, spines,
                             f.oversubscription);
+    const int pods = f.pods(s.nodes);
+    if (pods > 1) {
+      s.pods = pods;
+      s.nodes_per_pod = f.nodes_per_pod;
+      s.fabric += fmt::format("; {} pods of {} nodes, {} cores, pod oversubscription {}:1", pods, f.nodes_per_pod, cores,
+                              f.pod_oversubscription);
+      // Out of pod 0 (a full pod: only the last may be partial): its spines' core links.
+      const int spines_per_pod = spines / pods;
+      double up = 0;
+      for (LinkId id = 0; id < t.num_links(); ++id) {
+        const Device& a = t.device(t.link_source(id));
+        const Device& b = t.device(t.link_target(id));
+        if (a.kind == DeviceKind::NetworkSwitch && a.tier == 2 && b.kind == DeviceKind::NetworkSwitch && b.tier == 3 &&
+            a.local < spines_per_pod) {
+          up += t.link(id).bandwidth;
+        }
+      }
+      int pod_gpus = 0;
+      for (int n = 0; n < std::min(f.nodes_per_pod, s.nodes); ++n) pod_gpus += static_cast<int>(c.nodes[static_cast<std::size_t>(n)].gpus.size());
+      s.between_pods_per_gpu = pod_gpus > 0 ? up / pod_gpus : 0.0;
+    }
   }
 
   // Node groups and injection bandwidth (from the group's first node).
@@ -271,6 +295,10 @@ std::string render_text(const TopologySummary& s) {
                        std::to_string(g.nics_per_node)});
   }
   out += injection.render();
+  if (s.pods > 1) {
+    out += fmt::format("\nbetween pods, per GPU (per direction): {}  [{} pods of {} nodes; spine-core links of a full pod ÷ its GPUs]\n",
+                       format_bandwidth(s.between_pods_per_gpu), s.pods, s.nodes_per_pod);
+  }
 
   if (!s.halves.empty()) {
     out += fmt::format("\nbisection bandwidth (max-flow, per direction): {}  [{}]\n", format_bandwidth(s.bisection), s.halves);
@@ -320,6 +348,11 @@ nlohmann::json to_json(const TopologySummary& s) {
   j["bisection_Bps"] = s.bisection;
   if (s.nodes == 1) j["bisection_scaleup_Bps"] = s.bisection_scaleup;
   j["halves"] = s.halves;
+  if (s.pods > 1) {
+    j["pods"] = s.pods;
+    j["nodes_per_pod"] = s.nodes_per_pod;
+    j["between_pods_per_gpu_Bps"] = s.between_pods_per_gpu;
+  }
   j["paths_from_gpu0"] = json::array();
   for (const auto& p : s.positions) {
     j["paths_from_gpu0"].push_back({{"position", p.position}, {"rank", p.rank}, {"device", p.device},

@@ -67,6 +67,11 @@ struct TopologySummary {
   double bisection = 0;          ///< bytes/s per direction, max-flow between the halves
   double bisection_scaleup = 0;  ///< the same over scale-up links only (single-node clusters)
   std::string halves;            ///< "nodes 0-63 | nodes 64-127" or "GPUs 0-3 | GPUs 4-7"
+  int pods = 0;                  ///< pods of a three-tier fat tree (0: no pods)
+  int nodes_per_pod = 0;
+  /// bytes/s per direction per GPU out of a full pod: the spine-core bandwidth of pod 0
+  /// divided by its GPUs (0 without pods)
+  double between_pods_per_gpu = 0;
   std::vector<PositionSummary> positions;
 };
 

@@ -1,0 +1,1 @@
+topo scenarios/h100-24k-3tier.yaml
