@@ -168,7 +168,11 @@ ComputeEstimate estimate_compute(const ProgramOp& op, const models::GpuSpec& gpu
   ComputeEstimate r;
   if (op.flops <= 0 && op.bytes <= 0) return r;
   const bool fp8 = dtype == "fp8" && gpu.fp8_flops > 0;
-  const double peak = fp8 ? gpu.fp8_flops : gpu.bf16_flops;
+  // FP8 training and serving with Transformer Engine run the linear layers' GEMMs in FP8 but the
+  // attention core in BF16: FP8 dot-product attention is off by default (TE recipe
+  // DelayedScaling(fp8_dpa=False); NeMo / Megatron-Core `fp8_dot_product_attention` False).
+  // MFU's denominator stays the FP8 peak, as NeMo reports it.
+  const double peak = fp8 && op.kind != ProgramOpKind::Attention ? gpu.fp8_flops : gpu.bf16_flops;
   // SMs left to this kernel when communication kernels run beside it (TE userbuffers).
   const int usable = gpu.sms > 0 ? std::max(1, gpu.sms - std::max(0, op.comm_sms)) : 0;
   const bool shaped = op.m > 0 && op.n > 0 && op.k > 0 && op.batch > 0;

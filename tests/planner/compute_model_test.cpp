@@ -182,6 +182,10 @@ TEST_CASE("compute model: FlashAttention efficiency falls with short sequences a
   op.pass = models::Pass::Backward;
   CHECK(estimate_compute(op, h100(), calibration(), "bf16").math ==
         Approx(op.flops / (989e12 * 0.582 * 2048.0 / 2468.0 * 512.0 / 528.0)).epsilon(1e-12));
+  // FP8 training (Transformer Engine, fp8_dpa off by default) runs the attention core in BF16:
+  // the same time as with bf16, at the 989 TFLOP/s BF16 peak, not the 1979 FP8 one.
+  CHECK(estimate_compute(op, h100(), calibration(), "fp8").math ==
+        Approx(op.flops / (989e12 * 0.582 * 2048.0 / 2468.0 * 512.0 / 528.0)).epsilon(1e-12));
   // A 512-token sequence: 0.663 · 512/719 of the peak, fewer blocks: ceil(512/128)·32 = 128, one
   // wave of 132 SMs (fill 128/132).
   op.pass = models::Pass::Forward;
@@ -346,12 +350,17 @@ TEST_CASE("compute model: a 1.7B layer at TP1 is less efficient than a 145.6B la
     INFO("1.7B TP1 layer: " << small.model << " (old " << small.old << "); 145.6B TP8 layer: " << large.model << " (old " << large.old
                             << ")");
     // Budget: a layer reaches at least the published whole-step figure and at most 30 points
-    // more (the model gives 0.61 / 0.68 and 0.70 / 0.75 at micro-batch 1 / 4).
+    // more (the model gives 0.58 and 0.69 at micro-batch 1).
     CHECK(small.model >= 0.44);
     CHECK(small.model <= 0.44 + 0.30);
     CHECK(large.model >= 0.47);
     CHECK(large.model <= 0.47 + 0.30);
-    // The small model's deficit: published 44/47 = 0.936; the model 0.88 (mb 1) and 0.90 (mb 4).
-    CHECK(small.model / large.model == Approx(44.0 / 47.0).epsilon(0.08));
+    // The small model's deficit: published 44/47 = 0.936 for the whole step. With separate
+    // dgrad and wgrad GEMMs (each paying its own waves and kernel overhead) the layers give
+    // 0.84 (mb 1) and about 0.87 (mb 4); the whole simulated steps of the e2e rows sc21-1.7b and
+    // sc21-145.6b (tests/data/e2e) give 173 / 178 TFLOP/s = 0.97. Budget: the small layer is
+    // less efficient, by at most 20 %.
+    CHECK(small.model / large.model < 1.0);
+    CHECK(small.model / large.model >= 0.80);
   }
 }
