@@ -250,6 +250,10 @@ WorkloadSpec parse_workload(const Fields& w) {
   // phase serving: a batch of requests as vLLM's benchmark_latency.py runs it (--input-len,
   // --output-len, --batch-size); TPOT needs at least one decode step after the first token.
   if (spec.phase == "serving") {
+    // The prefill and decode steps of a request batch take their lengths from input_len and
+    // output_len; the single-step keys would be silently ignored.
+    for (const char* key : {"sequence_length", "context_length", "generated_tokens"})
+      if (w.has(key)) throw w.error(key, "no sequence_length / context_length / generated_tokens when phase is serving (use input_len and output_len)");
     spec.input_len = w.count("input_len", 1, kMaxTokens);
     spec.output_len = w.count("output_len", 1, kMaxTokens);
     if (spec.output_len < 2) throw w.error("output_len", "at least 2 tokens (TPOT needs a decode step after the first token)");
@@ -330,6 +334,10 @@ StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   spec.overlap_param_gather = s.boolean("overlap_param_gather", false);
   if (spec.overlap_param_gather && spec.zero_stage != 1 && spec.zero_stage != 2) {
     throw s.error("overlap_param_gather", "false unless zero_stage is 1 or 2 (the distributed optimizer gathers parameters after the step)");
+  }
+  // Megatron-LM validate_args: "--overlap-grad-reduce should be turned on when using --overlap-param-gather".
+  if (spec.overlap_param_gather && !spec.overlap_grad_reduce) {
+    throw s.error("overlap_param_gather", "false unless overlap_grad_reduce is true (Megatron-LM asserts --overlap-grad-reduce with --overlap-param-gather)");
   }
   spec.grad_reduce_dtype = s.choice("grad_reduce_dtype", {"fp32", "bf16"}, "fp32");
   spec.bucket_params = s.integer("bucket_params", 0, 0);  // 0: Megatron's default
@@ -483,7 +491,7 @@ std::string effective_yaml(const Scenario& sc) {
     if (path && sc.model) model = sc.model->source_path;
     n["model"] = model;
     n["phase"] = w.phase;
-    n["sequence_length"] = w.sequence_length;
+    if (w.phase != "serving") n["sequence_length"] = w.sequence_length;
     n["micro_batch_size"] = w.micro_batch_size;
     // The effective global batch of a training step (0 in the file means one micro-batch per
     // DP rank); inference phases have none (the key accepts only sizes of at least 1).
@@ -492,8 +500,10 @@ std::string effective_yaml(const Scenario& sc) {
                                                        : w.micro_batch_size * (sc.strategy ? sc.strategy->dp : 1);
     }
     n["batch_size"] = w.batch_size;
-    n["context_length"] = w.context_length;
-    n["generated_tokens"] = w.generated_tokens;
+    if (w.phase != "serving") {
+      n["context_length"] = w.context_length;
+      n["generated_tokens"] = w.generated_tokens;
+    }
     if (w.phase == "serving") {
       n["input_len"] = w.input_len;
       n["output_len"] = w.output_len;

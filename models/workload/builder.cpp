@@ -91,6 +91,10 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
                            fmt::format("a sequence length whose CP shard divides by tp = {} (sequence parallelism splits it)", s.tp)};
     }
   }
+  if (w.phase == "training_step" && s.disable_custom_all_reduce) {
+    return LayoutProblem{"strategy", "disable_custom_all_reduce",
+                         "false for a training step (vLLM's custom all-reduce is an inference path; training uses NCCL)"};
+  }
   if (s.tp_comm_overlap && !s.sequence_parallel) {
     // Megatron-LM asserts it (megatron/training/arguments.py, validate_args: "Tensor parallel
     // communication/GEMM overlap can happen only when sequence parallelism is enabled").
@@ -720,8 +724,8 @@ class StageBuilder {
   /// attention block, each linear as a data-gradient and a weight-gradient GEMM (see
   /// row_backward / column_backward for the TP communication), the attention core at
   /// kAttentionBackwardFactor × its forward FLOPs, element-wise ops at
-  /// kElementwiseBackwardFactor × their forward bytes. `rc` Selective recomputes the attention
-  /// core (forward) just before its backward. Returns the last op: the input norm's backward,
+  /// kElementwiseBackwardFactor × their forward bytes. `rc` Selective recomputes each module of
+  /// the workload's recompute_modules (forward) just before its backward. Returns the last op: the input norm's backward,
   /// after which all the layer's gradients are written.
   std::uint32_t layer_backward(int mb, int l, double tokens, double context, std::uint32_t dep,
                                const std::vector<std::uint32_t>& extra_deps, LayerRecompute rc) {
@@ -732,6 +736,16 @@ class StageBuilder {
     std::vector<std::uint32_t> d{dep};
     d.insert(d.end(), extra_deps.begin(), extra_deps.end());
     std::vector<std::uint32_t> cur;
+    // Selective recomputation (Megatron-Core --recompute-modules): each listed module's
+    // forward runs again just before its backward (TransformerLayer / MLP / MoELayer checkpoint
+    // the module's forward; layernorm, moe_act and mla_up_proj use CheckpointWithoutOutput).
+    const auto recomputes = [&](const char* mod) {
+      return rc == LayerRecompute::Selective &&
+             std::find(w_.recompute_modules.begin(), w_.recompute_modules.end(), std::string(mod)) != w_.recompute_modules.end();
+    };
+    const auto norm_recompute = [&](std::vector<std::uint32_t> deps) {
+      return compute(ProgramOpKind::Memory, Pass::Recompute, "norm", 0, kElementwisePerHidden / 2 * act / sp_, mb, l, std::move(deps));
+    };
     if (m_.is_moe_layer(l)) {
       const auto& moe = *m_.moe;
       const double expert_params = static_cast<double>(m_.expert_params());
@@ -739,6 +753,25 @@ class StageBuilder {
       const double shared = moe.shared_experts;
       const double local = std::max(1.0, static_cast<double>(moe.experts) / s_.ep);
       const double routed = tokens * k * h * e_ / t;
+      if (recomputes("moe")) {
+        // The whole MoE block's forward: router, dispatch, experts (one grouped GEMM), combine.
+        std::uint32_t r = gemm(Pass::Recompute, "router", tokens, moe.experts, h, 1, h * moe.experts * e_, mb, l, d);
+        if (s_.ep > 1) r = comm(ParallelDim::EP, Collective::AlltoAll, Pass::Recompute, "ep-dispatch", routed, mb, l, {r});
+        r = gemm(Pass::Recompute, "experts", tokens * (k + shared) / local, expert_params / h / t, h, local,
+                 (static_cast<double>(moe.experts) / s_.ep + shared) * expert_params * e_ / t, mb, l, {r});
+        if (s_.ep > 1) r = comm(ParallelDim::EP, Collective::AlltoAll, Pass::Recompute, "ep-combine", routed, mb, l, {r});
+        d = {r};
+      } else {
+        if (recomputes("shared_experts") && shared > 0) {
+          d = {gemm(Pass::Recompute, "shared-experts", tokens, expert_params / h / t, h, shared, shared * expert_params * e_ / t, mb,
+                    l, d)};
+        }
+        if (recomputes("moe_act")) {
+          // The experts' activation function over the routed tokens' intermediate width.
+          const double width = (m_.gated_mlp ? 3.0 : 2.0) * static_cast<double>(moe.expert_intermediate) / t;
+          d = {compute(ProgramOpKind::Memory, Pass::Recompute, "moe-activation", 0, tokens * k * width * e_, mb, l, d)};
+        }
+      }
       std::uint32_t c = d.front();
       // The forward ReduceScatter's backward is an AllGather (SP); an AllReduce's is the identity.
       if (s_.sequence_parallel) c = tp(Collective::AllGather, pass, act, mb, l, d);
@@ -757,16 +790,32 @@ class StageBuilder {
       if (t > 1) cur.push_back(tp(s_.sequence_parallel ? Collective::ReduceScatter : Collective::AllReduce, pass, act, mb, l, {c}));
     } else {
       const double i = static_cast<double>(m_.intermediate);
+      if (recomputes("mlp")) {
+        // The MLP's forward again, with its column-parallel input gather (SP) and row-parallel reduction.
+        std::uint32_t r = column_forward(Pass::Recompute, mlp_up(), tokens, mb, l, d, false);
+        r = compute(ProgramOpKind::Memory, Pass::Recompute, "activation", 0, 3.0 * tokens * i * e_ / t, mb, l, {r});
+        d = {row_forward(Pass::Recompute, mlp_down(), tokens, mb, l, {r})};
+      }
       std::uint32_t c = row_backward(mlp_down(), tokens, mb, l, d);
       c = compute(ProgramOpKind::Memory, pass, "activation", 0, kElementwiseBackwardFactor * 3.0 * tokens * i * e_ / t, mb, l, {c});
       const auto [wg, red] = column_backward(mlp_up(), tokens, mb, l, {c}, true);
       cur = {wg};
       if (red != ~0U) cur.push_back(red);
     }
+    if (recomputes("layernorm")) cur = {norm_recompute(cur)};
     std::uint32_t c = compute(ProgramOpKind::Memory, pass, "norm", 0, kElementwiseBackwardFactor * kElementwisePerHidden / 2 * act / sp_,
                               mb, l, cur);
     c = row_backward(attn_out(), tokens, mb, l, {c});
-    if (rc == LayerRecompute::Selective) c = attention(Pass::Recompute, tokens, context, 0, mb, l, {c});
+    if (recomputes("core_attn")) c = attention(Pass::Recompute, tokens, context, 0, mb, l, {c});
+    if (recomputes("mla_up_proj") && m_.mla) {
+      // MLA's up-projections of the latent q and kv (q_lora -> a·(nope + rope), kv_lora -> a·(nope + v)).
+      const auto& ml = *m_.mla;
+      const double a = m_.heads;
+      const double latent = static_cast<double>(ml.q_lora_rank) + ml.kv_lora_rank;
+      const double up = static_cast<double>(ml.q_lora_rank) * a * (ml.qk_nope_head_dim + ml.qk_rope_head_dim) +
+                        static_cast<double>(ml.kv_lora_rank) * a * (ml.qk_nope_head_dim + ml.v_head_dim);
+      c = gemm(Pass::Recompute, "mla-up-proj", tokens, up / latent / t, latent, 1, up * e_ / t, mb, l, {c});
+    }
     std::vector<std::uint32_t> after{attention(Pass::Backward, tokens, context, 0, mb, l, {c})};
     if (s_.cp > 1) {
       // CP backward: K/V blocks go around the ring again and their gradients come back.
@@ -777,6 +826,7 @@ class StageBuilder {
     const auto [wg, red] = column_backward(qkv(), tokens, mb, l, after, true);
     std::vector<std::uint32_t> fin{wg};
     if (red != ~0U) fin.push_back(red);
+    if (recomputes("layernorm")) fin = {norm_recompute(fin)};
     return compute(ProgramOpKind::Memory, pass, "norm", 0, kElementwiseBackwardFactor * kElementwisePerHidden / 2 * act / sp_, mb, l,
                    fin);
   }

@@ -3,6 +3,8 @@
 // Megatron-Core's interleaved schedule with any micro-batch count
 // (microbatch_group_size_per_vp_stage). Expected values are computed by hand in the comments.
 
+#include <map>
+
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
@@ -167,6 +169,47 @@ TEST_CASE("recompute_plan: uniform recomputes every layer, block the first N of 
     }
   CHECK(recomputed == std::set<int>{0, 1, 8, 9, 16, 17, 24, 25});
   CHECK(ops == 8 * 8);  // 8 layers × 8 micro-batches (global 8, dp 1)
+}
+
+TEST_CASE("selective recomputation reruns each listed module before its backward", "[workload][recompute]") {
+  // Llama-2-7B (dense, SwiGLU: h 4096, I 11008), TP2 with SP, 1 sequence of 128 tokens, 8
+  // micro-batches on one stage (global 8, dp 1): 32 layers × 8 micro-batches = 256 layer
+  // backwards. Per layer backward the recompute ops are:
+  //   core_attn: 1 attention; mlp: mlp-up + activation + mlp-down forward (2 GEMMs of
+  //   2·T·h·(2I/t) and 2·T·(I/t)·h FLOPs) plus the SP AllGather and ReduceScatter of the
+  //   MLP's input and output; layernorm: 2 norms.
+  const TransformerConfig m = load_transformer("llama-2-7b");
+  WorkloadSpec w = training("llama-2-7b", 1, 128, 8);
+  StrategySpec s = strategy(2, 1, 1);
+  s.sequence_parallel = true;
+  w.recompute = "selective";
+  const auto count = [&](const std::vector<std::string>& modules) {
+    w.recompute_modules = modules;
+    std::map<std::string, int> n;
+    double flops = 0;
+    for (const auto& op : build(m, w, s).ops) {
+      if (op.pass != Pass::Recompute) continue;
+      ++n[op.name];
+      flops += op.flops;
+    }
+    return std::pair{n, flops};
+  };
+  const auto [attn, attn_flops] = count({"core_attn"});
+  CHECK(attn == std::map<std::string, int>{{"attention", 256}});
+  const auto [mlp, mlp_flops] = count({"mlp"});
+  CHECK(mlp.at("mlp-up") == 256);
+  CHECK(mlp.at("mlp-down") == 256);
+  CHECK(mlp.at("activation") == 256);
+  CHECK(mlp.at("tp-allgather") == 256);
+  CHECK(mlp.at("tp-reducescatter") == 256);
+  CHECK(mlp.count("attention") == 0);
+  // 256 · (2·128·4096·(2·11008/2) + 2·128·(11008/2)·4096) = 256 · 3·2·128·4096·5504 FLOPs.
+  CHECK(mlp_flops == Approx(256.0 * 3 * 2 * 128 * 4096 * 5504).epsilon(1e-12));
+  const auto [both, both_flops] = count({"core_attn", "mlp"});
+  CHECK(both_flops == Approx(attn_flops + mlp_flops).epsilon(1e-12));
+  const auto [norms, norm_flops] = count({"layernorm"});
+  CHECK(norms == std::map<std::string, int>{{"norm", 512}});
+  CHECK(norm_flops == 0);
 }
 
 // ---------------------------------------------------------------------------------------------
