@@ -24,7 +24,8 @@ CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   CLI::App* c = app.add_subcommand("run", "simulate one step of the scenario's LLM workload (training step, prefill or decode) or a batch of requests (serving)");
   c->add_option("scenario", o.scenario, "scenario file with cluster, workload and strategy sections")->required();
   c->add_option("--engine", o.engine, "analytic or flow (default: the scenario's simulation.engine)");
-  c->add_option("--out", o.out, "directory for report.json, ops.csv, links.csv, trace.json, effective.yaml");
+  c->add_option("--out", o.out, "directory for report.json, ops.csv, links.csv, trace.json, effective.yaml")
+      ->check([](const std::string& v) { return v.empty() ? std::string("--out: an empty path") : std::string(); });
   c->add_flag("--report-only", o.report_only,
               "with --out: write report.json and effective.yaml only (ops.csv and trace.json of a large run take most of its time)");
   c->add_option("--calibration", o.calibration, "collective calibration table (default: scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");

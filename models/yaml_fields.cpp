@@ -68,6 +68,12 @@ std::string describe_document(const YAML::Node& root) {
   return describe_node(root);
 }
 
+YamlSource load_yaml_map_file(const std::string& path, const InputFileRequest& request) {
+  YamlSource doc = load_yaml_file(path, request);
+  if (!doc.node.IsMap()) throw InputError({path, 1, 1}, "", request.expected, describe_document(doc.node));
+  return doc;
+}
+
 std::string element_path(const std::string& path, std::size_t index) {
   return fmt::format("{}[{}]", path, index);
 }

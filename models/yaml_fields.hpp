@@ -39,6 +39,11 @@ YamlSource load_yaml_file(const std::string& path, const InputFileRequest& reque
 /// password file, a binary), whose content must not be echoed.
 std::string describe_document(const YAML::Node& root);
 
+/// load_yaml_file for a file whose document must be a map (calibration tables): anything else
+/// (plain text, a binary, a list, an empty file) throws InputError at 1:1 expecting
+/// `expected`, described by describe_document (never echoing the text).
+YamlSource load_yaml_map_file(const std::string& path, const InputFileRequest& request);
+
 /// Location of `node` in `file` (1-based line and column).
 SourceLocation location_of(const YamlSource& source);
 /// Location of the value of `key` in the map `map`; for an empty value (`key:` alone) the

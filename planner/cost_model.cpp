@@ -66,7 +66,7 @@ std::string CostModel::default_path(const models::Cluster& cluster) {
 }
 
 CostModel CostModel::load(const std::string& path) {
-  const models::YamlSource doc = models::load_yaml_file(path, {"a collective calibration table (like scenarios/calibration/nccl.yaml)"});
+  const models::YamlSource doc = models::load_yaml_map_file(path, {"a collective calibration table (like scenarios/calibration/nccl.yaml)"});
   const Fields root({doc}, "");
   root.reject_unknown({"source", "protocols", "protocol_rules", "algorithms", "link_efficiency", "bandwidth_caps"});
   CostModel m;

@@ -16,26 +16,27 @@ std::string ServingCalibration::default_path() {
 
 ServingCalibration ServingCalibration::load(const std::string& path, const std::string& gpu) {
   const models::YamlSource doc =
-      models::load_yaml_file(path, {"a serving calibration table (like scenarios/calibration/serving.yaml)"});
+      models::load_yaml_map_file(path, {"a serving calibration table (like scenarios/calibration/serving.yaml)"});
   const models::Fields root({doc}, "");
   root.reject_unknown({"source", "defaults", "gpus"});
   ServingCalibration c;
   c.source = root.optional_string("source").value_or("");
-  const auto read = [&](const models::Fields& f) {
+  // `defaults` must give every constant; per-GPU entries override any of them.
+  const auto read = [&](const models::Fields& f, bool required) {
     f.reject_unknown({"prefill_step_overhead", "decode_step_overhead", "custom_allreduce_launch", "custom_allreduce_stage"});
     for (auto [key, slot, limit, what] :
          {std::tuple{"prefill_step_overhead", &c.prefill_step_overhead, 1.0, "a host overhead per step of at most 1s"},
           std::tuple{"decode_step_overhead", &c.decode_step_overhead, 1.0, "a host overhead per step of at most 1s"},
           std::tuple{"custom_allreduce_launch", &c.custom_allreduce_launch, 1e-3, "a launch latency of at most 1ms"},
           std::tuple{"custom_allreduce_stage", &c.custom_allreduce_stage, 1e-3, "a barrier latency of at most 1ms"}}) {
-      if (!f.has(key)) continue;
+      if (!required && !f.has(key)) continue;
       *slot = f.quantity(key, models::Quantity::Time, false);
       if (*slot > limit) throw f.error(key, what);
     }
   };
-  read(root.map("defaults"));
+  read(root.map("defaults"), true);
   if (const auto gpus = root.optional_map("gpus")) {
-    if (const auto mine = gpus->optional_map(gpu)) read(*mine);
+    if (const auto mine = gpus->optional_map(gpu)) read(*mine, false);
   }
   return c;
 }

@@ -107,14 +107,16 @@ std::string ComputeCalibration::default_path() {
 }
 
 ComputeCalibration ComputeCalibration::load(const std::string& path, const std::string& gpu) {
-  const models::YamlSource doc = models::load_yaml_file(path, {"a compute calibration table (like scenarios/calibration/compute.yaml)"});
+  const models::YamlSource doc = models::load_yaml_map_file(path, {"a compute calibration table (like scenarios/calibration/compute.yaml)"});
   const models::Fields root({doc}, "");
   root.reject_unknown({"source", "defaults", "gpus"});
   ComputeCalibration c;
   c.source = root.optional_string("source").value_or("");
   // Bounds: efficiencies of at least 1 % and launch overheads of at most 1 ms keep times sane;
   // tiles of 8 to 1024 elements cover every tensor-core kernel (mma 16x8 ... 2-SM 256x256).
-  const auto read = [&](const models::Fields& f) {
+  // `defaults` must give every constant (a missing one would silently fall back to a built-in
+  // value unlike the shipped table's); per-GPU entries override any of them.
+  const auto read = [&](const models::Fields& f, bool required) {
     f.reject_unknown({"gemm_efficiency", "gemm_tile_m", "gemm_tile_n", "gemm_k_overhead", "attention_efficiency",
                       "attention_backward_efficiency", "attention_seq_half", "attention_backward_seq_half", "attention_tile_m",
                       "gemm_split_k_min",
@@ -122,31 +124,31 @@ ComputeCalibration ComputeCalibration::load(const std::string& path, const std::
     for (auto [key, slot] : {std::pair{"gemm_efficiency", &c.gemm_efficiency}, std::pair{"attention_efficiency", &c.attention_efficiency},
                              std::pair{"attention_backward_efficiency", &c.attention_backward_efficiency},
                              std::pair{"memory_efficiency", &c.memory_efficiency}}) {
-      if (!f.has(key)) continue;
+      if (!required && !f.has(key)) continue;
       *slot = f.number(key, 0.0);
       if (*slot > 1.0 || *slot < 0.01) throw f.error(key, "a fraction of the peak in [0.01, 1]");
     }
     for (auto [key, slot] : {std::pair{"gemm_tile_m", &c.gemm_tile_m}, std::pair{"gemm_tile_n", &c.gemm_tile_n},
                              std::pair{"attention_tile_m", &c.attention_tile_m}}) {
-      if (f.has(key)) *slot = f.count(key, 8, 1024);
+      if (required || f.has(key)) *slot = f.count(key, 8, 1024);
     }
     for (auto [key, slot, max, what] :
          {std::tuple{"gemm_k_overhead", &c.gemm_k_overhead, 65536.0, "elements of k"},
           std::tuple{"gemm_split_k_min", &c.gemm_split_k_min, 65536.0, "elements of k"},
           std::tuple{"attention_seq_half", &c.attention_seq_half, 1e6, "tokens"},
           std::tuple{"attention_backward_seq_half", &c.attention_backward_seq_half, 1e6, "tokens"}}) {
-      if (!f.has(key)) continue;
+      if (!required && !f.has(key)) continue;
       *slot = f.number(key, std::numeric_limits<double>::lowest());
       if (*slot < 0 || *slot > max) throw f.error(key, fmt::format("a number of {} in [0, {:g}]", what, max));
     }
-    if (f.has("kernel_overhead")) {
+    if (required || f.has("kernel_overhead")) {
       c.kernel_overhead = f.quantity("kernel_overhead", models::Quantity::Time, false);
       if (c.kernel_overhead > 1e-3) throw f.error("kernel_overhead", "a launch overhead of at most 1ms");
     }
   };
-  read(root.map("defaults"));
+  read(root.map("defaults"), true);
   if (const auto gpus = root.optional_map("gpus")) {
-    if (const auto mine = gpus->optional_map(gpu)) read(*mine);
+    if (const auto mine = gpus->optional_map(gpu)) read(*mine, false);
   }
   return c;
 }
@@ -362,7 +364,15 @@ CommCost WorkloadRunner::lower(const ProgramOp& op, int stage) {
   CollectiveResult r;
   try {
     CollectiveRunner runner(cluster_, costs_, o, analytic_.get(), chosen_.get());
-    r = runner.run(static_cast<std::uint64_t>(op.bytes));
+    // AllGather / ReduceScatter move equal parts per rank (an nccl-tests size is the per-rank
+    // count × ranks). The builder pads what the frameworks pad (DP buckets, the logits); any
+    // other size is rounded up to equal parts rather than refused.
+    auto bytes = static_cast<std::uint64_t>(op.bytes);
+    if (op.collective == models::Collective::AllGather || op.collective == models::Collective::ReduceScatter) {
+      const std::uint64_t n = o.gpus.size();
+      bytes = (bytes + n - 1) / n * n;
+    }
+    r = runner.run(bytes);
   } catch (const std::invalid_argument& e) {
     // Only an explicit algorithm choice can fail here; say which key and which group.
     std::string key(models::to_string(op.collective));

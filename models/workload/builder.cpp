@@ -59,19 +59,22 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
   if (m.moe && m.moe->experts % s.ep != 0) {
     return LayoutProblem{"strategy", "ep", fmt::format("an EP size dividing the {} experts of {}", m.moe->experts, m.name)};
   }
-  if (w.phase != "decode") {
-    if (w.sequence_length <= 0) return LayoutProblem{"workload", "sequence_length", "a sequence length of at least 1 token"};
-    if (w.sequence_length % s.cp != 0) {
-      return LayoutProblem{"workload", "sequence_length", fmt::format("a sequence length divisible by cp = {}", s.cp)};
-    }
-  }
   if (w.phase != "training_step") {
+    if (w.recompute != "none") {
+      return LayoutProblem{"workload", "recompute", "none for inference (activation recomputation is a training-step setting)"};
+    }
     if (s.cp > 1) return LayoutProblem{"strategy", "cp", "cp 1 for inference (context parallelism is modelled for training)"};
     if (s.zero_stage > 0) return LayoutProblem{"strategy", "zero_stage", "zero_stage 0 for inference"};
     if (s.ep > 1) return LayoutProblem{"strategy", "ep", "ep 1 for inference (expert parallelism is modelled for training)"};
     if (s.pipeline_schedule == "interleaved") return LayoutProblem{"strategy", "pipeline_schedule", "1f1b for inference"};
     if (s.sequence_parallel) {
       return LayoutProblem{"strategy", "sequence_parallel", "false for inference (vLLM's scheme has no sequence parallelism)"};
+    }
+  }
+  if (w.phase != "decode") {
+    if (w.sequence_length <= 0) return LayoutProblem{"workload", "sequence_length", "a sequence length of at least 1 token"};
+    if (w.sequence_length % s.cp != 0) {
+      return LayoutProblem{"workload", "sequence_length", fmt::format("a sequence length divisible by cp = {}", s.cp)};
     }
   }
   if (m.layers > 4096) {
@@ -1210,7 +1213,13 @@ void build_inference(Program& p, const TransformerConfig& m, const WorkloadSpec&
       cur = b.compute(ProgramOpKind::Gemm, Pass::Forward, "lm-head", seqs * m.logits_flops() / s.tp,
                       static_cast<double>(m.vocab) * h * e / s.tp, 0, -1, b.flush(cur));
       b.shape(cur, seqs, static_cast<double>(m.vocab) / s.tp, h);
-      if (s.tp > 1) cur = b.comm(ParallelDim::TP, Collective::AllGather, Pass::Forward, "tp-gather-logits", seqs * m.vocab * e, 0, -1, {cur});
+      // vLLM's ParallelLMHead pads the vocabulary to a multiple of 64 (DEFAULT_VOCAB_PADDING_SIZE,
+      // vocab_parallel_embedding.py) and gives each TP rank an equal shard; ccsim rounds the shard
+      // up so that any vocabulary and TP size gather equal parts (e.g. Llama fine-tunes with
+      // 32,001 tokens, TP 6).
+      const double padded = std::ceil(static_cast<double>(m.vocab) / 64.0) * 64.0;
+      const double shard = std::ceil(padded / s.tp);
+      if (s.tp > 1) cur = b.comm(ParallelDim::TP, Collective::AllGather, Pass::Forward, "tp-gather-logits", seqs * shard * s.tp * e, 0, -1, {cur});
     } else {
       cur = b.compute(ProgramOpKind::Memory, Pass::Forward, "send", 0, 0, 0, -1, b.flush(cur));
       ProgramOp op;

@@ -256,10 +256,51 @@ TEST_CASE("compute calibration: the shipped table and the catalog's SM counts", 
 
 TEST_CASE("compute calibration: bad values are input errors", "[compute]") {
   test::TempDir dir;
-  const auto load = [&](const std::string& defaults) {
-    return ComputeCalibration::load(dir.write("c.yaml", "defaults: {" + defaults + "}\n"), "H100-SXM5");
+  // `defaults` must give every constant; `load(change)` writes a complete table with the
+  // entries of `change` ("key: value, ...") replacing (or, for an unknown key, added to) them.
+  const std::vector<std::pair<std::string, std::string>> complete{
+      {"gemm_efficiency", "0.8"},       {"gemm_tile_m", "128"},          {"gemm_tile_n", "256"},
+      {"gemm_k_overhead", "128"},       {"gemm_split_k_min", "256"},     {"attention_efficiency", "0.663"},
+      {"attention_backward_efficiency", "0.582"}, {"attention_seq_half", "207"}, {"attention_backward_seq_half", "420"},
+      {"attention_tile_m", "128"},      {"memory_efficiency", "0.8"},    {"kernel_overhead", "2us"}};
+  const auto table = [&](const std::string& change, const std::string& drop = "") {
+    auto entries = complete;
+    std::size_t pos = 0;
+    while (pos < change.size()) {
+      const std::size_t comma = change.find(',', pos);
+      const std::string item = change.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      const std::size_t colon = item.find(':');
+      std::string key = item.substr(0, colon);
+      key.erase(0, key.find_first_not_of(' '));
+      const std::string value = item.substr(colon + 1);
+      bool found = false;
+      for (auto& [k, v] : entries)
+        if (k == key) {
+          v = value;
+          found = true;
+        }
+      if (!found) entries.emplace_back(key, value);
+      pos = comma == std::string::npos ? change.size() : comma + 1;
+    }
+    std::string out;
+    for (const auto& [k, v] : entries)
+      if (k != drop) out += (out.empty() ? "" : ", ") + k + ": " + v;
+    return "defaults: {" + out + "}\n";
+  };
+  const auto load = [&](const std::string& change) {
+    return ComputeCalibration::load(dir.write("c.yaml", table(change)), "H100-SXM5");
   };
   CHECK_NOTHROW(load("gemm_tile_m: 64, gemm_k_overhead: 0, attention_seq_half: 0"));
+  // A constant missing from `defaults` is an error naming it (it used to fall back silently).
+  for (const auto& [key, value] : complete) {
+    INFO(key);
+    try {
+      ComputeCalibration::load(dir.write("m.yaml", table("", key)), "H100-SXM5");
+      FAIL("no error");
+    } catch (const models::InputError& e) {
+      CHECK(std::string(e.what()).find("found no '" + key + "' key") != std::string::npos);
+    }
+  }
   for (const std::string bad :
        {"gemm_efficiency: 1.2", "attention_backward_efficiency: 0", "memory_efficiency: 0.001", "gemm_tile_m: 4",
         "gemm_tile_n: 2048", "attention_tile_m: 7.5", "gemm_k_overhead: -1", "gemm_k_overhead: 1e6", "attention_seq_half: -5",
@@ -277,7 +318,7 @@ TEST_CASE("compute calibration: bad values are input errors", "[compute]") {
     CHECK(what.find("[0, 65536]") != std::string::npos);
   }
   // A per-GPU entry overrides the defaults for that GPU only.
-  const auto file = dir.write("g.yaml", "defaults: {gemm_tile_m: 128}\ngpus: {H100-SXM5: {gemm_tile_m: 64}}\n");
+  const auto file = dir.write("g.yaml", table("gemm_tile_m: 128") + "gpus: {H100-SXM5: {gemm_tile_m: 64}}\n");
   CHECK(ComputeCalibration::load(file, "H100-SXM5").gemm_tile_m == 64);
   CHECK(ComputeCalibration::load(file, "A100-SXM4-80GB").gemm_tile_m == 128);
 }

@@ -279,14 +279,20 @@ TEST_CASE("serving.yaml: loads with its sources; bad tables are InputErrors", "[
   const auto load = [&](const std::string& text) {
     return planner::ServingCalibration::load(dir.write("serving.yaml", text), "H100-SXM5");
   };
+  // `defaults` must give all four constants (a missing one used to fall back to 0 silently).
+  const std::string rest = "prefill_step_overhead: 500us, custom_allreduce_launch: 3us, custom_allreduce_stage: 2.5us";
+  const auto with = [&](const std::string& entry) { return "defaults: {" + rest + ", " + entry + "}\n"; };
+  CHECK_THROWS_AS(load("defaults: {" + rest + "}\n"), models::InputError);
   // Per-GPU override.
-  const auto per_gpu = load("defaults: {decode_step_overhead: 1ms}\ngpus: {H100-SXM5: {decode_step_overhead: 2ms}, A100: {decode_step_overhead: 3ms}}\n");
+  const auto per_gpu = load(with("decode_step_overhead: 1ms") + "gpus: {H100-SXM5: {decode_step_overhead: 2ms}, A100: {decode_step_overhead: 3ms}}\n");
   CHECK(per_gpu.decode_step_overhead == Approx(2e-3));
-  CHECK_THROWS_AS(load("defaults: {decode_overhead: 1ms}\n"), models::InputError);           // unknown key
-  CHECK_THROWS_AS(load("defaults: {decode_step_overhead: -1ms}\n"), models::InputError);     // negative
-  CHECK_THROWS_AS(load("defaults: {decode_step_overhead: 2s}\n"), models::InputError);       // over 1 s
-  CHECK_THROWS_AS(load("defaults: {custom_allreduce_stage: 2ms}\n"), models::InputError);    // over 1 ms
-  CHECK_THROWS_AS(load("defaults: {custom_allreduce_launch: 3}\n"), models::InputError);     // no unit
+  CHECK_THROWS_AS(load(with("decode_step_overhead: 1ms, decode_overhead: 1ms")), models::InputError);  // unknown key
+  CHECK_THROWS_AS(load(with("decode_step_overhead: -1ms")), models::InputError);     // negative
+  CHECK_THROWS_AS(load(with("decode_step_overhead: 2s")), models::InputError);       // over 1 s
+  CHECK_THROWS_AS(load("defaults: {prefill_step_overhead: 500us, decode_step_overhead: 300us, custom_allreduce_launch: 3us, custom_allreduce_stage: 2ms}\n"),
+                  models::InputError);                                                     // over 1 ms
+  CHECK_THROWS_AS(load("defaults: {prefill_step_overhead: 500us, decode_step_overhead: 300us, custom_allreduce_launch: 3, custom_allreduce_stage: 2.5us}\n"),
+                  models::InputError);                                                     // no unit
   CHECK_THROWS_AS(load("gpus: {}\n"), models::InputError);                                    // no defaults
   CHECK_THROWS_AS(load("defaults: {}\nextra: 1\n"), models::InputError);                      // unknown section
 }
