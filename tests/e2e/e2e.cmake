@@ -24,7 +24,7 @@ foreach(line ${e2e_lines})
   add_test(NAME e2e.run.${id}
     COMMAND ccsim run ${e2e_data}/${scenario} --out ${e2e_out}/${id} --report-only
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(e2e.run.${id} PROPERTIES FIXTURES_SETUP e2e.${id} LABELS e2e TIMEOUT 120)
+  set_tests_properties(e2e.run.${id} PROPERTIES FIXTURES_SETUP e2e.${id} LABELS e2e TIMEOUT 600)
   add_test(NAME e2e.row.${id} COMMAND ccsim_e2e check ${e2e_data}/results.csv ${e2e_out} ${id})
   set_tests_properties(e2e.row.${id} PROPERTIES FIXTURES_REQUIRED e2e.${id} LABELS e2e)
   list(APPEND e2e_fixtures_${family} e2e.${id})
