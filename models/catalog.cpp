@@ -1,6 +1,7 @@
 #include "models/catalog.hpp"
 #include "models/input_file.hpp"
 #include "models/numbers.hpp"
+#include "models/data_dir.hpp"
 
 #include <algorithm>
 #include <set>
@@ -50,10 +51,7 @@ std::string_view to_string(NodeLayout layout) {
 }
 
 std::string Catalog::default_dir() {
-  if (const char* env = std::getenv("CCSIM_DATA_DIR"); env != nullptr && *env != '\0') {
-    return (std::filesystem::path(env) / "hardware").string();
-  }
-  return (std::filesystem::path(CCSIM_DEFAULT_DATA_DIR) / "hardware").string();
+  return (data_dir() / "hardware").string();
 }
 
 Catalog Catalog::load(const std::string& dir) {

@@ -1,4 +1,5 @@
 #include "planner/cost_model.hpp"
+#include "models/data_dir.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -40,8 +41,7 @@ std::optional<Protocol> parse_protocol(std::string_view s) {
 namespace {
 
 std::filesystem::path calibration_dir() {
-  const char* env = std::getenv("CCSIM_DATA_DIR");
-  const std::filesystem::path base = env != nullptr && *env != '\0' ? env : CCSIM_DEFAULT_DATA_DIR;
+  const std::filesystem::path base = models::data_dir();
   return base / "calibration";
 }
 

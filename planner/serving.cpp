@@ -5,12 +5,12 @@
 #include <tuple>
 
 #include "models/yaml_fields.hpp"
+#include "models/data_dir.hpp"
 
 namespace ccsim::planner {
 
 std::string ServingCalibration::default_path() {
-  const char* env = std::getenv("CCSIM_DATA_DIR");
-  const std::filesystem::path base = env != nullptr && *env != '\0' ? env : CCSIM_DEFAULT_DATA_DIR;
+  const std::filesystem::path base = models::data_dir();
   return (base / "calibration" / "serving.yaml").string();
 }
 

@@ -13,6 +13,7 @@
 #include "models/yaml_fields.hpp"
 #include "planner/algorithms/vllm_allreduce.hpp"
 #include "sim/engine.hpp"
+#include "models/data_dir.hpp"
 
 namespace ccsim::planner {
 
@@ -101,8 +102,7 @@ std::vector<int> Placement::expert_dp_group(int r) const {
 // Compute calibration
 
 std::string ComputeCalibration::default_path() {
-  const char* env = std::getenv("CCSIM_DATA_DIR");
-  const std::filesystem::path base = env != nullptr && *env != '\0' ? env : CCSIM_DEFAULT_DATA_DIR;
+  const std::filesystem::path base = models::data_dir();
   return (base / "calibration" / "compute.yaml").string();
 }
 

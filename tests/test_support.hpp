@@ -13,7 +13,9 @@
 
 namespace ccsim::test {
 
-inline std::string source_path(const std::string& relative) { return std::string(CCSIM_SOURCE_DIR) + "/" + relative; }
+/// The source tree's root (defined in tests/main.cpp, the one file that knows it).
+std::string source_dir();
+inline std::string source_path(const std::string& relative) { return source_dir() + "/" + relative; }
 
 inline const models::Catalog& shipped_catalog() {
   static const models::Catalog catalog = models::Catalog::load(source_path("scenarios/hardware"));

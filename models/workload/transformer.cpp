@@ -13,6 +13,7 @@
 #include "models/input_error.hpp"
 #include "models/input_file.hpp"
 #include "models/numbers.hpp"
+#include "models/data_dir.hpp"
 
 namespace ccsim::models {
 namespace {
@@ -429,8 +430,7 @@ double TransformerConfig::kv_cache_bytes_per_token(double element_bytes) const {
 }
 
 std::string models_dir() {
-  const char* env = std::getenv("CCSIM_DATA_DIR");
-  const std::filesystem::path base = env != nullptr && *env != '\0' ? env : CCSIM_DEFAULT_DATA_DIR;
+  const std::filesystem::path base = data_dir();
   return (base / "models").string();
 }
 
