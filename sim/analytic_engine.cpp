@@ -230,6 +230,36 @@ Timeline AnalyticEngine::run_reference(const Plan& plan) {
 
 namespace ccsim::sim {
 
+// Why only some flows are re-solved (each rule keeps the others' rates exactly):
+//
+// 1. Components. Max-min sharing on resources (links, and per-connection rate caps) splits
+//    into independent problems, one per connected component of the flow–resource graph. When
+//    flows start or finish, only the components that hold them (or held them) can change; the
+//    engine walks those components from the changed flows' resources (breadth first over each
+//    resource's flowing transfers) and re-solves them alone, at full capacity (every flow on a
+//    visited resource is in the walk). A ring, a tree or a pipeline across a fabric has small
+//    components — the flows that share a link with each other — so an event costs the size of
+//    its component, not the number of flows in flight.
+//
+// 2. Slower flows keep their rates when flows only finish. Progressive filling raises all
+//    unfrozen rates together and freezes the flows of a resource when its fair share (remaining
+//    capacity ÷ unfrozen flows) is the lowest; a resource's fair share only grows as it runs.
+//    Let L be the lowest old rate of the finished flows F. Every resource a flow f of F crosses
+//    saturated at a level ≥ rate(f) ≥ L, so its fair share stayed above every level v < L;
+//    without F it is larger still, so it still does not saturate below L. Resources that F
+//    does not cross see the same flows and the same frozen rates. By induction over the levels
+//    below L, the same resources saturate at the same levels and freeze the same flows at the
+//    same rates. What is left at L — the other flows, and each resource's capacity less the
+//    kept flows' rates — is solved afresh, which is exactly how progressive filling would
+//    continue. A started flow may lower any level of its component, so it re-solves the
+//    component whole.
+//
+// Both rules apply together when flows only finish: within the finished flows' components,
+// only the flows at or above L are re-solved. When a component is large (a direct AlltoAll
+// whose million flows all cross one spine), walking it at every completion would cost as much
+// as re-solving it, so past kWalkBudget flows the walk stops and rule 2 alone picks the flows
+// (from all flows in flight, kept sorted by rate).
+
 namespace {
 /// A flow's finish time as the heap holds it; stale when `version` differs from the flow's.
 struct Finish {
@@ -281,19 +311,11 @@ class BatchQueue {
 /// Flows whose old rate is below lowest finished rate × (1 − kKeepMargin) keep their rate;
 /// the margin covers the solver's relative tie tolerance (10^-12) many times over.
 constexpr double kKeepMargin = 1e-9;
+/// A walk of the finished flows' components stops past this many flows (rule 2 alone then).
+constexpr std::size_t kWalkBudget = 4096;
+constexpr std::uint32_t kNone = ~0U;
 }  // namespace
 
-// Why flows slower than every finished flow keep their rates. Progressive filling raises all
-// unfrozen rates together and freezes the flows of a link when its fair share (remaining
-// capacity ÷ unfrozen flows) is the lowest; a link's fair share only grows as it runs. Let L be
-// the lowest old rate of the finished flows F. Every link a flow f of F crosses saturated at a
-// level ≥ rate(f) ≥ L, so its fair share stayed above every level v < L; without F it is
-// larger still, so it still does not saturate below L. Links that F does not cross see the
-// same flows and the same frozen rates. By induction over the levels below L, the same links
-// saturate at the same levels and freeze the same flows at the same rates. What is left at L
-// — the other flows, and each link's capacity less the kept flows' rates — is solved afresh,
-// which is exactly how progressive filling would continue. When a flow starts (it may lower
-// any level) or a rate cap applies, everything is re-solved as in the reference loop.
 Timeline AnalyticEngine::run_incremental(const Plan& plan) {
   const models::Topology& topo = cluster_.topology;
   ExecutionGraph g(plan, router_);
@@ -303,49 +325,62 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
   const double t0 = plan.cost.base_latency;
   std::vector<double> op_start(g.op_count(), -1.0), op_end(g.op_count(), -1.0);
 
-  const auto capacity = [&](models::LinkId id) {
+  // Resources: links 0 .. nlinks − 1, then (with a rate cap) one per connection.
+  const bool capped = plan.cost.max_rate < kInf;
+  const std::size_t nlinks = topo.num_links();
+  const std::size_t nres = nlinks + (capped ? g.connections : 0);
+  std::vector<double> res_capacity(nres, plan.cost.max_rate);
+  for (models::LinkId id = 0; id < nlinks; ++id) {
     const models::Link& l = topo.link(id);
     const double eff = l.kind < plan.cost.link_efficiency.size() ? plan.cost.link_efficiency[l.kind] : 1.0;
-    return l.bandwidth * eff;
-  };
-  const std::size_t nlinks = topo.num_links();
-  std::vector<double> link_bytes(nlinks, 0.0), link_busy(nlinks, 0.0), link_peak(nlinks, 0.0);
-  std::vector<double> link_load(nlinks, 0.0);       // Σ rates of the flows crossing each link
-  std::vector<std::uint32_t> link_flows(nlinks, 0);  // flows crossing each link
-  std::vector<double> busy_since(nlinks, 0.0);
+    res_capacity[id] = l.bandwidth * eff;
+  }
+  std::vector<double> res_load(nres, 0.0);                // Σ rates of the flows on each resource
+  std::vector<std::vector<std::uint32_t>> res_users(nres);  // flowing transfers on each resource
+  std::vector<double> link_bytes(nlinks, 0.0), link_busy(nlinks, 0.0), link_peak(nlinks, 0.0), busy_since(nlinks, 0.0);
   std::vector<char> link_used(nlinks, 0);
+
+  const std::size_t nt = g.transfers.size();
+  // A transfer's resources: its path's links, then its connection's cap.
+  const auto res_count = [&](std::uint32_t t) { return g.transfers[t].path_count + (capped ? 1U : 0U); };
+  const auto res_at = [&](std::uint32_t t, std::uint32_t k) -> std::uint32_t {
+    const Transfer& tr = g.transfers[t];
+    return k < tr.path_count ? g.path_links[tr.path_begin + k] : static_cast<std::uint32_t>(nlinks + tr.connection);
+  };
+  // Where transfer t sits in res_users of its k-th resource.
+  std::vector<std::uint32_t> link_slot(g.path_links.size(), kNone), conn_slot(capped ? nt : 0, kNone);
+  const auto slot_at = [&](std::uint32_t t, std::uint32_t k) -> std::uint32_t& {
+    const Transfer& tr = g.transfers[t];
+    return k < tr.path_count ? link_slot[tr.path_begin + k] : conn_slot[t];
+  };
 
   BatchQueue<Event> events;
   BatchQueue<Finish> finishes;
   std::uint64_t seq = 0;
   double now = t0;
-  const std::size_t nt = g.transfers.size();
   // Lazy progress: transfer t has remaining[t] bytes left at time since[t], moving at rate[t].
   std::vector<double> remaining(nt, 0.0), since(nt, 0.0), rate(nt, 0.0);
   std::vector<std::uint32_t> version(nt, 0);
   std::vector<char> flowing(nt, 0);
-  std::vector<std::uint32_t> active;  // flowing transfers; sorted by rate when `sorted`
-  bool sorted = false;
-  bool started = false;               // a flow started since the last solve: solve everything
-  double lowest_finished = kInf;      // lowest rate of the flows finished since the last solve
-  const bool capped = plan.cost.max_rate < kInf;
-  const auto path = [&](std::uint32_t t) {
-    const Transfer& tr = g.transfers[t];
-    return std::span<const models::LinkId>(g.path_links.data() + tr.path_begin, tr.path_count);
-  };
+  std::vector<std::uint32_t> active, active_pos(nt, kNone);  // flowing transfers (unordered)
+  std::vector<std::uint32_t> by_rate;  // flowing transfers sorted by rate, when `by_rate_valid`
+  bool by_rate_valid = false;
+  bool started = false;            // a flow started since the last solve
+  double lowest_finished = kInf;   // lowest rate of the flows finished since the last solve
+  std::vector<std::uint32_t> seeds;  // resources of the flows started or finished since the last solve
+
   const auto finish_time = [&](std::uint32_t t) { return rate[t] == kInf ? since[t] : since[t] + remaining[t] / rate[t]; };
-  bool bulk = false;  // a full solve: finish times are rebuilt at once afterwards
+  bool bulk = false;  // every flow re-solved: finish times are rebuilt at once afterwards
   const auto set_rate = [&](std::uint32_t t, double r) {
     if (rate[t] == r) return;  // unchanged: its heap entry stands
     remaining[t] = rate[t] == kInf ? 0.0 : std::max(0.0, remaining[t] - rate[t] * (now - since[t]));
     since[t] = now;
     if (r != kInf && rate[t] != kInf)
-      for (models::LinkId id : path(t)) link_load[id] += r - rate[t];
+      for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) res_load[res_at(t, k)] += r - rate[t];
     rate[t] = r;
     ++version[t];
     if (!bulk) finishes.push({finish_time(t), t, version[t]});
   };
-  // All flowing transfers' finish times, afresh.
   const auto rebuild_finishes = [&]() {
     std::vector<Finish> live;
     live.reserve(active.size());
@@ -362,12 +397,50 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
     flowing[t] = 1;
     since[t] = now;
     rate[t] = 0.0;
+    active_pos[t] = static_cast<std::uint32_t>(active.size());
     active.push_back(t);
     started = true;
-    sorted = false;
-    for (models::LinkId id : path(t)) {
-      if (link_flows[id]++ == 0) busy_since[id] = now;
-      link_used[id] = 1;
+    by_rate_valid = false;
+    for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) {
+      const std::uint32_t r = res_at(t, k);
+      if (r < nlinks) {
+        if (res_users[r].empty()) busy_since[r] = now;
+        link_used[r] = 1;
+      }
+      slot_at(t, k) = static_cast<std::uint32_t>(res_users[r].size());
+      res_users[r].push_back(t);
+      seeds.push_back(r);
+    }
+  };
+  // Transfer t stops flowing: out of `active` and of its resources' user lists.
+  const auto unflow = [&](std::uint32_t t) {
+    flowing[t] = 0;
+    const std::uint32_t p = active_pos[t];
+    active[p] = active.back();
+    active_pos[active[p]] = p;
+    active.pop_back();
+    active_pos[t] = kNone;
+    for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) {
+      const std::uint32_t r = res_at(t, k);
+      std::vector<std::uint32_t>& users = res_users[r];
+      const std::uint32_t s = slot_at(t, k);
+      const std::uint32_t u = users.back();
+      users[s] = u;
+      users.pop_back();
+      if (u != t) {
+        for (std::uint32_t j = 0, mu = res_count(u); j < mu; ++j) {
+          if (res_at(u, j) == r) {
+            slot_at(u, j) = s;
+            break;
+          }
+        }
+      }
+      if (rate[t] != kInf) res_load[r] -= rate[t];
+      if (users.empty()) {
+        res_load[r] = 0.0;  // no drift carried into the next flows
+        if (r < nlinks) link_busy[r] += now - busy_since[r];
+      }
+      seeds.push_back(r);
     }
   };
   const auto handle = [&]() {
@@ -402,92 +475,152 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
   dag.start(ev);
   handle();
 
-  std::vector<std::uint32_t> local_index(nlinks, ~0U);
-  std::vector<std::uint32_t> connection_index(g.connections, ~0U), capped_connections;
-  std::vector<models::LinkId> touched;
-  std::vector<double> touched_kept;  // per local link: what the kept flows use of it
+  // Scratch for the walks and solves (epoch marks: no clearing between events).
+  std::vector<std::uint32_t> res_mark(nres, 0), flow_mark(nt, 0);
+  std::uint32_t epoch = 0;
+  std::vector<std::uint32_t> walk, solve_set, touched, local_index(nres, kNone);
+  std::vector<double> kept;
   MaxMinProblem problem;
   std::vector<std::uint32_t> flow_res;
   std::vector<std::uint32_t> finished;
-  const auto by_rate = [&](std::uint32_t a, std::uint32_t b) { return rate[a] != rate[b] ? rate[a] < rate[b] : a < b; };
-  bool dirty = false;
-  while (true) {
-    if (started || dirty) {
-      // The flows to solve: all of them, or (only completions since the last solve) those at
-      // or above the lowest finished rate; the others keep their rates.
-      std::size_t first = 0;
-      if (!started && !capped) {
-        if (!sorted) {
-          std::sort(active.begin(), active.end(), by_rate);
-          sorted = true;
-        }
-        const double keep_below = lowest_finished * (1.0 - kKeepMargin);
-        first = static_cast<std::size_t>(
-            std::partition_point(active.begin(), active.end(), [&](std::uint32_t t) { return rate[t] < keep_below; }) - active.begin());
+  const auto rate_order = [&](std::uint32_t a, std::uint32_t b) { return rate[a] != rate[b] ? rate[a] < rate[b] : a < b; };
+
+  // Chooses the flows to re-solve into solve_set (see the rules above) and what the kept
+  // flows use of each of their resources (`kept`, by local resource index, set up in touched).
+  const auto choose = [&]() {
+    solve_set.clear();
+    ++epoch;
+    if (epoch == 0) {  // wrapped: reset the marks
+      std::fill(res_mark.begin(), res_mark.end(), 0);
+      std::fill(flow_mark.begin(), flow_mark.end(), 0);
+      epoch = 1;
+    }
+    const double keep_below = started ? 0.0 : lowest_finished * (1.0 - kKeepMargin);
+    // Walk the components of the seeds (unbounded when a flow started).
+    walk.clear();
+    for (std::uint32_t r : seeds) {
+      if (res_mark[r] != epoch) {
+        res_mark[r] = epoch;
+        walk.push_back(r);
       }
-      problem.capacity.clear();
-      problem.offsets.assign(1, 0);
-      problem.resources.clear();
-      for (models::LinkId id : touched) local_index[id] = ~0U;
-      touched.clear();
-      touched_kept.clear();
-      for (std::size_t f = first; f < active.size(); ++f) {
-        const std::uint32_t t = active[f];
-        flow_res.clear();
-        for (models::LinkId id : path(t)) {
-          if (local_index[id] == ~0U) {
-            local_index[id] = static_cast<std::uint32_t>(touched.size());
-            touched.push_back(id);
-            touched_kept.push_back(link_load[id]);
+    }
+    bool complete = true;
+    for (std::size_t i = 0; i < walk.size() && complete; ++i) {
+      for (std::uint32_t t : res_users[walk[i]]) {
+        if (flow_mark[t] == epoch) continue;
+        flow_mark[t] = epoch;
+        solve_set.push_back(t);
+        if (!started && solve_set.size() > kWalkBudget) {
+          complete = false;
+          break;
+        }
+        for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) {
+          const std::uint32_t q = res_at(t, k);
+          if (res_mark[q] != epoch) {
+            res_mark[q] = epoch;
+            walk.push_back(q);
           }
-          touched_kept[local_index[id]] -= rate[t];  // the re-solved flows' share is not kept
-          flow_res.push_back(local_index[id]);
         }
-        problem.add_flow(flow_res);
       }
-      for (std::size_t i = 0; i < touched.size(); ++i) {
-        // first == 0: nothing is kept (exactly, not up to rounding).
-        const double kept = first == 0 ? 0.0 : std::max(0.0, touched_kept[i]);
-        problem.capacity.push_back(std::max(0.0, capacity(touched[i]) - kept));
-      }
-      if (capped) {
-        for (std::uint32_t c : capped_connections) connection_index[c] = ~0U;
-        capped_connections.clear();
-        MaxMinProblem with_caps;
-        with_caps.capacity = problem.capacity;
-        for (std::size_t f = 0; f < active.size(); ++f) {
-          const Transfer& tr = g.transfers[active[f]];
-          flow_res.assign(problem.resources.begin() + problem.offsets[f], problem.resources.begin() + problem.offsets[f + 1]);
-          if (connection_index[tr.connection] == ~0U) {
-            connection_index[tr.connection] = static_cast<std::uint32_t>(with_caps.capacity.size());
-            with_caps.capacity.push_back(plan.cost.max_rate);
-            capped_connections.push_back(tr.connection);
+    }
+    if (complete) {
+      if (!started) {
+        // Rule 2 inside the components: slower flows keep their rates.
+        std::size_t kept_count = 0;
+        for (std::uint32_t t : solve_set) {
+          if (rate[t] < keep_below) {
+            flow_mark[t] = 0;  // not re-solved
+            ++kept_count;
           }
-          flow_res.push_back(connection_index[tr.connection]);
-          with_caps.add_flow(flow_res);
         }
-        problem = std::move(with_caps);
+        if (kept_count > 0)
+          solve_set.erase(std::remove_if(solve_set.begin(), solve_set.end(), [&](std::uint32_t t) { return flow_mark[t] != epoch; }),
+                          solve_set.end());
       }
-      const std::vector<double> rates = solve_max_min(problem);
-      bulk = first == 0;
-      for (std::size_t f = first; f < active.size(); ++f) set_rate(active[f], rates[f - first]);
-      if (bulk) rebuild_finishes();
-      bulk = false;
-      if (first > 0) {
-        // The re-solved flows take rates ≥ the kept ones (up to rounding): the order holds.
-        std::sort(active.begin() + static_cast<std::ptrdiff_t>(first), active.end(), by_rate);
+      by_rate_valid = by_rate_valid && solve_set.empty();
+    } else {
+      // Rule 2 alone, over every flow in flight, sorted by rate.
+      if (!by_rate_valid) {
+        by_rate = active;
+        std::sort(by_rate.begin(), by_rate.end(), rate_order);
+        by_rate_valid = true;
       } else {
-        sorted = false;
+        // Finished flows sit at or above the lowest finished rate: drop them from the tail.
+        const auto from = std::partition_point(by_rate.begin(), by_rate.end(), [&](std::uint32_t t) { return rate[t] < keep_below; });
+        by_rate.erase(std::remove_if(from, by_rate.end(), [&](std::uint32_t t) { return !flowing[t]; }), by_rate.end());
       }
-      for (models::LinkId id : touched) link_peak[id] = std::max(link_peak[id], link_load[id] / capacity(id));
+      const auto from = std::partition_point(by_rate.begin(), by_rate.end(), [&](std::uint32_t t) { return rate[t] < keep_below; });
+      solve_set.assign(from, by_rate.end());
+      ++epoch;
+      for (std::uint32_t t : solve_set) flow_mark[t] = epoch;
+    }
+    // Resources of the re-solved flows, and what the other flows keep of each.
+    for (std::uint32_t r : touched) local_index[r] = kNone;
+    touched.clear();
+    kept.clear();
+    for (std::uint32_t t : solve_set) {
+      for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) {
+        const std::uint32_t r = res_at(t, k);
+        if (local_index[r] != kNone) continue;
+        local_index[r] = static_cast<std::uint32_t>(touched.size());
+        touched.push_back(r);
+        double other = 0.0;
+        if (res_users[r].size() <= 64) {
+          // Exactly: the sum of the kept flows' rates (0 when every user is re-solved).
+          for (std::uint32_t u : res_users[r])
+            if (flow_mark[u] != epoch) other += rate[u];
+        } else {
+          other = -1.0;  // computed below from the running load
+        }
+        kept.push_back(other);
+      }
+    }
+    for (std::size_t i = 0; i < touched.size(); ++i) {
+      if (kept[i] >= 0.0) continue;
+      double mine = 0.0;
+      for (std::uint32_t u : res_users[touched[i]])
+        if (flow_mark[u] == epoch) mine += rate[u];
+      kept[i] = mine == res_load[touched[i]] ? 0.0 : std::max(0.0, res_load[touched[i]] - mine);
+    }
+  };
+
+  bool pending = false;
+  while (true) {
+    if (started || pending) {
+      choose();
+      if (!solve_set.empty()) {
+        problem.capacity.clear();
+        problem.offsets.assign(1, 0);
+        problem.resources.clear();
+        for (std::size_t i = 0; i < touched.size(); ++i) problem.capacity.push_back(std::max(0.0, res_capacity[touched[i]] - kept[i]));
+        for (std::uint32_t t : solve_set) {
+          flow_res.clear();
+          for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) flow_res.push_back(local_index[res_at(t, k)]);
+          problem.add_flow(flow_res);
+        }
+        const std::vector<double> rates = solve_max_min(problem);
+        ++tl.solves;
+        tl.solved_flows += solve_set.size();
+        bulk = solve_set.size() == active.size();
+        for (std::size_t f = 0; f < solve_set.size(); ++f) set_rate(solve_set[f], rates[f]);
+        if (bulk) rebuild_finishes();
+        bulk = false;
+        if (by_rate_valid) {
+          // The re-solved flows (the tail) take rates ≥ the kept ones, up to rounding.
+          const auto from = std::partition_point(by_rate.begin(), by_rate.end(), [&](std::uint32_t t) { return flow_mark[t] != epoch; });
+          std::sort(from, by_rate.end(), rate_order);
+        }
+        for (std::uint32_t r : touched)
+          if (r < nlinks) link_peak[r] = std::max(link_peak[r], res_load[r] / res_capacity[r]);
+      }
+      seeds.clear();
       started = false;
-      dirty = false;
+      pending = false;
       lowest_finished = kInf;
     }
     // Stale heap entries (flows re-rated or done) are dropped lazily; when they outnumber the
     // live ones the heap is rebuilt, so it stays O(flowing) however often rates change.
     if (finishes.size() > 2 * active.size() + 1024) rebuild_finishes();
-    // Next flow completion and next latency expiry.
     while (!finishes.empty() && (!flowing[finishes.top().transfer] || finishes.top().version != version[finishes.top().transfer])) {
       finishes.pop();
     }
@@ -514,30 +647,12 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
     }
     std::sort(finished.begin(), finished.end());
     for (std::uint32_t t : finished) {
-      flowing[t] = 0;
       lowest_finished = std::min(lowest_finished, rate[t]);
-      for (models::LinkId id : path(t)) {
-        link_bytes[id] += g.transfers[t].bytes;
-        if (rate[t] != kInf) link_load[id] -= rate[t];
-        if (--link_flows[id] == 0) {
-          link_busy[id] += now - busy_since[id];
-          link_load[id] = 0.0;  // no drift carried into the next flows
-        }
-      }
+      for (std::uint32_t k = 0; k < g.transfers[t].path_count; ++k) link_bytes[g.path_links[g.transfers[t].path_begin + k]] += g.transfers[t].bytes;
+      unflow(t);
       remaining[t] = 0.0;
     }
-    if (!finished.empty()) {
-      dirty = true;
-      // Drop them from `active`: when it is sorted they sit at or above the lowest finished
-      // rate, so only that tail is scanned.
-      auto from = active.begin();
-      if (sorted) {
-        const double below = lowest_finished * (1.0 - kKeepMargin);
-        from = std::partition_point(active.begin(), active.end(), [&](std::uint32_t t) { return rate[t] < below; });
-      }
-      const auto gone = [&](std::uint32_t t) { return !flowing[t]; };
-      active.erase(std::remove_if(from, active.end(), gone), active.end());
-    }
+    if (!finished.empty()) pending = true;
     for (std::uint32_t t : finished) dag.transfer_done(t, ev);
     handle();
     while (!events.empty() && events.top().time <= now * (1.0 + kCoalesce)) {

@@ -57,6 +57,10 @@ struct Timeline {
   std::vector<OpRecord> ops;     ///< one per op per rank
   std::vector<LinkRecord> links; ///< links that carried data, by link id
   std::uint64_t transfers = 0;
+  /// Work counters of the analytic engine's incremental sharing (0 from other engines): max-min
+  /// solves, and flows re-solved over all of them. Deterministic, so tests can bound the work.
+  std::uint64_t solves = 0;
+  std::uint64_t solved_flows = 0;
 };
 
 class Engine {
