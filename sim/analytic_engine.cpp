@@ -254,10 +254,11 @@ namespace ccsim::sim {
 //    continue. A started flow may lower any level of its component, so it re-solves the
 //    component whole.
 //
-// Both rules apply together when flows only finish: within the finished flows' components,
-// only the flows at or above L are re-solved. When a component is large (a direct AlltoAll
+// Both rules apply together when flows only finish: the flows below L are constants, so what
+// is left at L splits into components joined only by flows at or above L; the walk from the
+// finished flows' resources passes through those flows alone, and re-solves them. When a component is large (a direct AlltoAll
 // whose million flows all cross one spine), walking it at every completion would cost as much
-// as re-solving it, so past kWalkBudget flows the walk stops and rule 2 alone picks the flows
+// as re-solving it, so when the walk costs more than rule 2 alone would, it stops and rule 2 alone picks the flows
 // (from all flows in flight, kept sorted by rate).
 
 namespace {
@@ -311,8 +312,9 @@ class BatchQueue {
 /// Flows whose old rate is below lowest finished rate × (1 − kKeepMargin) keep their rate;
 /// the margin covers the solver's relative tie tolerance (10^-12) many times over.
 constexpr double kKeepMargin = 1e-9;
-/// A walk of the finished flows' components stops past this many flows (rule 2 alone then).
-constexpr std::size_t kWalkBudget = 4096;
+/// A walk of the finished flows' components stops after looking at about this many entries of
+/// the resources' flow lists beyond what rule 2 alone would cost (rule 2 alone then).
+constexpr std::size_t kWalkBudget = 256;
 constexpr std::uint32_t kNone = ~0U;
 }  // namespace
 
@@ -336,7 +338,12 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
     res_capacity[id] = l.bandwidth * eff;
   }
   std::vector<double> res_load(nres, 0.0);                // Σ rates of the flows on each resource
-  std::vector<std::vector<std::uint32_t>> res_users(nres);  // flowing transfers on each resource
+  /// A flowing transfer on a resource: which one, and which of its resources this is.
+  struct User {
+    std::uint32_t transfer;
+    std::uint32_t k;
+  };
+  std::vector<std::vector<User>> res_users(nres);  // flowing transfers on each resource
   std::vector<double> link_bytes(nlinks, 0.0), link_busy(nlinks, 0.0), link_peak(nlinks, 0.0), busy_since(nlinks, 0.0);
   std::vector<char> link_used(nlinks, 0);
 
@@ -408,7 +415,7 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
         link_used[r] = 1;
       }
       slot_at(t, k) = static_cast<std::uint32_t>(res_users[r].size());
-      res_users[r].push_back(t);
+      res_users[r].push_back({t, k});
       seeds.push_back(r);
     }
   };
@@ -422,19 +429,12 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
     active_pos[t] = kNone;
     for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) {
       const std::uint32_t r = res_at(t, k);
-      std::vector<std::uint32_t>& users = res_users[r];
+      std::vector<User>& users = res_users[r];
       const std::uint32_t s = slot_at(t, k);
-      const std::uint32_t u = users.back();
+      const User u = users.back();
       users[s] = u;
       users.pop_back();
-      if (u != t) {
-        for (std::uint32_t j = 0, mu = res_count(u); j < mu; ++j) {
-          if (res_at(u, j) == r) {
-            slot_at(u, j) = s;
-            break;
-          }
-        }
-      }
+      if (u.transfer != t) slot_at(u.transfer, u.k) = s;
       if (rate[t] != kInf) res_load[r] -= rate[t];
       if (users.empty()) {
         res_load[r] = 0.0;  // no drift carried into the next flows
@@ -480,6 +480,7 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
   std::uint32_t epoch = 0;
   std::vector<std::uint32_t> walk, solve_set, touched, local_index(nres, kNone);
   std::vector<double> kept;
+  std::vector<std::uint32_t> solved_on;  // per local resource: re-solved flows on it
   MaxMinProblem problem;
   std::vector<std::uint32_t> flow_res;
   std::vector<std::uint32_t> finished;
@@ -504,16 +505,31 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
         walk.push_back(r);
       }
     }
+    // The walk's budget when flows only finished: what rule 2 alone would cost — the flows at
+    // or above the lowest finished rate when the sorted list is at hand, else a sort of all.
+    std::size_t budget = std::numeric_limits<std::size_t>::max();
+    if (!started) {
+      if (by_rate_valid) {
+        const auto from = std::partition_point(by_rate.begin(), by_rate.end(), [&](std::uint32_t t) { return rate[t] < keep_below; });
+        budget = kWalkBudget + 8 * static_cast<std::size_t>(by_rate.end() - from);
+      } else {
+        budget = std::max(kWalkBudget, active.size());
+      }
+    }
     bool complete = true;
+    std::size_t examined = 0;  // user-list entries looked at
     for (std::size_t i = 0; i < walk.size() && complete; ++i) {
-      for (std::uint32_t t : res_users[walk[i]]) {
-        if (flow_mark[t] == epoch) continue;
+      const std::vector<User>& users = res_users[walk[i]];
+      examined += users.size();
+      if (examined > budget) {
+        complete = false;
+        break;
+      }
+      for (const User& user : users) {
+        const std::uint32_t t = user.transfer;
+        if (flow_mark[t] == epoch || rate[t] < keep_below) continue;
         flow_mark[t] = epoch;
         solve_set.push_back(t);
-        if (!started && solve_set.size() > kWalkBudget) {
-          complete = false;
-          break;
-        }
         for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) {
           const std::uint32_t q = res_at(t, k);
           if (res_mark[q] != epoch) {
@@ -524,19 +540,6 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
       }
     }
     if (complete) {
-      if (!started) {
-        // Rule 2 inside the components: slower flows keep their rates.
-        std::size_t kept_count = 0;
-        for (std::uint32_t t : solve_set) {
-          if (rate[t] < keep_below) {
-            flow_mark[t] = 0;  // not re-solved
-            ++kept_count;
-          }
-        }
-        if (kept_count > 0)
-          solve_set.erase(std::remove_if(solve_set.begin(), solve_set.end(), [&](std::uint32_t t) { return flow_mark[t] != epoch; }),
-                          solve_set.end());
-      }
       by_rate_valid = by_rate_valid && solve_set.empty();
     } else {
       // Rule 2 alone, over every flow in flight, sorted by rate.
@@ -554,33 +557,38 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
       ++epoch;
       for (std::uint32_t t : solve_set) flow_mark[t] = epoch;
     }
-    // Resources of the re-solved flows, and what the other flows keep of each.
+    // Resources of the re-solved flows, and what the other flows keep of each: exactly 0 when
+    // every user is re-solved, the sum of the kept users' rates on short lists, else the
+    // running load less the re-solved flows' rates.
     for (std::uint32_t r : touched) local_index[r] = kNone;
     touched.clear();
     kept.clear();
+    solved_on.clear();
     for (std::uint32_t t : solve_set) {
       for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) {
         const std::uint32_t r = res_at(t, k);
-        if (local_index[r] != kNone) continue;
-        local_index[r] = static_cast<std::uint32_t>(touched.size());
-        touched.push_back(r);
-        double other = 0.0;
-        if (res_users[r].size() <= 64) {
-          // Exactly: the sum of the kept flows' rates (0 when every user is re-solved).
-          for (std::uint32_t u : res_users[r])
-            if (flow_mark[u] != epoch) other += rate[u];
-        } else {
-          other = -1.0;  // computed below from the running load
+        if (local_index[r] == kNone) {
+          local_index[r] = static_cast<std::uint32_t>(touched.size());
+          touched.push_back(r);
+          kept.push_back(0.0);
+          solved_on.push_back(0);
         }
-        kept.push_back(other);
+        kept[local_index[r]] += rate[t];
+        ++solved_on[local_index[r]];
       }
     }
     for (std::size_t i = 0; i < touched.size(); ++i) {
-      if (kept[i] >= 0.0) continue;
-      double mine = 0.0;
-      for (std::uint32_t u : res_users[touched[i]])
-        if (flow_mark[u] == epoch) mine += rate[u];
-      kept[i] = mine == res_load[touched[i]] ? 0.0 : std::max(0.0, res_load[touched[i]] - mine);
+      const std::vector<User>& users = res_users[touched[i]];
+      if (solved_on[i] == users.size()) {
+        kept[i] = 0.0;
+      } else if (users.size() <= 64) {
+        double other = 0.0;
+        for (const User& u : users)
+          if (flow_mark[u.transfer] != epoch) other += rate[u.transfer];
+        kept[i] = other;
+      } else {
+        kept[i] = std::max(0.0, res_load[touched[i]] - kept[i]);
+      }
     }
   };
 
