@@ -8,7 +8,8 @@
 //   table      the table the row belongs to (tables print in order of first appearance)
 //   xname      the header of the table's first column (e.g. "ranks", "scenario (GPUs)")
 //   x, n       the row's label and its size (ranks or GPUs, the fit's abscissa); x equal to n
-//              prints as n with thousands separators, else "x (n)"
+//              prints as n with thousands separators, else "x (n)"; n empty: a row without a
+//              size (a single case), left out of fits; a table of such rows prints no fit
 //   column     the series (e.g. "ring · analytic")
 //   status     ok, timeout (ran past timeout_s), skipped (not run: a smaller size of the same
 //              series timed out), refused (the tool refused the input, exit 2), failed, na
@@ -39,7 +40,7 @@ namespace {
 
 struct Row {
   std::string table, xname, x;
-  double n = 0;
+  std::optional<double> n;  ///< empty: no size (not fitted)
   std::string column, status;
   int runs = 0;
   std::optional<double> wall, rss_kib, run, transfers, timeout;
@@ -171,12 +172,12 @@ int main(int argc, char** argv) {
     const auto runs = number(f[6]);
     r.wall = number(f[7]), r.rss_kib = number(f[8]), r.run = number(f[9]), r.transfers = number(f[10]), r.timeout = number(f[11]);
     static const std::vector<std::string> statuses = {"ok", "timeout", "skipped", "refused", "failed", "na"};
-    if (!n || std::find(statuses.begin(), statuses.end(), r.status) == statuses.end() || (r.status == "ok" && (!r.wall || !runs))) {
+    if ((!n && !f[3].empty()) || std::find(statuses.begin(), statuses.end(), r.status) == statuses.end() || (r.status == "ok" && (!r.wall || !runs))) {
       std::fprintf(stderr, "%s:%d: error: expected n a number, status one of ok, timeout, skipped, refused, failed, na, "
                    "and wall_s and runs for ok, found '%s'\n", argv[1], line_no, line.c_str());
       return 2;
     }
-    r.n = *n;
+    r.n = n;
     r.runs = runs ? static_cast<int>(*runs) : 0;
     rows.push_back(std::move(r));
   }
@@ -187,7 +188,7 @@ int main(int argc, char** argv) {
   }
   for (const auto& t : tables) {
     std::vector<std::string> columns;
-    std::vector<std::pair<std::string, double>> xs;  // label, n: order of first appearance
+    std::vector<std::pair<std::string, std::optional<double>>> xs;  // label, n: order of first appearance
     std::map<std::pair<std::string, std::string>, const Row*> at;
     std::string xname;
     for (const auto& r : rows) {
@@ -199,9 +200,10 @@ int main(int argc, char** argv) {
     }
     const bool labelled = std::any_of(xs.begin(), xs.end(), [](const auto& p) {
       const auto v = number(p.first);
-      return !v || *v != p.second;
+      return !v || !p.second || *v != *p.second;
     });
-    const std::string first = labelled ? "scenario (" + xname + ")" : xname;
+    const bool sized = std::any_of(xs.begin(), xs.end(), [](const auto& p) { return p.second.has_value(); });
+    const std::string first = !sized ? xname : labelled ? "scenario (" + xname + ")" : xname;
     std::printf("### %s\n\n| %s |", t.c_str(), first.c_str());
     for (const auto& c : columns) std::printf(" %s |", c.c_str());
     std::printf("\n|---|");
@@ -211,7 +213,7 @@ int main(int argc, char** argv) {
     int most_runs = 1;
     for (const auto& [x, n] : xs) {
       const auto xv = number(x);
-      const std::string label = xv && *xv == n ? with_commas(n) : x + " (" + with_commas(n) + ")";
+      const std::string label = !n ? x : xv && *xv == *n ? with_commas(*n) : x + " (" + with_commas(*n) + ")";
       std::printf("| %s |", label.c_str());
       for (const auto& c : columns) {
         const auto it = at.find({x, c});
@@ -226,6 +228,17 @@ int main(int argc, char** argv) {
       }
       std::printf("\n");
     }
+    const auto legend = [&] {
+      std::printf("Cells: wall time of the process (start-up included) and its peak RSS (children included)%s%s.%s\n\n",
+                  most_runs > 1 ? ("; median of " + std::to_string(most_runs) + " runs, peak the largest").c_str() : "",
+                  single && most_runs > 1 ? "; † one run (a slow configuration)" : single ? "; † one run" : "",
+                  skipped ? " ‡ not run: a smaller size of the same series ran past the timeout." : "");
+    };
+    if (!sized) {
+      std::printf("\n");
+      legend();
+      continue;
+    }
     // Growth exponents, one per series.
     std::vector<std::string> details;
     std::printf("| growth b (wall) |");
@@ -234,13 +247,13 @@ int main(int argc, char** argv) {
       std::string points;
       for (const auto& [x, n] : xs) {
         const auto it = at.find({x, c});
-        if (it == at.end() || it->second->status != "ok") continue;
+        if (it == at.end() || it->second->status != "ok" || !it->second->n) continue;
         const Row& r = *it->second;
-        wall.emplace_back(r.n, *r.wall);
-        if (r.run) run.emplace_back(r.n, *r.run);
+        wall.emplace_back(*r.n, *r.wall);
+        if (r.run) run.emplace_back(*r.n, *r.run);
         if (r.run && r.transfers) run_tr.emplace_back(*r.transfers, *r.run);
         char buf[96];
-        std::snprintf(buf, sizeof buf, "%s%s: %s", points.empty() ? "" : "; ", with_commas(r.n).c_str(), seconds(*r.wall).c_str());
+        std::snprintf(buf, sizeof buf, "%s%s: %s", points.empty() ? "" : "; ", with_commas(*r.n).c_str(), seconds(*r.wall).c_str());
         points += buf;
         if (r.transfers) points += ", " + with_commas(*r.transfers) + " transfers";
         if (r.run) points += ", run " + seconds(*r.run);
@@ -256,10 +269,7 @@ int main(int argc, char** argv) {
       details.push_back(d);
     }
     std::printf("\n\n");
-    std::printf("Cells: wall time of the process (start-up included) and its peak RSS (children included)%s%s.%s\n\n",
-                most_runs > 1 ? ("; median of " + std::to_string(most_runs) + " runs, peak the largest").c_str() : "",
-                single && most_runs > 1 ? "; † one run (a slow configuration)" : single ? "; † one run" : "",
-                skipped ? " ‡ not run: a smaller size of the same series ran past the timeout." : "");
+    legend();
     std::printf("Growth exponents (log t = a + b·log %s, least squares over the points that ran; run = schedule + "
                 "engine inside the process):\n\n",
                 xname.c_str());

@@ -14,7 +14,9 @@
 #                      the harness works (ctest bench-smoke); no timing is asserted
 #   --flow             adds the flow engine to the workload tables and the fabric variants
 #                      (slow: --flow-timeout per configuration)
-#   --timeout S        per-configuration limit, seconds (default 120)
+#   --timeout S        per-configuration limit, seconds (default 60, --quick 30: the full run
+#                      then takes about 20 minutes on 2 loaded cores, most of it in the
+#                      configurations that reach the limit)
 #   --flow-timeout S   the limit for flow-engine workload runs (default 600)
 #   --runs N           runs of a fast configuration; wall is their median (default 3)
 #   --repeat-under S   a configuration whose first run took under S seconds is run N times,
@@ -31,7 +33,7 @@ set -euo pipefail
 export LC_ALL=C   # decimal points in EPOCHREALTIME, awk and sort
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-bin="" out="" mode=full flow=0 limit=120 flow_limit=600 runs=3 repeat_under=2
+bin="" out="" mode=full flow=0 limit="" flow_limit=600 runs=3 repeat_under=2
 while [ $# -gt 0 ]; do
   case $1 in
     --bin) bin=$2; shift ;;
@@ -47,6 +49,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+if [ -z "$limit" ]; then case $mode in quick) limit=30 ;; *) limit=60 ;; esac; fi
 [ -n "$bin" ] || { echo "scaling.sh: error: --bin: expected a build directory, found none" >&2; exit 2; }
 bin="$(cd "$bin" && pwd)"
 ccsim="$bin/cli/ccsim" bench="$bin/tests/bench"
@@ -131,7 +134,7 @@ gpus_of() { "$bench/ccsim_bench_topology" "$1" 1 | awk '$1 == "gpus" { print $2 
 fabric_kind() { awk '/^  fabric:/ { f = 1; next } f && /^    kind:/ { print $2; exit } f && /^[^ ]/ { exit }' "$1"; }
 
 variants=(rail tor 2to1 3tier)
-declare -A variant_name=([rail]="rail-optimized" [tor]="ToR (2 nodes/leaf)" [2to1]="2:1 rail-optimized" [3tier]="3-tier (pods 7:1)")
+declare -A variant_name=([rail]="rail-optimized" [tor]="ToR (2 nodes/leaf)" [2to1]="2:1 rail-optimized" [3tier]="3-tier ToR (pods 7:1)")
 
 # --- collective series: algorithm x engine x ranks on the 16,384-GPU cluster and its variants
 collective_table() {  # collective_table FABRIC ENGINES RANKS...
@@ -139,7 +142,7 @@ collective_table() {  # collective_table FABRIC ENGINES RANKS...
   shift 2
   local scenario="$out/scenarios/h100-16k-$fabric.yaml"
   tests/bench/make_variant.sh scenarios/h100-16k-rail.yaml "$scenario" "$fabric"
-  local table="collective 1 GiB on h100-16k ${variant_name[$fabric]} (first n GPUs)"
+  local table="collective 1 GiB on h100-16k ${variant_name[$fabric]} (first n GPUs; one channel; phase granularity where the algorithm has it)"
   local n algo engine label
   for n in "$@"; do
     for engine in $engines; do
@@ -155,7 +158,7 @@ collective_table() {  # collective_table FABRIC ENGINES RANKS...
 
 # --- step granularity (ring AllReduce chunk by chunk; ranks² transfers)
 step_table() {  # step_table ANALYTIC_MAX FLOW_MAX
-  local table="ring AllReduce 1 GiB at step granularity, h100-16k rail-optimized" n
+  local table="ring AllReduce 1 GiB at step granularity on h100-16k rail-optimized (one channel)" n
   for n in 64 256 1024; do
     [ "$n" -le "$1" ] && measure "$table" ranks "$n" "$n" "analytic" "$limit" \
       "$bench/ccsim_bench_collective" scenarios/h100-16k-rail.yaml analytic ring step "$n" 1073741824 1
@@ -169,7 +172,7 @@ step_table() {  # step_table ANALYTIC_MAX FLOW_MAX
 workload_table() {  # workload_table ENGINE LIMIT VARIANTS...
   local engine=$1 lim=$2
   shift 2
-  local table="ccsim run, shipped workloads, $engine" file name gpus kind v variant
+  local table="ccsim run of the shipped workloads ($engine)" file name gpus kind v variant
   for file in scenarios/workloads/*.yaml; do
     name=$(basename "$file" .yaml)
     gpus=$(gpus_of "$file")
@@ -197,7 +200,7 @@ workload_table() {  # workload_table ENGINE LIMIT VARIANTS...
 scaled_table() {  # scaled_table ENGINE LIMIT "DPS" VARIANTS...
   local engine=$1 lim=$2 dps=$3
   shift 3
-  local table="ccsim run, Llama-3.1-405B TP8 PP16 DP d (16 micro-batches), $engine" d v variant
+  local table="ccsim run of Llama-3.1-405B TP8 PP16 DP d with 16 micro-batches ($engine)" d v variant
   for d in $dps; do
     for v in "$@"; do
       variant="$out/scenarios/llama3-405b-dp$d-$v.yaml"
@@ -210,30 +213,30 @@ scaled_table() {  # scaled_table ENGINE LIMIT "DPS" VARIANTS...
 
 # --- single cases: the rows README "Performance" reports and the issue's cases
 cases_table() {  # cases_table quick|full
-  local t="single cases"
-  measure "$t" case "topology build 16384 GPUs" 16384 "wall, peak" "$limit" "$bench/ccsim_bench_topology" scenarios/h100-16k-rail.yaml 1
-  measure "$t" case "ccsim topo 16384 GPUs (bisection max-flow)" 16384 "wall, peak" "$limit" "$ccsim" topo scenarios/h100-16k-rail.yaml
-  measure "$t" case "8-GPU AllReduce 1 GiB (dgx-h100-1node; auto)" 8 "wall, peak" "$limit" \
+  local t="single cases (README Performance rows and the issue's cases)" c="time · memory"
+  measure "$t" case "topology build 16384 GPUs" "" "$c" "$limit" "$bench/ccsim_bench_topology" scenarios/h100-16k-rail.yaml 1
+  measure "$t" case "ccsim topo 16384 GPUs (bisection max-flow)" "" "$c" "$limit" "$ccsim" topo scenarios/h100-16k-rail.yaml
+  measure "$t" case "8-GPU AllReduce 1 GiB (dgx-h100-1node; auto)" "" "$c" "$limit" \
     "$ccsim" collective scenarios/dgx-h100-1node.yaml --op allreduce -b 1G -e 1G
-  measure "$t" case "64-rank ring AllReduce 1 GiB (h100-1024gpu-2to1)" 64 "wall, peak" "$limit" \
+  measure "$t" case "64-rank ring AllReduce 1 GiB (h100-1024gpu-2to1)" "" "$c" "$limit" \
     "$ccsim" collective scenarios/h100-1024gpu-2to1.yaml --ranks 64 --op allreduce --algo ring -b 1G -e 1G
   [ "$1" = quick ] && return 0
-  measure "$t" case "ccsim topo 262144 GPUs (cluster cap)" 262144 "wall, peak" "$limit" "$ccsim" topo tests/bench/cluster-at-cap.yaml
-  measure "$t" case "sweep 8 B - 8 GiB auto 1024 ranks (h100-1024gpu-2to1)" 1024 "wall, peak" "$limit" \
+  measure "$t" case "ccsim topo 262144 GPUs (cluster cap)" "" "$c" "$limit" "$ccsim" topo tests/bench/cluster-at-cap.yaml
+  measure "$t" case "sweep 8 B - 8 GiB auto 1024 ranks (h100-1024gpu-2to1)" "" "$c" "$limit" \
     "$ccsim" collective scenarios/h100-1024gpu-2to1.yaml --op allreduce -b 8 -e 8G -f 2
-  measure "$t" case "AlltoAll 1 MiB 288 GPUs (nvl72-4rack)" 288 "wall, peak" "$limit" \
+  measure "$t" case "AlltoAll 1 MiB 288 GPUs (nvl72-4rack)" "" "$c" "$limit" \
     "$ccsim" collective scenarios/nvl72-4rack.yaml --op alltoall -b 1M -e 1M
-  measure "$t" case "AlltoAll 1 MiB 1024 GPUs (h100-1024gpu-2to1)" 1024 "wall, peak" "$limit" \
+  measure "$t" case "AlltoAll 1 MiB 1024 GPUs (h100-1024gpu-2to1)" "" "$c" "$limit" \
     "$ccsim" collective scenarios/h100-1024gpu-2to1.yaml --op alltoall -b 1M -e 1M
-  measure "$t" case "AlltoAll 1 MiB 16384 GPUs (h100-16k-rail)" 16384 "wall, peak" "$limit" \
+  measure "$t" case "AlltoAll 1 MiB 16384 GPUs (h100-16k-rail)" "" "$c" "$limit" \
     "$ccsim" collective scenarios/h100-16k-rail.yaml --op alltoall -b 1M -e 1M
-  measure "$t" case "AlltoAll 256 MiB 256 ranks analytic-reference sharing" 256 "wall, peak" "$limit" \
+  measure "$t" case "AlltoAll 256 MiB 256 ranks analytic-reference sharing" "" "$c" "$limit" \
     "$bench/ccsim_bench_collective" scenarios/h100-1024gpu-2to1.yaml analytic-reference direct phase 256 268435456 1
-  measure "$t" case "flow hierarchical AllReduce 1 GiB 1024 ranks (h100-1024gpu-2to1)" 1024 "wall, peak" "$limit" \
+  measure "$t" case "flow hierarchical AllReduce 1 GiB 1024 ranks (h100-1024gpu-2to1)" "" "$c" "$limit" \
     "$bench/ccsim_bench_collective" scenarios/h100-1024gpu-2to1.yaml flow hierarchical phase 1024 1073741824 1
-  measure "$t" case "flow ring AllReduce 1 GiB 4096 ranks (auto channels)" 4096 "wall, peak" "$limit" \
+  measure "$t" case "flow ring AllReduce 1 GiB 4096 ranks (auto channels)" "" "$c" "$limit" \
     "$ccsim" collective scenarios/h100-16k-rail.yaml --ranks 4096 --op allreduce --algo ring -b 1G -e 1G --engine flow
-  measure "$t" case "flow ring AllReduce 1 GiB 16384 ranks (auto channels)" 16384 "wall, peak" "$limit" \
+  measure "$t" case "flow ring AllReduce 1 GiB 16384 ranks (auto channels)" "" "$c" "$limit" \
     "$ccsim" collective scenarios/h100-16k-rail.yaml --op allreduce --algo ring -b 1G -e 1G --engine flow
 }
 
@@ -253,10 +256,10 @@ case $mode in
     cases_table quick
     collective_table rail "analytic flow" 64 256 1024
     workload_table analytic "$limit" rail
-    for v in tor 2to1 3tier; do
+    for v in "${variants[@]}"; do
       tests/bench/make_variant.sh scenarios/workloads/llama3-70b-train-64xh100.yaml "$out/scenarios/llama3-70b-$v.yaml" "$v"
-      measure "ccsim run, shipped workloads, analytic" GPUs llama3-70b-train-64xh100 64 "${variant_name[$v]}" "$limit" \
-        "$ccsim" run "$out/scenarios/llama3-70b-$v.yaml" --engine analytic
+      measure "ccsim run of Llama-3-70B on 64 H100 by fabric (analytic)" GPUs llama3-70b-train-64xh100 64 "${variant_name[$v]}" \
+        "$limit" "$ccsim" run "$out/scenarios/llama3-70b-$v.yaml" --engine analytic
     done
     ;;
   full)
