@@ -78,7 +78,7 @@ measure() {
   for a in "$@"; do  # files by content: a generated variant equal to another file is measured once
     if [ -f "$a" ]; then key+=" $(md5sum <"$a" | cut -c1-32)"; else key+=" $a"; fi
   done
-  if [ -n "${timed_out["$table|$column"]:-}" ]; then
+  if [ -n "$n" ] && [ -n "${timed_out["$table|$column"]:-}" ]; then
     fields="skipped,0,,,,,$lim,$(clean "${timed_out["$table|$column"]} timed out")"
   elif [ -n "${cache["$key"]:-}" ]; then
     fields=${cache["$key"]}
@@ -118,7 +118,8 @@ measure() {
       [ ${#run_all[@]} -gt 0 ] && run_s=$(printf '%s\n' "${run_all[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
       fields="ok,${#walls[@]},$wall,$rss,$run_s,$transfers,$lim,"
     else
-      [ "$status" = timeout ] && timed_out["$table|$column"]="$x"
+      # a series (rows with a size) skips its larger sizes after a timeout; single cases do not
+      [ "$status" = timeout ] && [ -n "$n" ] && timed_out["$table|$column"]="$x"
       fields="$status,0,,,,,$lim,$(clean "$note")"
     fi
     cache["$key"]=$fields
