@@ -14,6 +14,8 @@
 #                      the harness works (ctest bench-smoke); no timing is asserted
 #   --flow             adds the flow engine to the workload tables and the fabric variants
 #                      (slow: --flow-timeout per configuration)
+#   --sections LIST    the full run's sections to run, comma-separated (default all:
+#                      cases,collective,variants,step,workloads,scaled)
 #   --timeout S        per-configuration limit, seconds (default 60, --quick 30: the full run
 #                      then takes about 20 minutes on 2 loaded cores, most of it in the
 #                      configurations that reach the limit)
@@ -27,13 +29,14 @@
 # process and its children from /usr/bin/time (%M, KiB). A run past the limit is
 # recorded as "timeout" (the table prints "> S s"); once a size of a series times out, its
 # larger sizes are recorded as "skipped" (printed "> S s (not run)") instead of spending the
-# limit again. Exit code 2 with "refused" on stderr (a schedule over the planner's size limit)
+# limit again (except direct AlltoAll, which runs at every size to show the planner's refusal
+# above its schedule limit). Exit code 2 with "refused" on stderr (a schedule over the planner's size limit)
 # is recorded as "refused".
 set -euo pipefail
 export LC_ALL=C   # decimal points in EPOCHREALTIME, awk and sort
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-bin="" out="" mode=full flow=0 limit="" flow_limit=600 runs=3 repeat_under=2
+bin="" out="" mode=full flow=0 sections=cases,collective,variants,step,workloads,scaled limit="" flow_limit=600 runs=3 repeat_under=2
 while [ $# -gt 0 ]; do
   case $1 in
     --bin) bin=$2; shift ;;
@@ -41,6 +44,7 @@ while [ $# -gt 0 ]; do
     --quick) mode=quick ;;
     --smoke) mode=smoke ;;
     --flow) flow=1 ;;
+    --sections) sections=$2; shift ;;
     --timeout) limit=$2; shift ;;
     --flow-timeout) flow_limit=$2; shift ;;
     --runs) runs=$2; shift ;;
@@ -78,7 +82,7 @@ measure() {
   for a in "$@"; do  # files by content: a generated variant equal to another file is measured once
     if [ -f "$a" ]; then key+=" $(md5sum <"$a" | cut -c1-32)"; else key+=" $a"; fi
   done
-  if [ -n "$n" ] && [ -n "${timed_out["$table|$column"]:-}" ]; then
+  if [ -n "$n" ] && [ -z "${NOSKIP:-}" ] && [ -n "${timed_out["$table|$column"]:-}" ]; then
     fields="skipped,0,,,,,$lim,$(clean "${timed_out["$table|$column"]} timed out")"
   elif [ -n "${cache["$key"]:-}" ]; then
     fields=${cache["$key"]}
@@ -144,13 +148,15 @@ collective_table() {  # collective_table FABRIC ENGINES RANKS...
   local scenario="$out/scenarios/h100-16k-$fabric.yaml"
   tests/bench/make_variant.sh scenarios/h100-16k-rail.yaml "$scenario" "$fabric"
   local table="collective 1 GiB on h100-16k ${variant_name[$fabric]} (first n GPUs; one channel; phase granularity where the algorithm has it)"
-  local n algo engine label
+  local n algo engine label noskip
   for n in "$@"; do
     for engine in $engines; do
       for algo in ring tree hierarchical direct; do
-        label="$algo"
-        [ "$algo" = direct ] && label="alltoall (direct)"
-        measure "$table" ranks "$n" "$n" "$label · $engine" "$limit" \
+        label="$algo" noskip=""
+        # direct AlltoAll: the planner refuses it above its schedule limit; run every size, so
+        # that a refusal shows as one (it takes a second) rather than as not run
+        [ "$algo" = direct ] && label="alltoall (direct)" noskip=1
+        NOSKIP=$noskip measure "$table" ranks "$n" "$n" "$label · $engine" "$limit" \
           "$bench/ccsim_bench_collective" "$scenario" "$engine" "$algo" phase "$n" 1073741824 1
       done
     done
@@ -264,18 +270,23 @@ case $mode in
     done
     ;;
   full)
-    cases_table full
-    collective_table rail "analytic flow" 64 256 1024 4096 16384
-    for v in tor 2to1 3tier; do
-      if [ "$flow" = 1 ]; then collective_table "$v" "analytic flow" 64 256 1024 4096 16384
-      else collective_table "$v" analytic 64 256 1024 4096 16384; fi
-    done
-    step_table 1024 256
-    workload_table analytic "$limit" "${variants[@]}"
-    scaled_table analytic "$limit" "1 4 16 64 128" "${variants[@]}"
-    if [ "$flow" = 1 ]; then
-      workload_table flow "$flow_limit" "${variants[@]}"
-      scaled_table flow "$flow_limit" "1 4 16 64 128" rail
+    on() { [[ ",$sections," == *",$1,"* ]]; }
+    if on cases; then cases_table full; fi
+    if on collective; then collective_table rail "analytic flow" 64 256 1024 4096 16384; fi
+    if on variants; then
+      for v in tor 2to1 3tier; do
+        if [ "$flow" = 1 ]; then collective_table "$v" "analytic flow" 64 256 1024 4096 16384
+        else collective_table "$v" analytic 64 256 1024 4096 16384; fi
+      done
+    fi
+    if on step; then step_table 1024 256; fi
+    if on workloads; then
+      workload_table analytic "$limit" "${variants[@]}"
+      if [ "$flow" = 1 ]; then workload_table flow "$flow_limit" "${variants[@]}"; fi
+    fi
+    if on scaled; then
+      scaled_table analytic "$limit" "1 4 16 64 128" "${variants[@]}"
+      if [ "$flow" = 1 ]; then scaled_table flow "$flow_limit" "1 4 16 64 128" rail; fi
     fi
     ;;
 esac
