@@ -82,10 +82,10 @@ measure() {
   for a in "$@"; do  # files by content: a generated variant equal to another file is measured once
     if [ -f "$a" ]; then key+=" $(md5sum <"$a" | cut -c1-32)"; else key+=" $a"; fi
   done
-  if [ -n "$n" ] && [ -z "${NOSKIP:-}" ] && [ -n "${timed_out["$table|$column"]:-}" ]; then
-    fields="skipped,0,,,,,$lim,$(clean "${timed_out["$table|$column"]} timed out")"
-  elif [ -n "${cache["$key"]:-}" ]; then
+  if [ -n "${cache["$key"]:-}" ]; then
     fields=${cache["$key"]}
+  elif [ -n "$n" ] && [ -z "${NOSKIP:-}" ] && [ -n "${timed_out["$table|$column"]:-}" ]; then
+    fields="skipped,0,,,,,$lim,$(clean "${timed_out["$table|$column"]} timed out")"
   else
     local walls=() run_all=() rss=0 rc status="" note="" run_s="" transfers="" i wall m t0 t1
     for ((i = 0; i < runs; ++i)); do
@@ -213,7 +213,8 @@ scaled_table() {  # scaled_table ENGINE LIMIT "DPS" VARIANTS...
       variant="$out/scenarios/llama3-405b-dp$d-$v.yaml"
       tests/bench/make_variant.sh scenarios/workloads/llama3-405b-train-16kxh100.yaml "$variant" "$v" \
         nodes.count=$((16 * d)) strategy.dp="$d" workload.global_batch_size=$((16 * d))
-      measure "$table" GPUs "$((128 * d))" "$((128 * d))" "${variant_name[$v]}" "$lim" "$ccsim" run "$variant" --engine "$engine"
+      # every size runs: this series is not monotone (DP 64 has taken longer than DP 128)
+      NOSKIP=1 measure "$table" GPUs "$((128 * d))" "$((128 * d))" "${variant_name[$v]}" "$lim" "$ccsim" run "$variant" --engine "$engine"
     done
   done
 }
