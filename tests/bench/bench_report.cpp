@@ -241,7 +241,8 @@ int main(int argc, char** argv) {
     }
     // Growth exponents, one per series.
     std::vector<std::string> details;
-    std::printf("| growth b (wall) |");
+    std::string wall_row = "| growth b (wall) |", run_row = "| growth b (run, in-process) |";
+    bool any_run = false;
     for (const auto& c : columns) {
       std::vector<std::pair<double, double>> wall, run, run_tr;
       std::string points;
@@ -259,16 +260,21 @@ int main(int argc, char** argv) {
         if (r.run) points += ", run " + seconds(*r.run);
       }
       const auto fw = fit(wall);
-      std::printf(" %s |", exponent(fw).c_str());
+      const auto fr = fit(run);
+      wall_row += " " + exponent(fw) + " |";
+      run_row += " " + exponent(fr) + " |";
+      any_run = any_run || !run.empty();
       std::string d = "- " + c + ": ";
       d += fw ? "wall ∝ " + xname + "^" + exponent(fw) + " (" + std::to_string(fw->points) + " points)"
               : "no fit (fewer than two sizes ran)";
-      if (const auto fr = fit(run)) d += "; run ∝ " + xname + "^" + exponent(fr);
+      if (fr) d += "; run ∝ " + xname + "^" + exponent(fr);
       if (const auto ft = fit(run_tr)) d += "; run ∝ transfers^" + exponent(ft);
       d += points.empty() ? " — no point ran" : " — points: " + points;
       details.push_back(d);
     }
-    std::printf("\n\n");
+    std::printf("%s\n", wall_row.c_str());
+    if (any_run) std::printf("%s\n", run_row.c_str());
+    std::printf("\n");
     legend();
     std::printf("Growth exponents (log t = a + b·log %s, least squares over the points that ran; run = schedule + "
                 "engine inside the process):\n\n",
