@@ -7,6 +7,10 @@
 // every event, as before its incremental sharing). direct and pairwise run AlltoAll, the
 // other algorithms AllReduce.
 // Prints: ranks, ops, transfers, simulated time, median wall time of the runs, peak RSS.
+// GRANULARITY phase falls back to step for an algorithm without a phase form (as the planner's
+// auto mode does); the line names the granularity that ran.
+// A schedule over the planner's size limit (planner::kMaxScheduleOps, e.g. direct AlltoAll above
+// 2,048 ranks) is refused as `ccsim collective` refuses it: "refused: ..." on stderr, exit 2.
 
 #include <sys/resource.h>
 
@@ -21,6 +25,7 @@
 #include "models/catalog.hpp"
 #include "models/scenario.hpp"
 #include "planner/algorithms/algorithms.hpp"
+#include "planner/collective_runner.hpp"
 #include "planner/cost_model.hpp"
 #include "sim/analytic_engine.hpp"
 #include "sim/engine.hpp"
@@ -50,8 +55,22 @@ int main(int argc, char** argv) {
     req.collective = models::Collective::AlltoAll;
   }
   req.bytes = bytes;
-  req.granularity = granularity == "phase" ? models::Granularity::Phase : models::Granularity::Step;
   req.ranks_per_node = 8;
+  req.granularity = granularity == "phase" ? models::Granularity::Phase : models::Granularity::Step;
+  if (req.granularity == models::Granularity::Phase && !planner::unsupported_reason(*algorithm, req).empty()) {
+    req.granularity = models::Granularity::Step;
+  }
+  if (const std::string why = planner::unsupported_reason(*algorithm, req); !why.empty()) {
+    std::fprintf(stderr, "%s cannot run here: %s\n", argv[3], why.c_str());
+    return 2;
+  }
+  // The planner's schedule limit, checked as CollectiveRunner::simulate checks it.
+  req.max_ops = planner::kMaxScheduleOps;
+  if (const double estimate = planner::estimated_ops(*algorithm, req); estimate > static_cast<double>(planner::kMaxScheduleOps)) {
+    std::fprintf(stderr, "refused: %s on %d ranks: %.0f ops, above the limit of %llu\n", argv[3], ranks, estimate,
+                 static_cast<unsigned long long>(planner::kMaxScheduleOps));
+    return 2;
+  }
   sim::Plan plan;
   plan.rank_gpu.assign(cluster.topology.gpus().begin(), cluster.topology.gpus().begin() + ranks);
   plan.cost = costs.params(*algorithm, planner::Protocol::Simple, cluster.topology);
@@ -64,7 +83,14 @@ int main(int argc, char** argv) {
   std::size_t ops = 0, transfers = 0;
   for (int i = 0; i < repeats; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    const models::Schedule schedule = planner::generate(*algorithm, req);
+    models::Schedule schedule;
+    try {
+      schedule = planner::generate(*algorithm, req);
+    } catch (const planner::ScheduleTooLarge&) {
+      std::fprintf(stderr, "refused: %s on %d ranks: more than %llu ops\n", argv[3], ranks,
+                   static_cast<unsigned long long>(planner::kMaxScheduleOps));
+      return 2;
+    }
     plan.schedule = &schedule;
     const sim::Timeline tl = engine->run(plan);
     const auto t1 = std::chrono::steady_clock::now();
@@ -77,8 +103,8 @@ int main(int argc, char** argv) {
   rusage self{}, children{};
   getrusage(RUSAGE_SELF, &self);
   getrusage(RUSAGE_CHILDREN, &children);
-  std::printf("%-8s %-12s %-6s %6d ranks  %9zu ops  %9zu transfers  simulated %.6g s  wall median %.3f s  RSS %.0f MiB (child %.0f MiB)\n",
-              engine_name.c_str(), argv[3], granularity.c_str(), ranks, ops, transfers, simulated, wall[wall.size() / 2],
+  std::printf("%-8s %-12s %-6s %6d ranks  %9zu ops  %9zu transfers  simulated %.6g s  wall median %.6f s  RSS %.0f MiB (child %.0f MiB)\n",
+              engine_name.c_str(), argv[3], std::string(models::to_string(req.granularity)).c_str(), ranks, ops, transfers, simulated, wall[wall.size() / 2],
               static_cast<double>(self.ru_maxrss) / 1024.0, static_cast<double>(children.ru_maxrss) / 1024.0);
   return 0;
 }
