@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -475,7 +474,6 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
       continue;
     }
     ++best.simulated;
-    if (std::getenv("CCSIM_DEBUG_PRUNE")) fmt::print(stderr, "{} {}/{} bound {:.6g} time {:.6g}\n", bytes, to_string(c.a), to_string(c.p), c.bound, tl.makespan);
     if (tl.makespan < best.time || (tl.makespan == best.time && c.index < best_index)) {
       best.time = tl.makespan;
       best.algorithm = c.a;
