@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "planner/candidate_bound.hpp"
+
 namespace ccsim::planner {
 
 using models::Collective;
@@ -283,6 +285,11 @@ AlgorithmRequest CollectiveRunner::request(Algorithm a, Protocol p, std::uint64_
 }
 
 sim::Timeline CollectiveRunner::simulate(Algorithm a, Protocol p, std::uint64_t bytes, sim::Engine& engine, Granularity& g) {
+  const models::Schedule schedule = prepare(a, p, bytes, g);
+  return run_schedule(schedule, a, p, engine);
+}
+
+models::Schedule CollectiveRunner::prepare(Algorithm a, Protocol p, std::uint64_t bytes, Granularity& g) const {
   const int n = static_cast<int>(options_.gpus.size());
   g = Granularity::Step;
   // NCCL's Tree at phase granularity by default: its pipeline is as deep as the chains and the
@@ -332,7 +339,39 @@ sim::Timeline CollectiveRunner::simulate(Algorithm a, Protocol p, std::uint64_t 
   } catch (const ScheduleTooLarge&) {
     throw too_large("more ops than that");
   }
-  return run_schedule(schedule, a, p, engine);
+  return schedule;
+}
+
+sim::CostParams CollectiveRunner::cost_params(Algorithm a, Protocol p, const models::Schedule& one) const {
+  sim::CostParams cost = costs_.params(a, p, cluster_.topology, arch_);
+  cost.max_rate = costs_.max_rate(a, p, arch_, nodes_, one.channels);
+  return cost;
+}
+
+double CollectiveRunner::schedule_bound(const models::Schedule& one, Algorithm a, Protocol p) {
+  for (const CachedBound& c : bound_cache_)
+    if (c.a == a && c.p == p && c.bound->matches(one)) return c.bound->evaluate(one);
+  if (!bound_router_) bound_router_ = std::make_unique<models::Router>(cluster_);
+  // One group: concurrent groups only add traffic (candidate_bound.hpp).
+  sim::Plan plan;
+  plan.rank_gpu = options_.gpus;
+  plan.schedule = &one;
+  plan.cost = cost_params(a, p, one);
+  auto bound = std::make_unique<ScheduleBound>(plan, *bound_router_);
+  const double b = bound->evaluate(one);
+  // Kept for the next sizes while the cache holds a few schedules' worth of ops.
+  constexpr std::size_t kCacheOps = std::size_t{1} << 22;
+  if (bound_cache_ops_ + bound->ops() <= kCacheOps) {
+    bound_cache_ops_ += bound->ops();
+    bound_cache_.push_back({a, p, std::move(bound)});
+  }
+  return b;
+}
+
+double CollectiveRunner::candidate_bound(Algorithm a, Protocol p, std::uint64_t bytes) {
+  Granularity g{};
+  const models::Schedule one = prepare(a, p, bytes, g);
+  return schedule_bound(one, a, p);
 }
 
 sim::Timeline CollectiveRunner::run_schedule(const models::Schedule& one, Algorithm a, Protocol p, sim::Engine& engine) const {
@@ -347,13 +386,13 @@ sim::Timeline CollectiveRunner::run_schedule(const models::Schedule& one, Algori
   models::Schedule replicated;
   if (!options_.concurrent.empty()) replicated = models::replicate(one, static_cast<int>(1 + options_.concurrent.size()));
   plan.schedule = options_.concurrent.empty() ? &one : &replicated;
-  plan.cost = costs_.params(a, p, cluster_.topology, arch_);
-  plan.cost.max_rate = costs_.max_rate(a, p, arch_, nodes_, one.channels);
+  plan.cost = cost_params(a, p, one);
   return engine.run(plan);
 }
 
 CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
-  const auto cands = candidates();
+  if (!candidates_) candidates_ = candidates();
+  const auto& cands = *candidates_;
   if (cands.empty()) {
     throw std::invalid_argument(fmt::format("no algorithm and protocol implement {} with these options",
                                             models::to_string(options_.collective)));
@@ -362,25 +401,87 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
   best.bytes = bytes;
   best.time = std::numeric_limits<double>::infinity();
   std::optional<ScheduleTooLarge> refused;  // the first candidate refused for its size
-  for (const auto& [a, p] : cands) {
-    if (cands.size() > 1 && !unsupported_reason(a, request(a, p, bytes, Granularity::Step)).empty()) continue;
+  // Candidates are prepared (schedule generated, size limits checked: notes in candidate
+  // order) and bounded first, then simulated in increasing order of their bounds; a
+  // candidate whose bound is at least the best time so far cannot win and is skipped. Ties
+  // go to the earlier candidate, as in a plain loop over `cands`.
+  struct Prepared {
+    std::size_t index = 0;
+    Algorithm a = Algorithm::Ring;
+    Protocol p = Protocol::Simple;
     Granularity g{};
-    sim::Timeline tl;
+    std::optional<models::Schedule> schedule;  ///< kept when small, else generated again
+    double bound = -std::numeric_limits<double>::infinity();
+  };
+  // Schedules up to this many ops are kept between bounding and simulating.
+  constexpr std::size_t kKeepOps = std::size_t{1} << 20;
+  std::vector<Prepared> todo;
+  const bool prune = options_.prune && cands.size() > 1;
+  bool bounds_ok = prune;
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    const auto [a, p] = cands[i];
+    if (cands.size() > 1 && !unsupported_reason(a, request(a, p, bytes, Granularity::Step)).empty()) continue;
+    Prepared c;
+    c.index = i;
+    c.a = a;
+    c.p = p;
+    if (!prune) {
+      todo.push_back(std::move(c));
+      continue;
+    }
+    models::Schedule one;
     try {
-      tl = simulate(a, p, bytes, *analytic_, g);
+      one = prepare(a, p, bytes, c.g);
     } catch (const ScheduleTooLarge& e) {
-      // Too big a schedule: skipped when another candidate fits (noted), refused when none does.
       if (!refused) refused = e;
       best.notes.push_back(fmt::format("{}/{} skipped: {}", to_string(a), to_string(p), e.found()));
       continue;
     }
-    if (tl.makespan < best.time) {
+    if (bounds_ok) {
+      try {
+        c.bound = schedule_bound(one, a, p);
+      } catch (const std::exception&) {
+        bounds_ok = false;  // the simulation reports it, in candidate order (below)
+      }
+    }
+    if (one.op_count() <= kKeepOps) c.schedule = std::move(one);
+    todo.push_back(std::move(c));
+  }
+  if (bounds_ok) {
+    std::stable_sort(todo.begin(), todo.end(), [](const Prepared& x, const Prepared& y) { return x.bound < y.bound; });
+  } else {
+    for (Prepared& c : todo) c.bound = -std::numeric_limits<double>::infinity();
+  }
+  std::size_t best_index = cands.size();
+  for (Prepared& c : todo) {
+    // The engine's time is at least bound × (1 − kBoundSlack): a candidate whose bound is
+    // above the best time cannot beat it, nor tie it when it comes later in `cands`.
+    const double floor = c.bound * (1.0 - kBoundSlack);
+    if (floor > best.time || (floor >= best.time && c.index > best_index)) continue;
+    Granularity g = c.g;
+    sim::Timeline tl;
+    try {
+      if (c.schedule) {
+        tl = run_schedule(*c.schedule, c.a, c.p, *analytic_);
+        c.schedule.reset();
+      } else {
+        tl = simulate(c.a, c.p, bytes, *analytic_, g);
+      }
+    } catch (const ScheduleTooLarge& e) {
+      // Too big a schedule: skipped when another candidate fits (noted), refused when none does.
+      if (!refused) refused = e;
+      best.notes.push_back(fmt::format("{}/{} skipped: {}", to_string(c.a), to_string(c.p), e.found()));
+      continue;
+    }
+    ++best.simulated;
+    if (tl.makespan < best.time || (tl.makespan == best.time && c.index < best_index)) {
       best.time = tl.makespan;
-      best.algorithm = a;
-      best.protocol = p;
+      best.algorithm = c.a;
+      best.protocol = c.p;
       best.granularity = g;
       best.transfers = tl.transfers;
       best.links = std::move(tl.links);
+      best_index = c.index;
     }
   }
   if (best.time == std::numeric_limits<double>::infinity() && refused) throw *refused;

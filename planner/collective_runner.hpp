@@ -13,6 +13,7 @@
 #include "models/router.hpp"
 #include "planner/algorithms/algorithms.hpp"
 #include "planner/bounds.hpp"
+#include "planner/candidate_bound.hpp"
 #include "planner/cost_model.hpp"
 #include "planner/ring_search.hpp"
 #include "sim/engine.hpp"
@@ -48,6 +49,12 @@ struct CollectiveOptions {
   /// is below it. `ccsim run` turns it off: its ops are the same Schedules `ccsim collective`
   /// checks, and the max-flow per group dominated a 16,384-GPU step's run time.
   bool check_bound = true;
+  /// Exact pruning in auto mode: candidates are simulated in increasing order of a cheap
+  /// lower bound on their engine time (planner/candidate_bound.hpp), and one whose bound is
+  /// at least the best simulated time so far is not simulated. The choice (algorithm,
+  /// protocol, time, ties to the earlier candidate) is the same as with every candidate
+  /// simulated; false simulates them all (the reference the tests compare with).
+  bool prune = true;
 };
 
 struct CollectiveResult {
@@ -61,6 +68,8 @@ struct CollectiveResult {
   std::vector<sim::LinkRecord> links;  ///< per-link bytes, busy time, peak of the chosen run (all concurrent groups)
   /// Candidates skipped because their schedule was over kMaxScheduleOps ("ring/Simple skipped: ...").
   std::vector<std::string> notes;
+  /// Candidates the analytic engine simulated for this size (the others were pruned).
+  int simulated = 0;
 };
 
 class CollectiveRunner {
@@ -96,9 +105,17 @@ class CollectiveRunner {
   /// Runs a given Schedule of (a, p) for this runner's ranks (and concurrent groups) on
   /// `engine` with this cluster's costs: the same schedule can be timed on a changed cluster.
   sim::Timeline run_schedule(const models::Schedule& one, Algorithm a, Protocol p, sim::Engine& engine) const;
+  /// Lower bound, in seconds, on the analytic engine's time for candidate (a, p) at `bytes`
+  /// (planner/candidate_bound.hpp), on the schedule run() would simulate. Throws what run()
+  /// throws for that candidate (ScheduleTooLarge, std::invalid_argument).
+  double candidate_bound(Algorithm a, Protocol p, std::uint64_t bytes);
 
  private:
   sim::Timeline simulate(Algorithm a, Protocol p, std::uint64_t bytes, sim::Engine& engine, models::Granularity& g);
+  /// The Schedule simulate() runs for (a, p) at `bytes` (one group), and its granularity.
+  models::Schedule prepare(Algorithm a, Protocol p, std::uint64_t bytes, models::Granularity& g) const;
+  sim::CostParams cost_params(Algorithm a, Protocol p, const models::Schedule& one) const;
+  double schedule_bound(const models::Schedule& one, Algorithm a, Protocol p);
   void plan_rings();
 
   const models::Cluster& cluster_;
@@ -109,6 +126,16 @@ class CollectiveRunner {
   sim::Engine* analytic_ = nullptr;
   sim::Engine* engine_ = nullptr;  ///< the engine of the final run (null: analytic)
   LowerBound bound_;
+  std::unique_ptr<models::Router> bound_router_;  ///< routes for candidate bounds (made on first use)
+  /// Candidate bounds built so far, reused for the same schedule at other sizes (a sweep).
+  struct CachedBound {
+    Algorithm a;
+    Protocol p;
+    std::unique_ptr<ScheduleBound> bound;
+  };
+  std::vector<CachedBound> bound_cache_;
+  std::size_t bound_cache_ops_ = 0;  ///< ops of the schedules the cache holds
+  std::optional<std::vector<std::pair<Algorithm, Protocol>>> candidates_;  ///< candidates(), once
   int ranks_per_node_ = 0;
   bool one_nvls_domain_ = false;
   bool all_nodes_nvls_ = false;
