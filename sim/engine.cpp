@@ -35,8 +35,9 @@ std::string describe(const FlowPluginAbi& a) {
          std::to_string(a.cluster_size) + ")";
 }
 
-/// dlopen()s `path` and checks it; throws InputError naming the file on failure.
-LoadedPlugin open_plugin(const std::string& path) {
+}  // namespace
+
+FlowPluginCreateFn open_flow_plugin(const std::string& path) {
   // RTLD_NOW: a symbol the program does not provide fails here, with its name, not mid-run.
   // The handle is never closed: SimGrid keeps process-wide state and exit handlers.
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -60,10 +61,8 @@ LoadedPlugin open_plugin(const std::string& path) {
     throw models::InputError({path, 0, 0}, kPluginKey, kPluginExpected + std::string(" from this build, ") + describe(ours),
                              "a plugin of " + describe(theirs), "rebuild it with this ccsim");
   }
-  return {path, create};
+  return create;
 }
-
-}  // namespace
 
 std::vector<std::string> flow_plugin_candidates() {
   if (const char* env = std::getenv("CCSIM_FLOW_PLUGIN"); env != nullptr && *env != '\0') return {env};
@@ -87,11 +86,12 @@ std::string load_flow_plugin() {
       tried += (tried.empty() ? "" : ", ") + path;
       continue;
     }
-    plugin = open_plugin(path);  // a file that is there but broken is an error, not skipped
+    plugin = {path, open_flow_plugin(path)};  // a file that is there but broken is an error, not skipped
     return plugin.path;
   }
+  const bool from_env = std::getenv("CCSIM_FLOW_PLUGIN") != nullptr && *std::getenv("CCSIM_FLOW_PLUGIN") != '\0';
   throw models::InputError({candidates.front(), 0, 0}, kPluginKey, kPluginExpected, "no such file",
-                           (candidates.size() > 1 ? "tried " : "tried only ") + tried);
+                           from_env ? "CCSIM_FLOW_PLUGIN names it" : "tried " + tried);
 }
 
 std::unique_ptr<Engine> make_engine(std::string_view name, const models::Cluster& cluster) {

@@ -62,6 +62,12 @@ std::string flow_plugin_build_path();
 /// The files make_engine("flow") tries, in order (see above). Never empty.
 std::vector<std::string> flow_plugin_candidates();
 
+/// dlopen()s the plugin at `path` and checks its interface; returns its engine factory. Loading
+/// the same file again returns the same factory (the library stays loaded for the process).
+/// Throws models::InputError naming `path` when it cannot be loaded (dlopen's message), lacks
+/// the entry points, or is from another build (interface version or type sizes differ).
+FlowPluginCreateFn open_flow_plugin(const std::string& path);
+
 /// Loads the plugin (once per process; later calls return at once) and returns the file it
 /// was loaded from. Throws models::InputError (the CLI's exit code 2) naming every file tried
 /// when none exists, and naming the file when it cannot be loaded (dlopen's message) or is
