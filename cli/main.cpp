@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);  // 0, like --help (it used to fall into ParseError: exit 2)
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;

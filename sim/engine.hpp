@@ -73,7 +73,9 @@ class Engine {
   virtual Timeline run(const Plan& plan) = 0;
 };
 
-/// "analytic" or "flow". Throws std::invalid_argument for other names.
+/// "analytic" or "flow". Throws std::invalid_argument for other names. "flow" loads the flow
+/// engine plugin on first use (sim/flow_plugin.hpp) and throws models::InputError naming the
+/// file(s) tried when it is missing, cannot be loaded or is from another build.
 std::unique_ptr<Engine> make_engine(std::string_view name, const models::Cluster& cluster);
 
 }  // namespace ccsim::sim
