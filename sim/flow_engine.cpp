@@ -26,7 +26,8 @@ namespace ccsim::sim {
 using detail::DagState;
 using detail::ExecutionGraph;
 
-FlowEngine::FlowEngine(const models::Cluster& cluster) : cluster_(cluster), router_(cluster) {}
+FlowEngine::FlowEngine(const models::Cluster& cluster, Merging merging)
+    : cluster_(cluster), router_(cluster), merging_(merging) {}
 
 std::vector<std::string> simgrid_configuration() {
   return {"--cfg=network/model:CM02",          "--cfg=network/crosstraffic:0", "--cfg=network/TCP-gamma:0",
@@ -74,7 +75,7 @@ class Reader {
 };
 
 /// Runs in the child: simulate and write [status=0, makespan, op times, link bytes].
-void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g, int fd) {
+void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g, bool merge, int fd) {
   std::vector<std::string> args{"ccsim-flow"};
   for (const auto& c : simgrid_configuration()) args.push_back(c);
   std::vector<char*> argv;
@@ -182,14 +183,21 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
   // Starts the batch: one Comm per (host, payload) class.
   const auto flush = [&]() {
     if (batch.empty()) return;
-    std::map<std::pair<const simgrid::s4u::Host*, std::uint64_t>, std::vector<std::uint32_t>> classes;
-    for (std::uint32_t t : batch) {
-      classes[{transfer_host[t], static_cast<std::uint64_t>(g.transfers[t].bytes)}].push_back(t);
+    // Classes in order of first appearance, so that Comms start in a reproducible order.
+    std::map<std::pair<std::uintptr_t, std::uint64_t>, std::size_t> class_of;
+    std::vector<std::vector<std::uint32_t>> classes;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const std::uint32_t t = batch[i];
+      // Without merging, the batch index keeps every transfer in a class of its own.
+      const std::uintptr_t route = merge ? reinterpret_cast<std::uintptr_t>(transfer_host[t]) : i;
+      const auto [it, fresh] = class_of.try_emplace({route, static_cast<std::uint64_t>(g.transfers[t].bytes)}, classes.size());
+      if (fresh) classes.emplace_back();
+      classes[it->second].push_back(t);
     }
     batch.clear();
-    for (auto& [key, members] : classes) {
+    for (auto& members : classes) {
       auto comm = simgrid::s4u::Comm::sendto_init(transfer_host[members.front()], sink);
-      comm->set_payload_size(key.second * members.size());
+      comm->set_payload_size(static_cast<std::uint64_t>(g.transfers[members.front()].bytes) * members.size());
       comm->start();
       ++comms_started;
       if (members.size() > 1) {
@@ -275,6 +283,7 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
       put<double>(fd, peak);
     }
   }
+  put<std::uint64_t>(fd, comms_started);
 }
 
 }  // namespace
@@ -294,7 +303,7 @@ Timeline FlowEngine::run(const Plan& plan) {
     if (::getppid() != parent) _exit(1);
     ::close(fds[0]);
     try {
-      simulate(plan, cluster_.topology, g, fds[1]);
+      simulate(plan, cluster_.topology, g, merging_ == Merging::Identical, fds[1]);
     } catch (const std::exception& e) {
       put<std::uint8_t>(fds[1], 1);
       write_all(fds[1], e.what(), std::strlen(e.what()));
@@ -336,6 +345,7 @@ Timeline FlowEngine::run(const Plan& plan) {
     const double busy = in.get<double>();
     tl.links.push_back({id, bytes, busy, in.get<double>()});
   }
+  last_comms_ = in.get<std::uint64_t>();
   return tl;
 }
 
