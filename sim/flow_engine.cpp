@@ -26,7 +26,8 @@ namespace ccsim::sim {
 using detail::DagState;
 using detail::ExecutionGraph;
 
-FlowEngine::FlowEngine(const models::Cluster& cluster) : cluster_(cluster), router_(cluster) {}
+FlowEngine::FlowEngine(const models::Cluster& cluster, Merging merging)
+    : cluster_(cluster), router_(cluster), merging_(merging) {}
 
 std::vector<std::string> simgrid_configuration() {
   return {"--cfg=network/model:CM02",          "--cfg=network/crosstraffic:0", "--cfg=network/TCP-gamma:0",
@@ -74,7 +75,7 @@ class Reader {
 };
 
 /// Runs in the child: simulate and write [status=0, makespan, op times, link bytes].
-void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g, int fd) {
+void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g, bool merge, int fd) {
   std::vector<std::string> args{"ccsim-flow"};
   for (const auto& c : simgrid_configuration()) args.push_back(c);
   std::vector<char*> argv;
@@ -134,12 +135,26 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
   // transfer's latency, until it completes), as in the analytic engine.
   std::vector<std::uint32_t> link_flows(topo.num_links(), 0);
   std::vector<double> link_busy(topo.num_links(), 0.0), busy_since(topo.num_links(), 0.0);
-  std::map<const simgrid::s4u::Activity*, std::uint32_t> in_flight;
-  std::vector<simgrid::s4u::CommPtr> keep(g.transfers.size());
+  // Transfers launched at one simulated instant over the same route (same virtual host, so the
+  // same link set) with the same whole-byte payload get equal max-min rates at every instant
+  // (the fair allocation is unique and symmetric in them), so they finish together. They run as
+  // one Comm of k × payload whose sharing penalty is 1/k: SimGrid's lmm then gives it k times
+  // one flow's share on every link, exactly as k separate Comms. Fewer Comms in flight matters:
+  // SimGrid 3.32 keeps all in-flight Comms in maestro's std::list and removes a finished one by
+  // a linear scan.
+  std::map<const simgrid::s4u::Activity*, std::vector<std::uint32_t>> in_flight;
+  std::vector<simgrid::s4u::CommPtr> keep;
+  simgrid::kernel::resource::Model* network_model = nullptr;
+  for (auto* m : engine.get_all_models())
+    if (m->get_name() == "Network_CM02") network_model = m;
+  if (network_model == nullptr) throw std::runtime_error("flow engine: SimGrid has no Network_CM02 model");
+  std::vector<std::uint32_t> batch;  // transfers to launch at this instant
+  std::size_t comms_started = 0;
   DagState::Events ev;
   const double t0 = plan.cost.base_latency;
 
   std::function<void()> handle;
+  std::map<double, std::vector<std::uint32_t>> timers;  // latency expiry time -> transfers
   std::function<void(std::uint32_t)> done = [&](std::uint32_t t) {
     const auto& tr = g.transfers[t];
     const bool flowed = transfer_host[t] != nullptr && tr.bytes > 0.0;
@@ -158,16 +173,41 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
       done(t);
       return;
     }
-    auto comm = simgrid::s4u::Comm::sendto_init(transfer_host[t], sink);
-    comm->set_payload_size(static_cast<std::uint64_t>(tr.bytes));
     const double clock = simgrid::s4u::Engine::get_clock();
     for (std::uint32_t k = 0; k < tr.path_count; ++k) {
       const models::LinkId id = g.path_links[tr.path_begin + k];
       if (link_flows[id]++ == 0) busy_since[id] = clock;
     }
-    in_flight[comm.get()] = t;
-    keep[t] = comm;
-    comm->start();
+    batch.push_back(t);
+  };
+  // Starts the batch: one Comm per (host, payload) class.
+  const auto flush = [&]() {
+    if (batch.empty()) return;
+    // Classes in order of first appearance, so that Comms start in a reproducible order.
+    std::map<std::pair<std::uintptr_t, std::uint64_t>, std::size_t> class_of;
+    std::vector<std::vector<std::uint32_t>> classes;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const std::uint32_t t = batch[i];
+      // Without merging, the batch index keeps every transfer in a class of its own.
+      const std::uintptr_t route = merge ? reinterpret_cast<std::uintptr_t>(transfer_host[t]) : i;
+      const auto [it, fresh] = class_of.try_emplace({route, static_cast<std::uint64_t>(g.transfers[t].bytes)}, classes.size());
+      if (fresh) classes.emplace_back();
+      classes[it->second].push_back(t);
+    }
+    batch.clear();
+    for (auto& members : classes) {
+      auto comm = simgrid::s4u::Comm::sendto_init(transfer_host[members.front()], sink);
+      comm->set_payload_size(static_cast<std::uint64_t>(g.transfers[members.front()].bytes) * members.size());
+      comm->start();
+      ++comms_started;
+      if (members.size() > 1) {
+        auto& action = network_model->get_started_action_set()->back();
+        if (action.get_activity() != comm->get_impl()) throw std::runtime_error("flow engine: cannot find the Comm's network action");
+        action.set_sharing_penalty(1.0 / static_cast<double>(members.size()));
+      }
+      in_flight[comm.get()] = std::move(members);
+      keep.push_back(comm);
+    }
   };
   handle = [&]() {
     const double now = simgrid::s4u::Engine::get_clock() + t0;
@@ -186,9 +226,18 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
       for (std::uint32_t op : {tr.send_op, tr.recv_op})
         if (op != detail::kNoOp) op_start[op] = now;
       if (tr.latency > 0) {
-        simgrid::kernel::timer::Timer::set(simgrid::s4u::Engine::get_clock() + tr.latency, [&launch, &dag, t]() {
-          if (dag.latency_elapsed(t)) launch(t);
-        });
+        // One kernel timer per distinct expiry time: transfers whose latency ends together launch together.
+        const double at = simgrid::s4u::Engine::get_clock() + tr.latency;
+        auto [it, fresh] = timers.try_emplace(at);
+        it->second.push_back(t);
+        if (fresh) {
+          simgrid::kernel::timer::Timer::set(at, [&, at]() {
+            const auto node = timers.extract(at);
+            for (std::uint32_t u : node.mapped())
+              if (dag.latency_elapsed(u)) launch(u);
+            flush();
+          });
+        }
       } else if (dag.latency_elapsed(t)) {
         launch(t);
       }
@@ -197,12 +246,14 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
   simgrid::s4u::Activity::on_completion_cb([&](const simgrid::s4u::Activity& a) {
     const auto it = in_flight.find(&a);
     if (it == in_flight.end()) return;
-    const std::uint32_t t = it->second;
+    const std::vector<std::uint32_t> members = std::move(it->second);
     in_flight.erase(it);
-    done(t);
+    for (std::uint32_t t : members) done(t);
+    flush();
   });
   dag.start(ev);
   handle();
+  flush();
   engine.run();
 
   if (dag.ops_done() != g.op_count()) {
@@ -232,6 +283,7 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
       put<double>(fd, peak);
     }
   }
+  put<std::uint64_t>(fd, comms_started);
 }
 
 }  // namespace
@@ -251,7 +303,7 @@ Timeline FlowEngine::run(const Plan& plan) {
     if (::getppid() != parent) _exit(1);
     ::close(fds[0]);
     try {
-      simulate(plan, cluster_.topology, g, fds[1]);
+      simulate(plan, cluster_.topology, g, merging_ == Merging::Identical, fds[1]);
     } catch (const std::exception& e) {
       put<std::uint8_t>(fds[1], 1);
       write_all(fds[1], e.what(), std::strlen(e.what()));
@@ -293,6 +345,7 @@ Timeline FlowEngine::run(const Plan& plan) {
     const double busy = in.get<double>();
     tl.links.push_back({id, bytes, busy, in.get<double>()});
   }
+  last_comms_ = in.get<std::uint64_t>();
   return tl;
 }
 

@@ -16,6 +16,7 @@
 // Configuration (set in one place, configure_simgrid(), tested): network/model:CM02,
 // network/crosstraffic:0, network/TCP-gamma:0, latency and bandwidth factors 1, weight-S 0.
 // Payloads are whole bytes (SimGrid truncates fractions); the analytic engine rounds the same.
+// Transfers that start together on one route with one payload share one Comm (Merging).
 // Link busy time and peak utilisation are not measured by this engine (reported as 0).
 
 #include "models/router.hpp"
@@ -25,14 +26,25 @@ namespace ccsim::sim {
 
 class FlowEngine final : public Engine {
  public:
-  explicit FlowEngine(const models::Cluster& cluster);
+  /// How transfers become SimGrid Comms. Identical (the default): transfers launched at the
+  /// same simulated instant over the same route (same link set, same rate-cap link) with the
+  /// same whole-byte payload run as one Comm of k × payload bytes with sharing penalty 1/k,
+  /// which SimGrid's max-min solver treats exactly as k Comms (each gets the same share on
+  /// every link, so all finish together). None: one Comm per transfer (the reference path).
+  enum class Merging { Identical, None };
+  explicit FlowEngine(const models::Cluster& cluster, Merging merging = Merging::Identical);
   std::string_view name() const override { return "flow"; }
   /// Throws std::runtime_error when the child simulation fails (with its message).
   Timeline run(const Plan& plan) override;
+  /// SimGrid Comms started by the last run() (a work counter; with Merging::None, the number of
+  /// transfers that carried bytes over at least one link).
+  std::size_t last_comms() const { return last_comms_; }
 
  private:
   const models::Cluster& cluster_;
   models::Router router_;
+  Merging merging_;
+  std::size_t last_comms_ = 0;
 };
 
 /// The SimGrid command-line configuration ccsim uses (the exact α + S/B network).

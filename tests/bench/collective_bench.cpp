@@ -1,7 +1,7 @@
 // Benchmark: one collective simulation (schedule generation + engine run), timed, with peak
 // memory of this process and of the flow engine's simulation child. Run by scripts/bench.
 //
-// Usage: ccsim_bench_collective SCENARIO ENGINE ALGORITHM GRANULARITY RANKS BYTES [REPEATS]
+// Usage: ccsim_bench_collective SCENARIO ENGINE ALGORITHM GRANULARITY RANKS BYTES [REPEATS] [CHANNELS]
 //   e.g. ccsim_bench_collective scenarios/h100-16k-rail.yaml flow ring phase 16384 1073741824 3
 // ENGINE: analytic, flow, or analytic-reference (the analytic engine re-solving every flow at
 // every event, as before its incremental sharing). direct and pairwise run AlltoAll, the
@@ -33,7 +33,7 @@
 int main(int argc, char** argv) {
   using namespace ccsim;
   if (argc < 7) {
-    std::fprintf(stderr, "usage: %s SCENARIO ENGINE ALGORITHM GRANULARITY RANKS BYTES [REPEATS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s SCENARIO ENGINE ALGORITHM GRANULARITY RANKS BYTES [REPEATS] [CHANNELS]\n", argv[0]);
     return 2;
   }
   const auto catalog = models::Catalog::load(models::Catalog::default_dir());
@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   const int ranks = std::atoi(argv[5]);
   const auto bytes = static_cast<std::uint64_t>(std::strtoull(argv[6], nullptr, 10));
   const int repeats = argc > 7 ? std::max(1, std::atoi(argv[7])) : 3;
+  const int channels = argc > 8 ? std::max(1, std::atoi(argv[8])) : 1;  // rings / tree pairs (default 1)
   if (!algorithm || ranks < 1 || static_cast<std::size_t>(ranks) > cluster.topology.gpus().size()) {
     std::fprintf(stderr, "bad algorithm or rank count\n");
     return 2;
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   const auto costs = planner::CostModel::load(planner::CostModel::default_path());
   planner::AlgorithmRequest req;
   req.nranks = ranks;
+  req.channels = channels;
   if (*algorithm == planner::Algorithm::Direct || *algorithm == planner::Algorithm::Pairwise) {
     req.collective = models::Collective::AlltoAll;
   }
