@@ -160,8 +160,8 @@ TEST_CASE("pruning: the pruned choice is the unpruned choice, with fewer simulat
       all.prune = false;
       planner::CollectiveRunner pruned(*c.cluster, costs_for(*c.cluster), options(c, coll));
       planner::CollectiveRunner reference(*c.cluster, costs_for(*c.cluster), all);
-      // A sweep as `ccsim collective` runs it (-b 8 -e 8G -f 8): the bounds are reused across sizes.
-      for (std::uint64_t size = 8; size <= (8ULL << 30); size *= (c.ranks > 32 ? 64 : 8)) {
+      // A sweep as `ccsim collective` runs it (-b 8 -e 8G -f 32): the bounds are reused across sizes.
+      for (std::uint64_t size = 8; size <= (8ULL << 30); size *= (c.ranks > 32 ? 256 : 32)) {
         const std::uint64_t bytes = size_for(coll, c.ranks, size);
         if (bytes == 0) continue;
         planner::CollectiveResult x, y;
