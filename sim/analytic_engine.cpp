@@ -375,6 +375,7 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
   bool started = false;            // a flow started since the last solve
   double lowest_finished = kInf;   // lowest rate of the flows finished since the last solve
   std::vector<std::uint32_t> seeds;  // resources of the flows started or finished since the last solve
+  std::size_t active_incidences = 0;  // Σ resources over the flowing transfers
 
   const auto finish_time = [&](std::uint32_t t) { return rate[t] == kInf ? since[t] : since[t] + remaining[t] / rate[t]; };
   bool bulk = false;  // every flow re-solved: finish times are rebuilt at once afterwards
@@ -406,6 +407,7 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
     rate[t] = 0.0;
     active_pos[t] = static_cast<std::uint32_t>(active.size());
     active.push_back(t);
+    active_incidences += res_count(t);
     started = true;
     by_rate_valid = false;
     for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) {
@@ -427,6 +429,7 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
     active_pos[active[p]] = p;
     active.pop_back();
     active_pos[t] = kNone;
+    active_incidences -= res_count(t);
     for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) {
       const std::uint32_t r = res_at(t, k);
       std::vector<User>& users = res_users[r];
@@ -497,65 +500,74 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
       epoch = 1;
     }
     const double keep_below = started ? 0.0 : lowest_finished * (1.0 - kKeepMargin);
-    // Walk the components of the seeds (unbounded when a flow started).
-    walk.clear();
-    for (std::uint32_t r : seeds) {
-      if (res_mark[r] != epoch) {
-        res_mark[r] = epoch;
-        walk.push_back(r);
+    if (started && 2 * seeds.size() >= active_incidences) {
+      // Most flows just started (a direct AlltoAll's million at once): the walk would visit
+      // them all; solve everything.
+      solve_set = active;
+      ++epoch;
+      for (std::uint32_t t : solve_set) flow_mark[t] = epoch;
+      by_rate_valid = false;
+    } else {
+      // Walk the components of the seeds (unbounded when a flow started).
+      walk.clear();
+      for (std::uint32_t r : seeds) {
+        if (res_mark[r] != epoch) {
+          res_mark[r] = epoch;
+          walk.push_back(r);
+        }
       }
-    }
-    // The walk's budget when flows only finished: what rule 2 alone would cost — the flows at
-    // or above the lowest finished rate when the sorted list is at hand, else a sort of all.
-    std::size_t budget = std::numeric_limits<std::size_t>::max();
-    if (!started) {
-      if (by_rate_valid) {
-        const auto from = std::partition_point(by_rate.begin(), by_rate.end(), [&](std::uint32_t t) { return rate[t] < keep_below; });
-        budget = kWalkBudget + 8 * static_cast<std::size_t>(by_rate.end() - from);
-      } else {
-        budget = std::max(kWalkBudget, active.size());
+      // The walk's budget when flows only finished: what rule 2 alone would cost — the flows at
+      // or above the lowest finished rate when the sorted list is at hand, else a sort of all.
+      std::size_t budget = std::numeric_limits<std::size_t>::max();
+      if (!started) {
+        if (by_rate_valid) {
+          const auto from = std::partition_point(by_rate.begin(), by_rate.end(), [&](std::uint32_t t) { return rate[t] < keep_below; });
+          budget = kWalkBudget + 8 * static_cast<std::size_t>(by_rate.end() - from);
+        } else {
+          budget = std::max(kWalkBudget, active.size());
+        }
       }
-    }
-    bool complete = true;
-    std::size_t examined = 0;  // user-list entries looked at
-    for (std::size_t i = 0; i < walk.size() && complete; ++i) {
-      const std::vector<User>& users = res_users[walk[i]];
-      examined += users.size();
-      if (examined > budget) {
-        complete = false;
-        break;
-      }
-      for (const User& user : users) {
-        const std::uint32_t t = user.transfer;
-        if (flow_mark[t] == epoch || rate[t] < keep_below) continue;
-        flow_mark[t] = epoch;
-        solve_set.push_back(t);
-        for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) {
-          const std::uint32_t q = res_at(t, k);
-          if (res_mark[q] != epoch) {
-            res_mark[q] = epoch;
-            walk.push_back(q);
+      bool complete = true;
+      std::size_t examined = 0;  // user-list entries looked at
+      for (std::size_t i = 0; i < walk.size() && complete; ++i) {
+        const std::vector<User>& users = res_users[walk[i]];
+        examined += users.size();
+        if (examined > budget) {
+          complete = false;
+          break;
+        }
+        for (const User& user : users) {
+          const std::uint32_t t = user.transfer;
+          if (flow_mark[t] == epoch || rate[t] < keep_below) continue;
+          flow_mark[t] = epoch;
+          solve_set.push_back(t);
+          for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) {
+            const std::uint32_t q = res_at(t, k);
+            if (res_mark[q] != epoch) {
+              res_mark[q] = epoch;
+              walk.push_back(q);
+            }
           }
         }
       }
-    }
-    if (complete) {
-      by_rate_valid = by_rate_valid && solve_set.empty();
-    } else {
-      // Rule 2 alone, over every flow in flight, sorted by rate.
-      if (!by_rate_valid) {
-        by_rate = active;
-        std::sort(by_rate.begin(), by_rate.end(), rate_order);
-        by_rate_valid = true;
+      if (complete) {
+        by_rate_valid = by_rate_valid && solve_set.empty();
       } else {
-        // Finished flows sit at or above the lowest finished rate: drop them from the tail.
+        // Rule 2 alone, over every flow in flight, sorted by rate.
+        if (!by_rate_valid) {
+          by_rate = active;
+          std::sort(by_rate.begin(), by_rate.end(), rate_order);
+          by_rate_valid = true;
+        } else {
+          // Finished flows sit at or above the lowest finished rate: drop them from the tail.
+          const auto from = std::partition_point(by_rate.begin(), by_rate.end(), [&](std::uint32_t t) { return rate[t] < keep_below; });
+          by_rate.erase(std::remove_if(from, by_rate.end(), [&](std::uint32_t t) { return !flowing[t]; }), by_rate.end());
+        }
         const auto from = std::partition_point(by_rate.begin(), by_rate.end(), [&](std::uint32_t t) { return rate[t] < keep_below; });
-        by_rate.erase(std::remove_if(from, by_rate.end(), [&](std::uint32_t t) { return !flowing[t]; }), by_rate.end());
+        solve_set.assign(from, by_rate.end());
+        ++epoch;
+        for (std::uint32_t t : solve_set) flow_mark[t] = epoch;
       }
-      const auto from = std::partition_point(by_rate.begin(), by_rate.end(), [&](std::uint32_t t) { return rate[t] < keep_below; });
-      solve_set.assign(from, by_rate.end());
-      ++epoch;
-      for (std::uint32_t t : solve_set) flow_mark[t] = epoch;
     }
     // Resources of the re-solved flows, and what the other flows keep of each: exactly 0 when
     // every user is re-solved, the sum of the kept users' rates on short lists, else the
