@@ -338,12 +338,11 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
     res_capacity[id] = l.bandwidth * eff;
   }
   std::vector<double> res_load(nres, 0.0);                // Σ rates of the flows on each resource
-  /// A flowing transfer on a resource: which one, and which of its resources this is.
-  struct User {
-    std::uint32_t transfer;
-    std::uint32_t k;
-  };
-  std::vector<std::vector<User>> res_users(nres);  // flowing transfers on each resource
+  // Transfers on each resource: the flowing ones, and finished ones not yet swept out (a list
+  // is compacted when its finished entries outnumber the flowing ones: amortised O(1) per
+  // completion, with sequential rather than random memory access).
+  std::vector<std::vector<std::uint32_t>> res_users(nres);
+  std::vector<std::uint32_t> res_live(nres, 0);  // flowing transfers on each resource
   std::vector<double> link_bytes(nlinks, 0.0), link_busy(nlinks, 0.0), link_peak(nlinks, 0.0), busy_since(nlinks, 0.0);
   std::vector<char> link_used(nlinks, 0);
 
@@ -353,12 +352,6 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
   const auto res_at = [&](std::uint32_t t, std::uint32_t k) -> std::uint32_t {
     const Transfer& tr = g.transfers[t];
     return k < tr.path_count ? g.path_links[tr.path_begin + k] : static_cast<std::uint32_t>(nlinks + tr.connection);
-  };
-  // Where transfer t sits in res_users of its k-th resource.
-  std::vector<std::uint32_t> link_slot(g.path_links.size(), kNone), conn_slot(capped ? nt : 0, kNone);
-  const auto slot_at = [&](std::uint32_t t, std::uint32_t k) -> std::uint32_t& {
-    const Transfer& tr = g.transfers[t];
-    return k < tr.path_count ? link_slot[tr.path_begin + k] : conn_slot[t];
   };
 
   BatchQueue<Event> events;
@@ -413,11 +406,11 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
     for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) {
       const std::uint32_t r = res_at(t, k);
       if (r < nlinks) {
-        if (res_users[r].empty()) busy_since[r] = now;
+        if (res_live[r] == 0) busy_since[r] = now;
         link_used[r] = 1;
       }
-      slot_at(t, k) = static_cast<std::uint32_t>(res_users[r].size());
-      res_users[r].push_back({t, k});
+      res_users[r].push_back(t);
+      ++res_live[r];
       seeds.push_back(r);
     }
   };
@@ -432,16 +425,14 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
     active_incidences -= res_count(t);
     for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) {
       const std::uint32_t r = res_at(t, k);
-      std::vector<User>& users = res_users[r];
-      const std::uint32_t s = slot_at(t, k);
-      const User u = users.back();
-      users[s] = u;
-      users.pop_back();
-      if (u.transfer != t) slot_at(u.transfer, u.k) = s;
+      std::vector<std::uint32_t>& users = res_users[r];
       if (rate[t] != kInf) res_load[r] -= rate[t];
-      if (users.empty()) {
+      if (--res_live[r] == 0) {
+        users.clear();
         res_load[r] = 0.0;  // no drift carried into the next flows
         if (r < nlinks) link_busy[r] += now - busy_since[r];
+      } else if (users.size() > 32 && 2 * static_cast<std::size_t>(res_live[r]) < users.size()) {
+        users.erase(std::remove_if(users.begin(), users.end(), [&](std::uint32_t u) { return !flowing[u]; }), users.end());
       }
       seeds.push_back(r);
     }
@@ -530,15 +521,14 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
       bool complete = true;
       std::size_t examined = 0;  // user-list entries looked at
       for (std::size_t i = 0; i < walk.size() && complete; ++i) {
-        const std::vector<User>& users = res_users[walk[i]];
+        const std::vector<std::uint32_t>& users = res_users[walk[i]];
         examined += users.size();
         if (examined > budget) {
           complete = false;
           break;
         }
-        for (const User& user : users) {
-          const std::uint32_t t = user.transfer;
-          if (flow_mark[t] == epoch || rate[t] < keep_below) continue;
+        for (const std::uint32_t t : users) {
+          if (!flowing[t] || flow_mark[t] == epoch || rate[t] < keep_below) continue;
           flow_mark[t] = epoch;
           solve_set.push_back(t);
           for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) {
@@ -590,13 +580,13 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
       }
     }
     for (std::size_t i = 0; i < touched.size(); ++i) {
-      const std::vector<User>& users = res_users[touched[i]];
-      if (solved_on[i] == users.size()) {
+      const std::vector<std::uint32_t>& users = res_users[touched[i]];
+      if (solved_on[i] == res_live[touched[i]]) {
         kept[i] = 0.0;
       } else if (users.size() <= 64) {
         double other = 0.0;
-        for (const User& u : users)
-          if (flow_mark[u.transfer] != epoch) other += rate[u.transfer];
+        for (const std::uint32_t u : users)
+          if (flowing[u] && flow_mark[u] != epoch) other += rate[u];
         kept[i] = other;
       } else {
         kept[i] = std::max(0.0, res_load[touched[i]] - kept[i]);

@@ -29,24 +29,27 @@ sim::Plan plan_on(const models::Schedule& s, const std::vector<models::DeviceId>
   return p;
 }
 
-/// 8 DGX H100 on a rail-optimized fat tree, 4 nodes per leaf, 2:1 oversubscribed: each rail has
-/// two leaves with two spine uplinks each, so cross-leaf flows share uplinks unevenly (ECMP hash).
-models::Cluster oversubscribed(const test::TempDir& dir) {
-  const std::string file = dir.write("oversubscribed.yaml", R"(name: oversubscribed-8node
+/// 8 DGX H100 on a two-tier fat tree with 1 µs switches and NDR spine links.
+models::Cluster eight_nodes(const test::TempDir& dir, const std::string& wiring, int nodes_per_leaf, int oversubscription) {
+  const std::string file = dir.write(wiring + "-8node.yaml", fmt::format(R"(name: {}-8node
 cluster:
   nodes:
     - node: dgx-h100
       count: 8
   fabric:
     kind: fat-tree
-    wiring: rail-optimized
-    nodes_per_leaf: 4
-    oversubscription: 2
-    leaf: {latency: 1us}
-    spine: {link: ib-ndr, latency: 1us}
-)");
+    wiring: {}
+    nodes_per_leaf: {}
+    oversubscription: {}
+    leaf: {{latency: 1us}}
+    spine: {{link: ib-ndr, latency: 1us}}
+)", wiring, wiring, nodes_per_leaf, oversubscription));
   return models::build_cluster(models::load_scenario(file, test::shipped_catalog()).cluster);
 }
+
+/// Rail-optimized, 4 nodes per leaf, 2:1 oversubscribed: each rail has two leaves with two
+/// spine uplinks each, so cross-leaf flows share uplinks unevenly (ECMP hash).
+models::Cluster oversubscribed(const test::TempDir& dir) { return eight_nodes(dir, "rail-optimized", 4, 2); }
 
 /// Both loops agree to `tolerance` (relative) on the makespan, every op's end, and every link's
 /// bytes, busy time and peak.
@@ -162,25 +165,10 @@ TEST_CASE("direct AlltoAll on one NVSwitch node: alpha + (n-1)/n S/B", "[engine]
 }
 
 namespace {
-/// 8 DGX H100, ToR wiring (all 8 NICs of a node on one leaf), 2 nodes per leaf, non-blocking:
-/// every cross-leaf hop goes up one of the leaf's 16 uplinks chosen by an ECMP hash, so flows of
-/// one ring step collide unevenly and the steps drift apart (flows start at many distinct times).
-models::Cluster tor_wired(const test::TempDir& dir) {
-  const std::string file = dir.write("tor.yaml", R"(name: tor-8node
-cluster:
-  nodes:
-    - node: dgx-h100
-      count: 8
-  fabric:
-    kind: fat-tree
-    wiring: tor
-    nodes_per_leaf: 2
-    oversubscription: 1
-    leaf: {latency: 1us}
-    spine: {link: ib-ndr, latency: 1us}
-)");
-  return models::build_cluster(models::load_scenario(file, test::shipped_catalog()).cluster);
-}
+/// ToR wiring (all 8 NICs of a node on one leaf), 2 nodes per leaf, non-blocking: every
+/// cross-leaf hop goes up one of the leaf's 16 uplinks chosen by an ECMP hash, so flows of one
+/// ring step collide unevenly and the steps drift apart (flows start at many distinct times).
+models::Cluster tor_wired(const test::TempDir& dir) { return eight_nodes(dir, "tor", 2, 1); }
 }  // namespace
 
 TEST_CASE("component re-solves equal the reference loop on a ToR-wired fabric", "[engine][incremental][components]") {
