@@ -40,6 +40,13 @@ std::string describe(const FlowPluginAbi& a) {
 FlowPluginCreateFn open_flow_plugin(const std::string& path) {
   // RTLD_NOW: a symbol the program does not provide fails here, with its name, not mid-run.
   // The handle is never closed: SimGrid keeps process-wide state and exit handlers.
+  // Only a regular file (after symlinks) is opened: dlopen() of a fifo blocks for a writer.
+  std::error_code kind_error;
+  const std::filesystem::file_status st = std::filesystem::status(path, kind_error);
+  if (!kind_error && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    throw models::InputError({path, 0, 0}, kPluginKey, kPluginExpected,
+                             std::filesystem::is_directory(st) ? "a directory" : "not a regular file (a fifo, socket or device)");
+  }
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = ::dlerror();
@@ -65,7 +72,12 @@ FlowPluginCreateFn open_flow_plugin(const std::string& path) {
 }
 
 std::vector<std::string> flow_plugin_candidates() {
-  if (const char* env = std::getenv("CCSIM_FLOW_PLUGIN"); env != nullptr && *env != '\0') return {env};
+  // Made absolute: dlopen() looks a bare name up on the library path, not in the current directory.
+  if (const char* env = std::getenv("CCSIM_FLOW_PLUGIN"); env != nullptr && *env != '\0') {
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(env, ec);
+    return {ec ? std::string(env) : abs.string()};
+  }
   std::vector<std::string> out;
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -103,7 +115,12 @@ std::unique_ptr<Engine> make_engine(std::string_view name, const models::Cluster
       std::lock_guard<std::mutex> lock(plugin_mutex);
       create = plugin.create;
     }
-    return std::unique_ptr<Engine>(create(cluster));
+    std::unique_ptr<Engine> engine(create(cluster));
+    if (!engine) {
+      throw models::InputError({load_flow_plugin(), 0, 0}, kPluginKey, kPluginExpected, "a plugin that created no engine",
+                               "rebuild it with this ccsim");
+    }
+    return engine;
   }
   throw std::invalid_argument("unknown engine '" + std::string(name) + "' (expected analytic or flow)");
 }

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -148,4 +150,22 @@ TEST_CASE("flow plugin: files that are not this build's plugin are refused, nami
   CHECK(msg.rfind(std::string(CCSIM_TEST_FAKE_FLOW_ABI) + ": error: engine flow:", 0) == 0);
   CHECK(msg.find("found a plugin of interface version 0 ") != std::string::npos);
   CHECK(msg.find("; rebuild it with this ccsim") != std::string::npos);
+}
+
+TEST_CASE("flow plugin: a fifo or a directory is refused before loading; a relative path is made absolute", "[plugin]") {
+  const test::TempDir dir;
+  // dlopen() of a fifo would block until something writes to it: refused without opening.
+  const std::string fifo = (dir.path / "fifo.so").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string msg = input_error_of([&] { sim::open_flow_plugin(fifo); });
+  CHECK(msg.rfind(fifo + ": error: engine flow: expected the flow engine plugin libccsim_flow.so", 0) == 0);
+  CHECK(msg.find("found not a regular file (a fifo, socket or device)") != std::string::npos);
+  msg = input_error_of([&] { sim::open_flow_plugin(dir.path.string()); });
+  CHECK(msg.find("found a directory") != std::string::npos);
+  {
+    // A bare name is the file in the current directory, as for any other input file (dlopen()
+    // would search the library path instead).
+    const ScopedEnv env("CCSIM_FLOW_PLUGIN", std::string("libccsim_flow.so"));
+    CHECK(sim::flow_plugin_candidates() == std::vector<std::string>{(std::filesystem::current_path() / "libccsim_flow.so").string()});
+  }
 }
