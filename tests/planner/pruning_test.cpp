@@ -91,7 +91,7 @@ const std::vector<Collective> kCollectives = {Collective::AllReduce, Collective:
 
 }  // namespace
 
-TEST_CASE("pruning: every candidate's bound is at most its simulated time", "[pruning]") {
+TEST_CASE("pruning: every candidate's bound is at most its simulated time", "[pruning][heavy]") {
   int checked = 0;
   for (const Case& c : cases()) {
     // Fewer sizes on the larger placements (8 B ... 8 GiB on the small ones).
@@ -152,7 +152,7 @@ TEST_CASE("pruning: the reference sharing loop is bounded too", "[pruning]") {
   }
 }
 
-TEST_CASE("pruning: the pruned choice is the unpruned choice, with fewer simulations", "[pruning]") {
+TEST_CASE("pruning: the pruned choice is the unpruned choice, with fewer simulations", "[pruning][heavy]") {
   int simulated = 0, candidates = 0;
   for (const Case& c : cases()) {
     for (Collective coll : kCollectives) {

@@ -171,7 +171,7 @@ namespace {
 models::Cluster tor_wired(const test::TempDir& dir) { return eight_nodes(dir, "tor", 2, 1); }
 }  // namespace
 
-TEST_CASE("component re-solves equal the reference loop on a ToR-wired fabric", "[engine][incremental][components]") {
+TEST_CASE("component re-solves equal the reference loop on a ToR-wired fabric", "[engine][incremental][components][heavy]") {
   // Rings, trees and pipelines whose flows start at many distinct times: each start re-solves
   // only its connected component, and each completion only the flows at or above its rate that
   // are connected to it through such flows. The reference loop re-solves everything.
