@@ -74,8 +74,9 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
-/// Runs in the child: simulate and write [status=0, makespan, op times, link bytes].
-void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g, bool merge, int fd) {
+/// Runs in the child: simulate, write [status=0, makespan, op times, link bytes] and _exit(0)
+/// (or throw before anything is written).
+[[noreturn]] void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g, bool merge, int fd) {
   std::vector<std::string> args{"ccsim-flow"};
   for (const auto& c : simgrid_configuration()) args.push_back(c);
   std::vector<char*> argv;
@@ -91,21 +92,33 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
     return l.bandwidth * eff;
   };
   std::vector<simgrid::s4u::Link*> links(topo.num_links(), nullptr);
-  // One virtual host per device pair, whose route is the pair's path; with a rate cap, one per
-  // connection, whose route also holds a private link of the cap's capacity.
+  // One virtual host per distinct path (link sequence), whose route is that path: channels of
+  // one device pair may hash onto different ECMP spines, so a host per (source, destination)
+  // pair would send them all down the first channel's path. With a rate cap, one host per
+  // (connection, path), whose route also holds a private link of the cap's capacity.
   const bool capped = plan.cost.max_rate < std::numeric_limits<double>::infinity();
-  std::map<std::pair<std::uint64_t, std::uint64_t>, simgrid::s4u::Host*> pair_host;
-  std::vector<simgrid::s4u::Host*> transfer_host(g.transfers.size(), nullptr);
+  std::map<std::vector<models::LinkId>, std::uint32_t> path_ids;
+  std::vector<std::uint32_t> transfer_path(g.transfers.size(), 0);
+  std::map<std::pair<std::uint64_t, std::uint32_t>, std::uint32_t> host_ids;  // (connection or ~0, path) -> host
+  std::vector<simgrid::s4u::Host*> hosts;
+  std::vector<simgrid::s4u::Link*> host_cap;  // each host's cap link (capped only)
+  std::vector<double> cap_now;                // its bandwidth now (bytes/s)
+  std::vector<std::uint32_t> transfer_host(g.transfers.size(), ~0U);
   for (std::size_t t = 0; t < g.transfers.size(); ++t) {
     const auto& tr = g.transfers[t];
     if (tr.path_count == 0) continue;
-    const auto key = capped ? std::pair<std::uint64_t, std::uint64_t>{~0ULL, tr.connection}
-                            : std::pair<std::uint64_t, std::uint64_t>{tr.src, tr.dst};
-    auto [it, fresh] = pair_host.try_emplace(key, nullptr);
+    const auto first = g.path_links.begin() + tr.path_begin;
+    const auto [pit, fresh_path] =
+        path_ids.try_emplace(std::vector<models::LinkId>(first, first + tr.path_count), static_cast<std::uint32_t>(path_ids.size()));
+    transfer_path[t] = pit->second;
+    const std::uint64_t owner = capped ? std::uint64_t{tr.connection} : ~0ULL;
+    auto [it, fresh] = host_ids.try_emplace({owner, pit->second}, static_cast<std::uint32_t>(hosts.size()));
     if (fresh) {
       std::vector<simgrid::s4u::LinkInRoute> route;
       if (capped) {
-        route.emplace_back(zone->create_link("cap" + std::to_string(tr.connection), plan.cost.max_rate)->set_latency(0)->seal());
+        host_cap.push_back(zone->create_link("cap" + std::to_string(hosts.size()), plan.cost.max_rate)->set_latency(0)->seal());
+        cap_now.push_back(plan.cost.max_rate);
+        route.emplace_back(host_cap.back());
       }
       for (std::uint32_t k = 0; k < tr.path_count; ++k) {
         const models::LinkId id = g.path_links[tr.path_begin + k];
@@ -114,8 +127,8 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
         }
         route.emplace_back(links[id]);
       }
-      it->second = zone->create_host("p" + std::to_string(pair_host.size()), 1e9);
-      zone->add_route(it->second->get_netpoint(), nullptr, nullptr, nullptr, route, false);
+      hosts.push_back(zone->create_host("p" + std::to_string(hosts.size()), 1e9));
+      zone->add_route(hosts.back()->get_netpoint(), nullptr, nullptr, nullptr, route, false);
     }
     transfer_host[t] = it->second;
   }
@@ -157,7 +170,7 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
   std::map<double, std::vector<std::uint32_t>> timers;  // latency expiry time -> transfers
   std::function<void(std::uint32_t)> done = [&](std::uint32_t t) {
     const auto& tr = g.transfers[t];
-    const bool flowed = transfer_host[t] != nullptr && tr.bytes > 0.0;
+    const bool flowed = transfer_host[t] != ~0U && tr.bytes > 0.0;
     const double clock = simgrid::s4u::Engine::get_clock();
     for (std::uint32_t k = 0; k < tr.path_count; ++k) {
       const models::LinkId id = g.path_links[tr.path_begin + k];
@@ -169,7 +182,7 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
   };
   const auto launch = [&](std::uint32_t t) {
     const auto& tr = g.transfers[t];
-    if (transfer_host[t] == nullptr || tr.bytes <= 0.0) {
+    if (transfer_host[t] == ~0U || tr.bytes <= 0.0) {
       done(t);
       return;
     }
@@ -180,30 +193,38 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
     }
     batch.push_back(t);
   };
-  // Starts the batch: one Comm per (host, payload) class.
+  // Starts the batch: one Comm per (path, payload) class.
   const auto flush = [&]() {
     if (batch.empty()) return;
     // Classes in order of first appearance, so that Comms start in a reproducible order.
-    std::map<std::pair<std::uintptr_t, std::uint64_t>, std::size_t> class_of;
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::size_t> class_of;
     std::vector<std::vector<std::uint32_t>> classes;
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const std::uint32_t t = batch[i];
       // Without merging, the batch index keeps every transfer in a class of its own.
-      const std::uintptr_t route = merge ? reinterpret_cast<std::uintptr_t>(transfer_host[t]) : i;
+      const std::uint64_t route = merge ? transfer_path[t] : i;
       const auto [it, fresh] = class_of.try_emplace({route, static_cast<std::uint64_t>(g.transfers[t].bytes)}, classes.size());
       if (fresh) classes.emplace_back();
       classes[it->second].push_back(t);
     }
     batch.clear();
     for (auto& members : classes) {
-      auto comm = simgrid::s4u::Comm::sendto_init(transfer_host[members.front()], sink);
+      const std::uint32_t host = transfer_host[members.front()];
+      const double k = static_cast<double>(members.size());
+      if (capped && cap_now[host] != k * plan.cost.max_rate) {
+        // k connections merged: the first one's cap link carries all k (a connection is a
+        // FIFO, so nothing else of it is in flight), at k caps.
+        cap_now[host] = k * plan.cost.max_rate;
+        host_cap[host]->set_bandwidth(cap_now[host]);
+      }
+      auto comm = simgrid::s4u::Comm::sendto_init(hosts[host], sink);
       comm->set_payload_size(static_cast<std::uint64_t>(g.transfers[members.front()].bytes) * members.size());
       comm->start();
       ++comms_started;
       if (members.size() > 1) {
         auto& action = network_model->get_started_action_set()->back();
         if (action.get_activity() != comm->get_impl()) throw std::runtime_error("flow engine: cannot find the Comm's network action");
-        action.set_sharing_penalty(1.0 / static_cast<double>(members.size()));
+        action.set_sharing_penalty(1.0 / k);
       }
       in_flight[comm.get()] = std::move(members);
       keep.push_back(comm);
@@ -260,7 +281,8 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
     const std::string msg = "schedule deadlocks: " + std::to_string(g.op_count() - dag.ops_done()) + " ops never ran";
     put<std::uint8_t>(fd, 1);
     write_all(fd, msg.data(), msg.size());
-    return;
+    ::close(fd);
+    _exit(0);  // see below
   }
   double makespan = t0;
   for (double e : op_end) makespan = std::max(makespan, e);
@@ -284,6 +306,10 @@ void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g,
     }
   }
   put<std::uint64_t>(fd, comms_started);
+  // The results are out: end the child here. Unwinding would destroy every Comm, host, link
+  // and the SimGrid engine, seconds of teardown on large platforms that nobody waits for.
+  ::close(fd);
+  _exit(0);
 }
 
 }  // namespace

@@ -6,8 +6,10 @@
 // builds a platform, simulates and sends the Timeline back through a pipe.
 //
 // Platform. One SimGrid link per topology link a transfer uses (capacity = bandwidth ×
-// efficiency, latency 0) in a star zone; one virtual host per (source, destination) device
-// pair whose "up" route is exactly that pair's path, and one sink host behind a fat pipe. A
+// efficiency, latency 0) in a star zone; one virtual host per distinct path (channels of one
+// device pair may take different ECMP spines) whose "up" route is exactly that path (with a
+// rate cap, one per (connection, path), whose route starts with a private link of the cap's
+// capacity), and one sink host with an empty route. A
 // transfer is a Comm from its pair's host to the sink, started from completion callbacks as
 // its dependencies finish (SimGrid pitfall: activities created up front are scanned at every
 // event). Its latency (steps × (path latency + step overhead)) is a kernel timer before the
@@ -16,7 +18,8 @@
 // Configuration (set in one place, configure_simgrid(), tested): network/model:CM02,
 // network/crosstraffic:0, network/TCP-gamma:0, latency and bandwidth factors 1, weight-S 0.
 // Payloads are whole bytes (SimGrid truncates fractions); the analytic engine rounds the same.
-// Transfers that start together on one route with one payload share one Comm (Merging).
+// Transfers that start together on one path with one payload share one Comm (Merging).
+// The child writes its results and _exit()s without destroying the SimGrid engine.
 // Link busy time and peak utilisation are not measured by this engine (reported as 0).
 
 #include "models/router.hpp"
@@ -27,10 +30,12 @@ namespace ccsim::sim {
 class FlowEngine final : public Engine {
  public:
   /// How transfers become SimGrid Comms. Identical (the default): transfers launched at the
-  /// same simulated instant over the same route (same link set, same rate-cap link) with the
-  /// same whole-byte payload run as one Comm of k × payload bytes with sharing penalty 1/k,
-  /// which SimGrid's max-min solver treats exactly as k Comms (each gets the same share on
-  /// every link, so all finish together). None: one Comm per transfer (the reference path).
+  /// same simulated instant over the same path (same link sequence) with the same whole-byte
+  /// payload run as one Comm of k × payload bytes with sharing penalty 1/k, which SimGrid's
+  /// max-min solver treats exactly as k Comms (each gets the same share on every link, so all
+  /// finish together). With a rate cap they belong to k connections (channels); the Comm then
+  /// runs through the first one's cap link, set to k × CostParams::max_rate for it, which bounds
+  /// it exactly as k caps bound k equal flows. None: one Comm per transfer (the reference path).
   enum class Merging { Identical, None };
   explicit FlowEngine(const models::Cluster& cluster, Merging merging = Merging::Identical);
   std::string_view name() const override { return "flow"; }
