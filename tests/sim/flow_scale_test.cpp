@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "planner/algorithms/algorithms.hpp"
+#include "planner/collective_runner.hpp"
 #include "planner/cost_model.hpp"
 #include "sim/flow_engine.hpp"
 #include "test_support.hpp"
@@ -80,8 +81,9 @@ TEST_CASE("flow merging: multi-channel rings equal the one-Comm-per-transfer pat
       // whatever the Comm it ran in; the reference path starts one Comm per transfer.
       CHECK(r.reference_comms <= r.reference.transfers);
       CHECK(r.merged_comms <= r.reference_comms);
-      // With c channels, the c copies of a step start together on one route: c-fold fewer Comms.
-      if (channels > 1) CHECK(r.merged_comms * static_cast<std::size_t>(channels) <= r.reference_comms);
+      // With c channels, the c copies of a step start together; those on one path (all inside a
+      // node; across nodes, those ECMP hashed onto the same one of the 2 spines) share a Comm.
+      if (channels > 1) CHECK(r.merged_comms * 3 <= r.reference_comms * 2);
     }
   }
 }
@@ -155,7 +157,7 @@ TEST_CASE("flow merging: capped channels merge exactly (one cap link at k caps)"
         plan.cost.max_rate = cap;
         const auto r = run_both(c, plan);
         check_equal(r.merged, r.reference);
-        CHECK(r.merged_comms * static_cast<std::size_t>(channels) <= r.reference_comms);
+        CHECK(r.merged_comms * 3 <= r.reference_comms * 2);
         // And the analytic engine (max-min over the same links and caps) agrees.
         const auto analytic = sim::make_engine("analytic", c)->run(plan);
         CHECK(r.merged.makespan == Approx(analytic.makespan).epsilon(1e-9));
@@ -166,7 +168,7 @@ TEST_CASE("flow merging: capped channels merge exactly (one cap link at k caps)"
 
 TEST_CASE("flow engine: channels of one device pair on different ECMP spines keep their own paths", "[flowissue]") {
   // Ring Broadcast / Reduce / AllReduce over 26 ranks of the rail-optimized 16K fat tree (4
-  // nodes, the last one partial). Cross-node ring hops between different rails go through a
+  // nodes, the last one partial), as the planner lays the rings out. Cross-node ring hops between different rails go through a
   // spine chosen per (source rank, destination rank, channel) by ECMP hashing, so the channels
   // of one device pair take different spines. The flow engine once kept one route per device
   // pair (the first channel's) and put every channel on that spine: 24.2 ms instead of 33.3 ms
@@ -176,17 +178,20 @@ TEST_CASE("flow engine: channels of one device pair on different ECMP spines kee
   for (const auto coll : {models::Collective::Broadcast, models::Collective::Reduce, models::Collective::AllReduce}) {
     for (const int channels : {2, 3}) {
       CAPTURE(static_cast<int>(coll), channels);
-      planner::AlgorithmRequest req;
-      req.collective = coll;
-      req.nranks = 26;
-      req.bytes = 1ULL << 30;
-      req.channels = channels;
-      req.granularity = models::Granularity::Step;  // as the CLI picks for these
-      const auto schedule = planner::generate(Algorithm::Ring, req);
-      const auto plan = ring_plan(c, costs, schedule, 26, planner::Protocol::Simple);
-      const auto flow = sim::make_engine("flow", c)->run(plan);
-      const auto analytic = sim::make_engine("analytic", c)->run(plan);
-      CHECK(flow.makespan == Approx(analytic.makespan).epsilon(1e-9));
+      // As `ccsim collective scenarios/h100-16k-rail.yaml --op broadcast --ranks 26 --algo ring
+      // --protocol Simple --channels 2 -b 1G -e 1G`: the planner's rings (channel c enters
+      // each node on another rail) at its granularity.
+      planner::CollectiveOptions opt;
+      opt.collective = coll;
+      opt.algorithm = Algorithm::Ring;
+      opt.protocol = planner::Protocol::Simple;
+      opt.channels = channels;
+      for (int r = 0; r < 26; ++r) opt.gpus.push_back(c.topology.gpus()[static_cast<std::size_t>(r)]);
+      const auto analytic = planner::CollectiveRunner(c, costs, opt).run(1ULL << 30);
+      opt.engine = "flow";
+      const auto flow = planner::CollectiveRunner(c, costs, opt).run(1ULL << 30);
+      // 1e-6: SimGrid's completion times carry its solver's rounding (a few 1e-8 relative here).
+      CHECK(flow.time == Approx(analytic.time).epsilon(1e-6));
     }
   }
 }
