@@ -154,7 +154,11 @@ class Reader {
   // one Comm of k × payload whose sharing penalty is 1/k: SimGrid's lmm then gives it k times
   // one flow's share on every link, exactly as k separate Comms. Fewer Comms in flight matters:
   // SimGrid 3.32 keeps all in-flight Comms in maestro's std::list and removes a finished one by
-  // a linear scan.
+  // a linear scan (Comm::sendto_init() always calls CommImpl::detach(), which appends to the
+  // maestro actor's activity list; CommImpl::finish() then runs std::list::remove on it). It is
+  // 84 % of the 16,384-rank 8-channel ring AllReduce's run time; no public s4u call starts a
+  // host-to-host Comm without detaching it. Merged channels (a capped Comm through the first
+  // connection's cap link at k caps, see Merging) shorten that list.
   std::map<const simgrid::s4u::Activity*, std::vector<std::uint32_t>> in_flight;
   std::vector<simgrid::s4u::CommPtr> keep;
   simgrid::kernel::resource::Model* network_model = nullptr;
