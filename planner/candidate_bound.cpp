@@ -60,6 +60,8 @@ ScheduleBound::ScheduleBound(const sim::Plan& plan, models::Router& router) : sh
     leg.send_op = tr.send_op;
     leg.recv_op = tr.recv_op;
     leg.data_op = tr.send_op != sim::detail::kNoOp ? tr.send_op : tr.recv_op;
+    leg.data_rank = static_cast<std::uint32_t>(g.rank_of(leg.data_op));
+    leg.data_index = g.local_index(leg.data_op);
     leg.prev = tr.waits_for_previous ? prev[t] : kNone;
     leg.group = tr.group != sim::detail::kNoOp && tr.send_op == sim::detail::kNoOp ? tr.group : kNone;
     leg.latency = tr.latency;
@@ -166,10 +168,6 @@ double ScheduleBound::evaluate(const models::Schedule& s) const {
   std::vector<double> ready(nops, 0.0), fin(nops, 0.0), done(nt, 0.0), flow(nt, 0.0), bytes(nt, 0.0);
   std::vector<double> group_done(group_first_.size(), 0.0);
   double makespan = t0_;
-  const auto data_bytes = [&](std::uint32_t op) {
-    const auto r = static_cast<std::size_t>(std::upper_bound(rank_first_op_.begin(), rank_first_op_.end(), op) - rank_first_op_.begin() - 1);
-    return s.ranks[r].ops[op - rank_first_op_[r]].bytes();
-  };
   for (std::uint32_t node : order_) {
     if (node < nops) {
       double r = t0_;
@@ -186,7 +184,7 @@ double ScheduleBound::evaluate(const models::Schedule& s) const {
       double f = start + leg.latency;
       if (leg.prev != kNone) f = std::max(f, done[leg.prev]);
       // Whole wire bytes, as ExecutionGraph rounds them.
-      bytes[t] = std::round(static_cast<double>(data_bytes(leg.data_op)) * wire_factor_);
+      bytes[t] = std::round(static_cast<double>(s.ranks[leg.data_rank].ops[leg.data_index].bytes()) * wire_factor_);
       const double d = bytes[t] > 0.0 && leg.rate > 0.0 ? f + bytes[t] / leg.rate : f;
       flow[t] = f;
       done[t] = d;

@@ -42,6 +42,9 @@ class AnalyticEngine final : public Engine {
   explicit AnalyticEngine(const models::Cluster& cluster, Sharing sharing = Sharing::Incremental);
   std::string_view name() const override { return "analytic"; }
   Timeline run(const Plan& plan) override;
+  /// The engine's router, with the routes it has cached: planners that bound plans on this
+  /// cluster (planner/candidate_bound.hpp) share it instead of building and warming another.
+  models::Router& router() { return router_; }
 
  private:
   Timeline run_reference(const Plan& plan);

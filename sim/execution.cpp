@@ -93,6 +93,13 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
       }
   }
   std::sort(sends.begin(), sends.end());  // op ids grow with op order: each key's sends stay in order
+  {
+    // One transfer per send and per switch leg.
+    std::size_t legs = 0;
+    for (const auto& prog : s.ranks)
+      for (const models::Op& op : prog.ops) legs += op.kind == OpKind::SwitchSend || op.kind == OpKind::SwitchRecv ? 1 : 0;
+    transfers.reserve(sends.size() + legs);
+  }
   std::vector<std::uint32_t> next(sends.size(), 0), last_on_connection(sends.size(), kNoOp);
   const auto range_of = [&](std::uint64_t key) -> std::size_t {  // start of key's range, or sends.size()
     const auto it = std::lower_bound(sends.begin(), sends.end(), std::make_pair(key, std::uint32_t{0}));
@@ -130,6 +137,8 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
         t.src = src;
         t.dst = gpu;
         const models::Op& send = this->op(send_id);
+        t.steps = send.steps;
+        t.pool = send.tag;
         // ECMP: the spine is chosen by a hash of the connection (source rank, destination
         // rank, channel), as a switch hashes a queue pair's header; each channel is its own QP.
         const std::uint64_t flow = models::splitmix64(key_of(op.peer, r, op.channel));
@@ -161,22 +170,29 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
   }
   // Latency pools (phase-granularity rings): every transfer pays its steps times the pool's
   // mean per-step latency (see models::Op::tag).
-  std::map<std::uint32_t, std::pair<double, std::uint32_t>> pool_sum;  // pool -> (Σ per-step latency, count)
-  for (const Transfer& t : transfers) {
-    if (t.send_op == kNoOp || t.group != kNoOp) continue;
-    const models::Op& send = op(t.send_op);
-    if (send.kind != OpKind::Send || send.tag == 0 || send.steps == 0) continue;
-    auto& acc = pool_sum[send.tag];
-    acc.first += t.latency / send.steps;
-    acc.second += 1;
-  }
-  if (!pool_sum.empty()) {
+  // Pooled transfers are the matched sends (group == kNoOp) of Send ops with a tag and steps,
+  // whose steps and tag each Transfer keeps. Pools are numbered densely from 1 per generator.
+  const auto pooled = [](const Transfer& t) { return t.send_op != kNoOp && t.group == kNoOp && t.pool != 0 && t.steps != 0; };
+  std::uint32_t pools = 0;
+  for (const Transfer& t : transfers)
+    if (pooled(t)) pools = std::max(pools, t.pool);
+  if (pools > 0) {
+    // (Σ per-step latency, count) per pool: by index when tags are dense (the generators'), else by map.
+    std::vector<std::pair<double, std::uint32_t>> dense;
+    std::map<std::uint32_t, std::pair<double, std::uint32_t>> sparse;
+    const bool by_index = pools <= transfers.size() + 1;
+    if (by_index) dense.assign(static_cast<std::size_t>(pools) + 1, {0.0, 0});
+    const auto acc_of = [&](std::uint32_t pool) -> std::pair<double, std::uint32_t>& { return by_index ? dense[pool] : sparse[pool]; };
+    for (const Transfer& t : transfers) {
+      if (!pooled(t)) continue;
+      auto& acc = acc_of(t.pool);
+      acc.first += t.latency / t.steps;
+      acc.second += 1;
+    }
     for (Transfer& t : transfers) {
-      if (t.send_op == kNoOp || t.group != kNoOp) continue;
-      const models::Op& send = op(t.send_op);
-      if (send.kind != OpKind::Send || send.tag == 0 || send.steps == 0) continue;
-      const auto& acc = pool_sum[send.tag];
-      t.latency = send.steps * (acc.first / acc.second);
+      if (!pooled(t)) continue;
+      const auto& acc = acc_of(t.pool);
+      t.latency = t.steps * (acc.first / acc.second);
     }
   }
   std::uint64_t unmatched = ~0ULL;  // the smallest key with a send left over, for a deterministic message
