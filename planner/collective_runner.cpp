@@ -91,7 +91,7 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
     throw std::invalid_argument(!all_nodes_nvls_ ? "nvls-tree needs whole nodes with NVLink SHARP (NVSwitch gen3+)"
                                                  : "nvls-tree needs the same number of ranks on every node, in node order");
   }
-  protocol_context_ = protocol_context(cluster, options_.gpus);
+  protocol_context_ = protocol_context(cluster, options_.gpus, &bound_router());
   // NCCL tunes a communicator by its lowest compute capability (minCompCap).
   if (!protocol_context_.archs.empty()) arch_ = tuning_architecture(protocol_context_.archs);
   if (options_.check_bound) bound_ = lower_bound(cluster, bound_router(), options_.collective, options_.gpus, options_.root);

@@ -252,3 +252,20 @@ TEST_CASE("plancost: a 1,024-rank AllReduce sweep chooses what simulating every 
   compare_sweep(c, Collective::AllReduce, sizes, simulated, all);
   CHECK(simulated < all / 2);
 }
+
+TEST_CASE("plancost: the protocol context from the engine's router equals the one from topology searches", "[plancost]") {
+  for (const Case& c : cases()) {
+    models::Router router(*c.cluster);
+    const auto gpus = c.cluster->topology.gpus();
+    for (int ranks : {2, c.ranks, static_cast<int>(gpus.size())}) {
+      const std::vector<models::DeviceId> group(gpus.begin(), gpus.begin() + ranks);
+      const planner::ProtocolContext searched = planner::protocol_context(*c.cluster, group);
+      const planner::ProtocolContext routed = planner::protocol_context(*c.cluster, group, &router);
+      INFO(fmt::format("{}: {} ranks", c.name, ranks));
+      CHECK(routed.intra == searched.intra);
+      CHECK(routed.inter == searched.inter);
+      CHECK(routed.nodes == searched.nodes);
+      CHECK(routed.archs == searched.archs);
+    }
+  }
+}
