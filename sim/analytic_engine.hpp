@@ -28,6 +28,9 @@
 // Sharing::Reference re-solves every flowing transfer at every event (the original loop),
 // kept for the tests that prove the two agree.
 
+#include <cstdint>
+#include <vector>
+
 #include "models/router.hpp"
 #include "sim/engine.hpp"
 
@@ -53,6 +56,9 @@ class AnalyticEngine final : public Engine {
   const models::Cluster& cluster_;
   models::Router router_;
   Sharing sharing_;
+  /// Per link of the topology: its resource index in the run in progress, ~0 otherwise (kept
+  /// between runs so a run allocates state only for the links its transfers use).
+  std::vector<std::uint32_t> link_local_;
 };
 
 }  // namespace ccsim::sim
