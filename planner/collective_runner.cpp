@@ -501,6 +501,7 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
       std::optional<models::Schedule> schedule;  ///< kept when small, else generated again
       double bound = -kInfinity;
       bool exact = false;  ///< bound computed on this size's schedule (else kept from a smaller size)
+      bool likely = false;  ///< the likely winner: simulated first, so never bounded
     };
     // Schedules up to this many ops are kept between bounding and simulating.
     constexpr std::size_t kKeepOps = std::size_t{1} << 20;
@@ -525,6 +526,13 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
       if (one.op_count() <= kKeepOps) c.schedule = std::move(one);
       return true;
     };
+    // The likely winner: the last size's choice (a sweep keeps its winner over long runs of
+    // sizes), else NVLS where it runs (one NVSwitch domain: it wins from a few KiB up). It is
+    // simulated first whatever its bound, so its schedule is not bounded.
+    std::optional<std::pair<Algorithm, Protocol>> likely = last_choice_;
+    if (!likely && std::find(cands.begin(), cands.end(), std::make_pair(Algorithm::Nvls, Protocol::Simple)) != cands.end()) {
+      likely = std::make_pair(Algorithm::Nvls, Protocol::Simple);
+    }
     std::vector<Prepared> todo;
     for (std::size_t i = 0; i < cands.size(); ++i) {
       if (!eligible(i)) continue;
@@ -534,7 +542,9 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
       c.p = cands[i].second;
       c.g = granularity_for(c.a, c.p, bytes);
       c.req = request(c.a, c.p, bytes, c.g);
-      if (const double* kept = kept_bound(c.a, c.p, c.req); kept != nullptr && unsupported_reason(c.a, c.req).empty()) {
+      if (likely && c.a == likely->first && c.p == likely->second) {
+        c.likely = true;  // bound −∞: first after sorting
+      } else if (const double* kept = kept_bound(c.a, c.p, c.req); kept != nullptr && unsupported_reason(c.a, c.req).empty()) {
         c.bound = *kept;
       } else {
         bool skipped = false;
@@ -544,12 +554,6 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
       todo.push_back(std::move(c));
     }
     std::stable_sort(todo.begin(), todo.end(), [](const Prepared& x, const Prepared& y) { return x.bound < y.bound; });
-    if (last_choice_) {
-      const auto it = std::find_if(todo.begin(), todo.end(), [&](const Prepared& c) {
-        return c.a == last_choice_->first && c.p == last_choice_->second;
-      });
-      if (it != todo.end()) std::rotate(todo.begin(), it, it + 1);
-    }
     // The engine's time is at least bound × (1 − kBoundSlack): a candidate whose bound is
     // above the best time cannot beat it, nor tie it when it comes later in `cands`.
     const auto cannot_win = [&](const Prepared& c) {
@@ -558,7 +562,7 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
     };
     for (Prepared& c : todo) {
       if (cannot_win(c)) continue;
-      if (!c.exact) {
+      if (!c.exact && !c.likely) {
         bool skipped = false;
         if (!bound_exactly(c, skipped)) return false;
         if (skipped || cannot_win(c)) continue;
@@ -576,6 +580,9 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
         // Too big a schedule: skipped when another candidate fits (noted), refused when none does.
         too_large(c.index, c.a, c.p, e);
         continue;
+      } catch (const std::exception&) {
+        if (c.likely) return false;  // unbounded: report as simulating every candidate would, in candidate order
+        throw;
       }
       offer(c.index, c.a, c.p, g, tl);
     }
