@@ -49,7 +49,22 @@ ScheduleBound::ScheduleBound(const sim::Plan& plan, models::Router& router) : sh
     const double eff = l.kind < plan.cost.link_efficiency.size() ? plan.cost.link_efficiency[l.kind] : 1.0;
     return l.bandwidth * eff;
   };
-  std::vector<std::uint32_t> local(topo.num_links(), kNone);
+  // Local index of each link the transfers use: by a table over the topology's links when
+  // that is no larger than the transfers' links, else by search in their sorted set (a few
+  // GPUs' plan on a 16,384-GPU fabric must not cost a table of all its links).
+  const bool table = topo.num_links() <= 8 * g.path_links.size();
+  std::vector<std::uint32_t> local(table ? topo.num_links() : 0, kNone);
+  std::vector<models::LinkId> used;
+  std::vector<std::uint32_t> used_local;
+  if (!table) {
+    used.assign(g.path_links.begin(), g.path_links.end());
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+    used_local.assign(used.size(), kNone);
+  }
+  const auto slot = [&](models::LinkId id) -> std::uint32_t& {
+    return table ? local[id] : used_local[static_cast<std::size_t>(std::lower_bound(used.begin(), used.end(), id) - used.begin())];
+  };
   std::vector<std::uint32_t> prev(nt, kNone);
   for (std::uint32_t t = 0; t < nt; ++t)
     if (g.transfers[t].next_on_connection != sim::detail::kNoOp) prev[g.transfers[t].next_on_connection] = t;
@@ -69,11 +84,12 @@ ScheduleBound::ScheduleBound(const sim::Plan& plan, models::Router& router) : sh
     leg.links_begin = static_cast<std::uint32_t>(link_of_.size());
     for (std::uint32_t k = 0; k < tr.path_count; ++k) {
       const models::LinkId id = g.path_links[tr.path_begin + k];
-      if (local[id] == kNone) {
-        local[id] = static_cast<std::uint32_t>(link_capacity_.size());
+      std::uint32_t& l = slot(id);
+      if (l == kNone) {
+        l = static_cast<std::uint32_t>(link_capacity_.size());
         link_capacity_.push_back(capacity(id));
       }
-      link_of_.push_back(local[id]);
+      link_of_.push_back(l);
       rate = std::min(rate, capacity(id));
     }
     leg.links_end = static_cast<std::uint32_t>(link_of_.size());

@@ -528,9 +528,11 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
     };
     // The likely winner: the last size's choice (a sweep keeps its winner over long runs of
     // sizes), else NVLS where it runs (one NVSwitch domain: it wins from a few KiB up). It is
-    // simulated first whatever its bound, so its schedule is not bounded.
+    // simulated first whatever its bound, so its schedule is not bounded. Not NVLS when
+    // concurrent groups run: a wrong guess then costs a simulation of every group, and a bound
+    // costs one group's schedule.
     std::optional<std::pair<Algorithm, Protocol>> likely = last_choice_;
-    if (!likely && std::find(cands.begin(), cands.end(), std::make_pair(Algorithm::Nvls, Protocol::Simple)) != cands.end()) {
+    if (!likely && options_.concurrent.empty() && options_.collective == Collective::AllReduce && std::find(cands.begin(), cands.end(), std::make_pair(Algorithm::Nvls, Protocol::Simple)) != cands.end()) {
       likely = std::make_pair(Algorithm::Nvls, Protocol::Simple);
     }
     std::vector<Prepared> todo;
