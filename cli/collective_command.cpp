@@ -1,6 +1,8 @@
 #include "cli/collective_command.hpp"
 
+#include <algorithm>
 #include <iostream>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -89,6 +91,7 @@ int run_collective(const CollectiveCliOptions& o) {
                         *collective == models::Collective::AlltoAll;
   const std::uint64_t unit = static_cast<std::uint64_t>(opts.element_size) * (per_rank ? static_cast<std::uint64_t>(n) : 1);
   std::vector<planner::CollectiveResult> rows;
+  std::vector<std::string> granularity_notes;  // printed once each, however many sizes use them
   for (std::uint64_t size = lo; size <= hi; size *= static_cast<std::uint64_t>(o.factor)) {
     const std::uint64_t bytes = size / unit * unit;
     if (bytes == 0) continue;
@@ -96,6 +99,15 @@ int run_collective(const CollectiveCliOptions& o) {
       rows.push_back(runner.run(bytes));
       // Candidates too large to simulate, skipped for this size (stderr: the table stays nccl-tests').
       for (const std::string& note : rows.back().notes) std::cerr << "ccsim: note: " << bytes << " bytes: " << note << "\n";
+      // --granularity phase that the chosen algorithm cannot honour: say so instead of silently stepping.
+      if (const planner::CollectiveResult& r = rows.back(); !r.granularity_note.empty()) {
+        const std::string note = fmt::format("--granularity phase not applied to {}/{}: {}; step granularity used",
+                                             planner::to_string(r.algorithm), planner::to_string(r.protocol), r.granularity_note);
+        if (std::find(granularity_notes.begin(), granularity_notes.end(), note) == granularity_notes.end()) {
+          granularity_notes.push_back(note);
+          std::cerr << "ccsim: note: " << note << "\n";
+        }
+      }
     } catch (const std::invalid_argument& e) {
       throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm that can run this collective here", o.algo, e.what());
     }

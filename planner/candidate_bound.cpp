@@ -49,7 +49,22 @@ ScheduleBound::ScheduleBound(const sim::Plan& plan, models::Router& router) : sh
     const double eff = l.kind < plan.cost.link_efficiency.size() ? plan.cost.link_efficiency[l.kind] : 1.0;
     return l.bandwidth * eff;
   };
-  std::vector<std::uint32_t> local(topo.num_links(), kNone);
+  // Local index of each link the transfers use: by a table over the topology's links when
+  // that is no larger than the transfers' links, else by search in their sorted set (a few
+  // GPUs' plan on a 16,384-GPU fabric must not cost a table of all its links).
+  const bool table = topo.num_links() <= 8 * g.path_links.size();
+  std::vector<std::uint32_t> local(table ? topo.num_links() : 0, kNone);
+  std::vector<models::LinkId> used;
+  std::vector<std::uint32_t> used_local;
+  if (!table) {
+    used.assign(g.path_links.begin(), g.path_links.end());
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+    used_local.assign(used.size(), kNone);
+  }
+  const auto slot = [&](models::LinkId id) -> std::uint32_t& {
+    return table ? local[id] : used_local[static_cast<std::size_t>(std::lower_bound(used.begin(), used.end(), id) - used.begin())];
+  };
   std::vector<std::uint32_t> prev(nt, kNone);
   for (std::uint32_t t = 0; t < nt; ++t)
     if (g.transfers[t].next_on_connection != sim::detail::kNoOp) prev[g.transfers[t].next_on_connection] = t;
@@ -60,6 +75,8 @@ ScheduleBound::ScheduleBound(const sim::Plan& plan, models::Router& router) : sh
     leg.send_op = tr.send_op;
     leg.recv_op = tr.recv_op;
     leg.data_op = tr.send_op != sim::detail::kNoOp ? tr.send_op : tr.recv_op;
+    leg.data_rank = static_cast<std::uint32_t>(g.rank_of(leg.data_op));
+    leg.data_index = g.local_index(leg.data_op);
     leg.prev = tr.waits_for_previous ? prev[t] : kNone;
     leg.group = tr.group != sim::detail::kNoOp && tr.send_op == sim::detail::kNoOp ? tr.group : kNone;
     leg.latency = tr.latency;
@@ -67,11 +84,12 @@ ScheduleBound::ScheduleBound(const sim::Plan& plan, models::Router& router) : sh
     leg.links_begin = static_cast<std::uint32_t>(link_of_.size());
     for (std::uint32_t k = 0; k < tr.path_count; ++k) {
       const models::LinkId id = g.path_links[tr.path_begin + k];
-      if (local[id] == kNone) {
-        local[id] = static_cast<std::uint32_t>(link_capacity_.size());
+      std::uint32_t& l = slot(id);
+      if (l == kNone) {
+        l = static_cast<std::uint32_t>(link_capacity_.size());
         link_capacity_.push_back(capacity(id));
       }
-      link_of_.push_back(local[id]);
+      link_of_.push_back(l);
       rate = std::min(rate, capacity(id));
     }
     leg.links_end = static_cast<std::uint32_t>(link_of_.size());
@@ -166,10 +184,6 @@ double ScheduleBound::evaluate(const models::Schedule& s) const {
   std::vector<double> ready(nops, 0.0), fin(nops, 0.0), done(nt, 0.0), flow(nt, 0.0), bytes(nt, 0.0);
   std::vector<double> group_done(group_first_.size(), 0.0);
   double makespan = t0_;
-  const auto data_bytes = [&](std::uint32_t op) {
-    const auto r = static_cast<std::size_t>(std::upper_bound(rank_first_op_.begin(), rank_first_op_.end(), op) - rank_first_op_.begin() - 1);
-    return s.ranks[r].ops[op - rank_first_op_[r]].bytes();
-  };
   for (std::uint32_t node : order_) {
     if (node < nops) {
       double r = t0_;
@@ -186,7 +200,7 @@ double ScheduleBound::evaluate(const models::Schedule& s) const {
       double f = start + leg.latency;
       if (leg.prev != kNone) f = std::max(f, done[leg.prev]);
       // Whole wire bytes, as ExecutionGraph rounds them.
-      bytes[t] = std::round(static_cast<double>(data_bytes(leg.data_op)) * wire_factor_);
+      bytes[t] = std::round(static_cast<double>(s.ranks[leg.data_rank].ops[leg.data_index].bytes()) * wire_factor_);
       const double d = bytes[t] > 0.0 && leg.rate > 0.0 ? f + bytes[t] / leg.rate : f;
       flow[t] = f;
       done[t] = d;

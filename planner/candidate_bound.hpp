@@ -63,6 +63,7 @@ class ScheduleBound {
   struct Leg {
     std::uint32_t send_op, recv_op;  ///< ~0 on the switch side of an NVLS leg
     std::uint32_t data_op;           ///< the op whose bytes the transfer carries
+    std::uint32_t data_rank, data_index;  ///< that op's rank and index in the rank's program
     std::uint32_t prev;              ///< previous transfer on its connection, or ~0
     std::uint32_t group;             ///< switch -> GPU: the in-switch group it waits for, or ~0
     double latency;                  ///< seconds

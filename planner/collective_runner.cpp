@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "planner/candidate_bound.hpp"
+#include "sim/analytic_engine.hpp"
 
 namespace ccsim::planner {
 
@@ -90,13 +91,10 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
     throw std::invalid_argument(!all_nodes_nvls_ ? "nvls-tree needs whole nodes with NVLink SHARP (NVSwitch gen3+)"
                                                  : "nvls-tree needs the same number of ranks on every node, in node order");
   }
-  protocol_context_ = protocol_context(cluster, options_.gpus);
+  protocol_context_ = protocol_context(cluster, options_.gpus, &bound_router());
   // NCCL tunes a communicator by its lowest compute capability (minCompCap).
   if (!protocol_context_.archs.empty()) arch_ = tuning_architecture(protocol_context_.archs);
-  if (options_.check_bound) {
-    models::Router router(cluster);
-    bound_ = lower_bound(cluster, router, options_.collective, options_.gpus, options_.root);
-  }
+  if (options_.check_bound) bound_ = lower_bound(cluster, bound_router(), options_.collective, options_.gpus, options_.root);
   plan_rings();
 }
 
@@ -289,9 +287,8 @@ sim::Timeline CollectiveRunner::simulate(Algorithm a, Protocol p, std::uint64_t 
   return run_schedule(schedule, a, p, engine);
 }
 
-models::Schedule CollectiveRunner::prepare(Algorithm a, Protocol p, std::uint64_t bytes, Granularity& g) const {
+Granularity CollectiveRunner::granularity_for(Algorithm a, Protocol p, std::uint64_t bytes) const {
   const int n = static_cast<int>(options_.gpus.size());
-  g = Granularity::Step;
   // NCCL's Tree at phase granularity by default: its pipeline is as deep as the chains and the
   // tree together, and the step form's bounded chunk count would undercount its pipelining
   // (tree.cpp: the fluid limit of the pipelined tree). --granularity step simulates it chunk by chunk.
@@ -299,8 +296,13 @@ models::Schedule CollectiveRunner::prepare(Algorithm a, Protocol p, std::uint64_
   if (options_.granularity == "phase" ||
       (options_.granularity == "auto" && (n > kStepRanks || n * channels > kStepRankChannels || a == Algorithm::Tree))) {
     AlgorithmRequest probe = request(a, p, bytes, Granularity::Phase);
-    if (unsupported_reason(a, probe).empty()) g = Granularity::Phase;
+    if (unsupported_reason(a, probe).empty()) return Granularity::Phase;
   }
+  return Granularity::Step;
+}
+
+models::Schedule CollectiveRunner::prepare(Algorithm a, Protocol p, std::uint64_t bytes, Granularity& g) const {
+  g = granularity_for(a, p, bytes);
   AlgorithmRequest req = request(a, p, bytes, g);
   if (const std::string why = unsupported_reason(a, req); !why.empty()) {
     throw std::invalid_argument(fmt::format("{} cannot run {} here: {}", to_string(a), models::to_string(options_.collective), why));
@@ -348,16 +350,21 @@ sim::CostParams CollectiveRunner::cost_params(Algorithm a, Protocol p, const mod
   return cost;
 }
 
+models::Router& CollectiveRunner::bound_router() {
+  if (auto* engine = dynamic_cast<sim::AnalyticEngine*>(analytic_)) return engine->router();
+  if (!own_bound_router_) own_bound_router_ = std::make_unique<models::Router>(cluster_);
+  return *own_bound_router_;
+}
+
 double CollectiveRunner::schedule_bound(const models::Schedule& one, Algorithm a, Protocol p) {
   for (const CachedBound& c : bound_cache_)
     if (c.a == a && c.p == p && c.bound->matches(one)) return c.bound->evaluate(one);
-  if (!bound_router_) bound_router_ = std::make_unique<models::Router>(cluster_);
   // One group: concurrent groups only add traffic (candidate_bound.hpp).
   sim::Plan plan;
   plan.rank_gpu = options_.gpus;
   plan.schedule = &one;
   plan.cost = cost_params(a, p, one);
-  auto bound = std::make_unique<ScheduleBound>(plan, *bound_router_);
+  auto bound = std::make_unique<ScheduleBound>(plan, bound_router());
   const double b = bound->evaluate(one);
   // Kept for the next sizes while the cache holds a few schedules' worth of ops.
   constexpr std::size_t kCacheOps = std::size_t{1} << 22;
@@ -390,6 +397,23 @@ sim::Timeline CollectiveRunner::run_schedule(const models::Schedule& one, Algori
   return engine.run(plan);
 }
 
+const double* CollectiveRunner::kept_bound(Algorithm a, Protocol p, const AlgorithmRequest& req) const {
+  for (const KnownBound& k : known_bounds_)
+    if (k.a == a && k.p == p && k.request.bytes <= req.bytes && shape_independent_of_size(a, k.request, req)) return &k.bound;
+  return nullptr;
+}
+
+void CollectiveRunner::remember_bound(Algorithm a, Protocol p, const AlgorithmRequest& req, double bound) {
+  for (KnownBound& k : known_bounds_) {
+    if (k.a == a && k.p == p) {
+      k.request = req;
+      k.bound = bound;
+      return;
+    }
+  }
+  known_bounds_.push_back({a, p, req, bound});
+}
+
 CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
   if (!candidates_) candidates_ = candidates();
   const auto& cands = *candidates_;
@@ -397,96 +421,185 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
     throw std::invalid_argument(fmt::format("no algorithm and protocol implement {} with these options",
                                             models::to_string(options_.collective)));
   }
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
   CollectiveResult best;
-  best.bytes = bytes;
-  best.time = std::numeric_limits<double>::infinity();
-  std::optional<ScheduleTooLarge> refused;  // the first candidate refused for its size
-  // Candidates are prepared (schedule generated, size limits checked: notes in candidate
-  // order) and bounded first, then simulated in increasing order of their bounds; a
-  // candidate whose bound is at least the best time so far cannot win and is skipped. Ties
-  // go to the earlier candidate, as in a plain loop over `cands`.
-  struct Prepared {
-    std::size_t index = 0;
-    Algorithm a = Algorithm::Ring;
-    Protocol p = Protocol::Simple;
-    Granularity g{};
-    std::optional<models::Schedule> schedule;  ///< kept when small, else generated again
-    double bound = -std::numeric_limits<double>::infinity();
-  };
-  // Schedules up to this many ops are kept between bounding and simulating.
-  constexpr std::size_t kKeepOps = std::size_t{1} << 20;
-  std::vector<Prepared> todo;
-  const bool prune = options_.prune && cands.size() > 1;
-  bool bounds_ok = prune;
-  for (std::size_t i = 0; i < cands.size(); ++i) {
-    const auto [a, p] = cands[i];
-    if (cands.size() > 1 && !unsupported_reason(a, request(a, p, bytes, Granularity::Step)).empty()) continue;
-    Prepared c;
-    c.index = i;
-    c.a = a;
-    c.p = p;
-    if (!prune) {
-      todo.push_back(std::move(c));
-      continue;
-    }
-    models::Schedule one;
-    try {
-      one = prepare(a, p, bytes, c.g);
-    } catch (const ScheduleTooLarge& e) {
-      if (!refused) refused = e;
-      best.notes.push_back(fmt::format("{}/{} skipped: {}", to_string(a), to_string(p), e.found()));
-      continue;
-    }
-    if (bounds_ok) {
-      try {
-        c.bound = schedule_bound(one, a, p);
-      } catch (const std::exception&) {
-        bounds_ok = false;  // the simulation reports it, in candidate order (below)
-      }
-    }
-    if (one.op_count() <= kKeepOps) c.schedule = std::move(one);
-    todo.push_back(std::move(c));
-  }
-  if (bounds_ok) {
-    std::stable_sort(todo.begin(), todo.end(), [](const Prepared& x, const Prepared& y) { return x.bound < y.bound; });
-  } else {
-    for (Prepared& c : todo) c.bound = -std::numeric_limits<double>::infinity();
-  }
   std::size_t best_index = cands.size();
-  for (Prepared& c : todo) {
-    // The engine's time is at least bound × (1 − kBoundSlack): a candidate whose bound is
-    // above the best time cannot beat it, nor tie it when it comes later in `cands`.
-    const double floor = c.bound * (1.0 - kBoundSlack);
-    if (floor > best.time || (floor >= best.time && c.index > best_index)) continue;
-    Granularity g = c.g;
-    sim::Timeline tl;
-    try {
-      if (c.schedule) {
-        tl = run_schedule(*c.schedule, c.a, c.p, *analytic_);
-        c.schedule.reset();
-      } else {
-        tl = simulate(c.a, c.p, bytes, *analytic_, g);
-      }
-    } catch (const ScheduleTooLarge& e) {
-      // Too big a schedule: skipped when another candidate fits (noted), refused when none does.
-      if (!refused) refused = e;
-      best.notes.push_back(fmt::format("{}/{} skipped: {}", to_string(c.a), to_string(c.p), e.found()));
-      continue;
+  // Candidates too large to simulate are noted in candidate order; the first of them in that
+  // order is thrown when no candidate fits.
+  std::vector<std::pair<std::size_t, std::string>> notes;
+  std::optional<ScheduleTooLarge> refused;
+  std::size_t refused_index = cands.size();
+  const auto reset = [&] {
+    best = CollectiveResult{};
+    best.bytes = bytes;
+    best.time = kInfinity;
+    best_index = cands.size();
+    notes.clear();
+    refused.reset();
+    refused_index = cands.size();
+  };
+  const auto too_large = [&](std::size_t index, Algorithm a, Protocol p, const ScheduleTooLarge& e) {
+    notes.emplace_back(index, fmt::format("{}/{} skipped: {}", to_string(a), to_string(p), e.found()));
+    if (index < refused_index) {
+      refused = e;
+      refused_index = index;
     }
+  };
+  // A simulated candidate: the best so far when faster, or as fast and earlier in `cands`.
+  const auto offer = [&](std::size_t index, Algorithm a, Protocol p, Granularity g, sim::Timeline& tl) {
     ++best.simulated;
-    if (tl.makespan < best.time || (tl.makespan == best.time && c.index < best_index)) {
+    if (tl.makespan < best.time || (tl.makespan == best.time && index < best_index)) {
       best.time = tl.makespan;
-      best.algorithm = c.a;
-      best.protocol = c.p;
+      best.algorithm = a;
+      best.protocol = p;
       best.granularity = g;
       best.transfers = tl.transfers;
       best.links = std::move(tl.links);
-      best_index = c.index;
+      best_index = index;
     }
-  }
+  };
+  const auto eligible = [&](std::size_t i) {
+    return cands.size() == 1 || unsupported_reason(cands[i].first, request(cands[i].first, cands[i].second, bytes, Granularity::Step)).empty();
+  };
+  // Every eligible candidate simulated, in candidate order: the reference (prune off), and the
+  // fallback when a candidate's bound cannot be computed (its simulation reports why).
+  const auto run_all = [&] {
+    reset();
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      if (!eligible(i)) continue;
+      const auto [a, p] = cands[i];
+      Granularity g{};
+      sim::Timeline tl;
+      try {
+        tl = simulate(a, p, bytes, *analytic_, g);
+      } catch (const ScheduleTooLarge& e) {
+        too_large(i, a, p, e);
+        continue;
+      }
+      offer(i, a, p, g, tl);
+    }
+  };
+  // Exact pruning: candidates are simulated in increasing order of a lower bound on their
+  // engine time, the last size's choice first (in a sweep it usually wins again, and then its
+  // time prunes the rest at once); a candidate whose bound is at least the best time so far is
+  // not simulated. The bound is the candidate's ScheduleBound at this size, or, without
+  // generating its schedule, the one computed at a smaller size of the same shape
+  // (shape_independent_of_size): every op then carries at least the bytes it carried there, so
+  // every contention-free time of the bound is no earlier (each is a max / + of latencies and
+  // bytes / rate) and every link carries at least the volume it carried there, after starts no
+  // earlier — that bound's two relaxations hold for the engine at this size as well. The
+  // schedule of such a candidate is generated only when its kept bound does not prune it.
+  // Returns false when a bound cannot be computed.
+  const auto run_pruned = [&]() -> bool {
+    reset();
+    struct Prepared {
+      std::size_t index = 0;
+      Algorithm a = Algorithm::Ring;
+      Protocol p = Protocol::Simple;
+      Granularity g{};
+      AlgorithmRequest req;
+      std::optional<models::Schedule> schedule;  ///< kept when small, else generated again
+      double bound = -kInfinity;
+      bool exact = false;  ///< bound computed on this size's schedule (else kept from a smaller size)
+      bool likely = false;  ///< the likely winner: simulated first, so never bounded
+    };
+    // Schedules up to this many ops are kept between bounding and simulating.
+    constexpr std::size_t kKeepOps = std::size_t{1} << 20;
+    // Generates c's schedule and bounds it; false when its bound cannot be computed.
+    const auto bound_exactly = [&](Prepared& c, bool& skipped) -> bool {
+      skipped = false;
+      models::Schedule one;
+      try {
+        one = prepare(c.a, c.p, bytes, c.g);
+      } catch (const ScheduleTooLarge& e) {
+        too_large(c.index, c.a, c.p, e);
+        skipped = true;
+        return true;
+      }
+      try {
+        c.bound = schedule_bound(one, c.a, c.p);
+      } catch (const std::exception&) {
+        return false;
+      }
+      c.exact = true;
+      remember_bound(c.a, c.p, c.req, c.bound);
+      if (one.op_count() <= kKeepOps) c.schedule = std::move(one);
+      return true;
+    };
+    // The likely winner: the last size's choice (a sweep keeps its winner over long runs of
+    // sizes), else NVLS where it runs (one NVSwitch domain: it wins from a few KiB up). It is
+    // simulated first whatever its bound, so its schedule is not bounded. Not NVLS when
+    // concurrent groups run: a wrong guess then costs a simulation of every group, and a bound
+    // costs one group's schedule.
+    std::optional<std::pair<Algorithm, Protocol>> likely = last_choice_;
+    if (!likely && options_.concurrent.empty() && options_.collective == Collective::AllReduce && std::find(cands.begin(), cands.end(), std::make_pair(Algorithm::Nvls, Protocol::Simple)) != cands.end()) {
+      likely = std::make_pair(Algorithm::Nvls, Protocol::Simple);
+    }
+    std::vector<Prepared> todo;
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      if (!eligible(i)) continue;
+      Prepared c;
+      c.index = i;
+      c.a = cands[i].first;
+      c.p = cands[i].second;
+      c.g = granularity_for(c.a, c.p, bytes);
+      c.req = request(c.a, c.p, bytes, c.g);
+      if (likely && c.a == likely->first && c.p == likely->second) {
+        c.likely = true;  // bound −∞: first after sorting
+      } else if (const double* kept = kept_bound(c.a, c.p, c.req); kept != nullptr && unsupported_reason(c.a, c.req).empty()) {
+        c.bound = *kept;
+      } else {
+        bool skipped = false;
+        if (!bound_exactly(c, skipped)) return false;
+        if (skipped) continue;
+      }
+      todo.push_back(std::move(c));
+    }
+    std::stable_sort(todo.begin(), todo.end(), [](const Prepared& x, const Prepared& y) { return x.bound < y.bound; });
+    // The engine's time is at least bound × (1 − kBoundSlack): a candidate whose bound is
+    // above the best time cannot beat it, nor tie it when it comes later in `cands`.
+    const auto cannot_win = [&](const Prepared& c) {
+      const double floor = c.bound * (1.0 - kBoundSlack);
+      return floor > best.time || (floor >= best.time && c.index > best_index);
+    };
+    for (Prepared& c : todo) {
+      if (cannot_win(c)) continue;
+      if (!c.exact && !c.likely) {
+        bool skipped = false;
+        if (!bound_exactly(c, skipped)) return false;
+        if (skipped || cannot_win(c)) continue;
+      }
+      Granularity g = c.g;
+      sim::Timeline tl;
+      try {
+        if (c.schedule) {
+          tl = run_schedule(*c.schedule, c.a, c.p, *analytic_);
+          c.schedule.reset();
+        } else {
+          tl = simulate(c.a, c.p, bytes, *analytic_, g);
+        }
+      } catch (const ScheduleTooLarge& e) {
+        // Too big a schedule: skipped when another candidate fits (noted), refused when none does.
+        too_large(c.index, c.a, c.p, e);
+        continue;
+      } catch (const std::exception&) {
+        if (c.likely) return false;  // unbounded: report as simulating every candidate would, in candidate order
+        throw;
+      }
+      offer(c.index, c.a, c.p, g, tl);
+    }
+    return true;
+  };
+  if (!options_.prune || cands.size() <= 1 || !run_pruned()) run_all();
+  std::stable_sort(notes.begin(), notes.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (auto& [index, note] : notes) best.notes.push_back(std::move(note));
   if (best.time == std::numeric_limits<double>::infinity() && refused) throw *refused;
   if (best.time == std::numeric_limits<double>::infinity()) {
     throw std::invalid_argument(fmt::format("no algorithm implements {} at {} bytes", models::to_string(options_.collective), bytes));
+  }
+  last_choice_ = std::make_pair(best.algorithm, best.protocol);
+  if (options_.granularity == "phase" && best.granularity == Granularity::Step) {
+    best.granularity_note = unsupported_reason(best.algorithm, request(best.algorithm, best.protocol, bytes, Granularity::Phase));
   }
   if (engine_) {
     sim::Timeline tl = simulate(best.algorithm, best.protocol, bytes, *engine_, best.granularity);

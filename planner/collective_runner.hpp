@@ -70,6 +70,9 @@ struct CollectiveResult {
   std::vector<std::string> notes;
   /// Candidates the analytic engine simulated for this size (the others were pruned).
   int simulated = 0;
+  /// Set when --granularity phase was asked for and the chosen algorithm has none, so it ran
+  /// at step granularity: the reason ("ring chains have no phase granularity"). Empty otherwise.
+  std::string granularity_note;
 };
 
 class CollectiveRunner {
@@ -115,6 +118,13 @@ class CollectiveRunner {
   /// The Schedule simulate() runs for (a, p) at `bytes` (one group), and its granularity.
   models::Schedule prepare(Algorithm a, Protocol p, std::uint64_t bytes, models::Granularity& g) const;
   sim::CostParams cost_params(Algorithm a, Protocol p, const models::Schedule& one) const;
+  /// The granularity prepare() generates (a, p) at for `bytes`.
+  models::Granularity granularity_for(Algorithm a, Protocol p, std::uint64_t bytes) const;
+  /// A lower bound on (a, p)'s engine time for request `req` without generating its schedule:
+  /// the bound computed at a smaller or equal size of the same shape (run() explains why it
+  /// holds), or null.
+  const double* kept_bound(Algorithm a, Protocol p, const AlgorithmRequest& req) const;
+  void remember_bound(Algorithm a, Protocol p, const AlgorithmRequest& req, double bound);
   double schedule_bound(const models::Schedule& one, Algorithm a, Protocol p);
   void plan_rings();
 
@@ -126,7 +136,10 @@ class CollectiveRunner {
   sim::Engine* analytic_ = nullptr;
   sim::Engine* engine_ = nullptr;  ///< the engine of the final run (null: analytic)
   LowerBound bound_;
-  std::unique_ptr<models::Router> bound_router_;  ///< routes for candidate bounds (made on first use)
+  /// Routes for candidate bounds: the analytic engine's router (its cached routes are the
+  /// ones the simulations use), or one made on first use when the engine is not an AnalyticEngine.
+  models::Router& bound_router();
+  std::unique_ptr<models::Router> own_bound_router_;
   /// Candidate bounds built so far, reused for the same schedule at other sizes (a sweep).
   struct CachedBound {
     Algorithm a;
@@ -135,6 +148,15 @@ class CollectiveRunner {
   };
   std::vector<CachedBound> bound_cache_;
   std::size_t bound_cache_ops_ = 0;  ///< ops of the schedules the cache holds
+  /// The latest bound computed on each candidate's own schedule, with the request it was generated from.
+  struct KnownBound {
+    Algorithm a;
+    Protocol p;
+    AlgorithmRequest request;
+    double bound;  ///< seconds
+  };
+  std::vector<KnownBound> known_bounds_;
+  std::optional<std::pair<Algorithm, Protocol>> last_choice_;  ///< the last size's choice, simulated first
   std::optional<std::vector<std::pair<Algorithm, Protocol>>> candidates_;  ///< candidates(), once
   int ranks_per_node_ = 0;
   bool one_nvls_domain_ = false;

@@ -55,8 +55,11 @@ std::optional<models::PathType> parse_path_type(std::string_view s) {
   return std::nullopt;
 }
 
-ProtocolContext protocol_context(const models::Cluster& cluster, const std::vector<models::DeviceId>& gpus) {
+ProtocolContext protocol_context(const models::Cluster& cluster, const std::vector<models::DeviceId>& gpus, models::Router* router) {
   const models::Topology& t = cluster.topology;
+  const auto path_type = [&](models::DeviceId a, models::DeviceId b) {
+    return router != nullptr ? router->route(a, b).type : t.route(a, b, 1).path.type;
+  };
   ProtocolContext c;
   std::map<int, std::vector<models::DeviceId>> by_node;  // ranks' GPUs per node, rank order
   for (models::DeviceId g : gpus) by_node[t.device(g).node].push_back(g);
@@ -73,14 +76,13 @@ ProtocolContext protocol_context(const models::Cluster& cluster, const std::vect
     // Ring neighbours on this node (a ring over n > 2 GPUs also closes last -> first).
     const std::size_t n = members.size();
     for (std::size_t i = 0; n > 1 && i < (n == 2 ? 1 : n); ++i) {
-      const auto route = t.route(members[i], members[(i + 1) % n], 1);
-      c.intra = std::max(c.intra, route.path.type);
+      c.intra = std::max(c.intra, path_type(members[i], members[(i + 1) % n]));
     }
     if (by_node.size() > 1) {
       for (models::DeviceId g : members) {
         const models::DeviceId nic = t.device(g).nic;
         if (nic == models::kNoDevice) continue;
-        c.inter = std::max(c.inter, t.route(g, nic, 1).path.type);
+        c.inter = std::max(c.inter, path_type(g, nic));
       }
     }
   }

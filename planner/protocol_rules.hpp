@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "models/cluster.hpp"
+#include "models/router.hpp"
 #include "models/kinds.hpp"
 
 namespace ccsim::planner {
@@ -49,7 +50,10 @@ struct ProtocolContext {
 /// between consecutive ranks of each node in rank order (with wrap-around, as a ring joins
 /// them), and from each rank's GPU to its nearest NIC when the ranks span several nodes. Only
 /// the first node of each node group is inspected: nodes of one group are built alike.
-ProtocolContext protocol_context(const models::Cluster& cluster, const std::vector<models::DeviceId>& gpus);
+/// With `router` (a models::Router of `cluster`), the paths are the router's (the same as
+/// Topology::route's, from its per-node-template cache: no search of a 16,384-GPU topology per call).
+ProtocolContext protocol_context(const models::Cluster& cluster, const std::vector<models::DeviceId>& gpus,
+                                 models::Router* router = nullptr);
 
 /// When a library enables a protocol by default. All conditions must hold.
 struct ProtocolRule {

@@ -327,15 +327,37 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
   const double t0 = plan.cost.base_latency;
   std::vector<double> op_start(g.op_count(), -1.0), op_end(g.op_count(), -1.0);
 
-  // Resources: links 0 .. nlinks − 1, then (with a rate cap) one per connection.
+  // Resources: the links the transfers use, 0 .. nlinks − 1 in link id order, then (with a
+  // rate cap) one per connection. Only used links get state: a tensor-parallel group of 8 GPUs
+  // on a 16,384-GPU fabric touches a few dozen of its links, not all of them.
   const bool capped = plan.cost.max_rate < kInf;
-  const std::size_t nlinks = topo.num_links();
+  if (link_local_.size() != topo.num_links()) link_local_.assign(topo.num_links(), kNone);
+  std::vector<models::LinkId> used_links;
+  // link_local_ is all kNone again when this run ends, however it ends.
+  struct Restore {
+    std::vector<std::uint32_t>& local;
+    const std::vector<models::LinkId>& used;
+    ~Restore() {
+      for (models::LinkId id : used) local[id] = kNone;
+    }
+  } restore{link_local_, used_links};
+  for (models::LinkId id : g.path_links) {
+    if (link_local_[id] == kNone) {
+      link_local_[id] = 0;
+      used_links.push_back(id);
+    }
+  }
+  std::sort(used_links.begin(), used_links.end());
+  for (std::size_t i = 0; i < used_links.size(); ++i) link_local_[used_links[i]] = static_cast<std::uint32_t>(i);
+  std::vector<std::uint32_t> path_res(g.path_links.size());
+  for (std::size_t i = 0; i < g.path_links.size(); ++i) path_res[i] = link_local_[g.path_links[i]];
+  const std::size_t nlinks = used_links.size();
   const std::size_t nres = nlinks + (capped ? g.connections : 0);
   std::vector<double> res_capacity(nres, plan.cost.max_rate);
-  for (models::LinkId id = 0; id < nlinks; ++id) {
-    const models::Link& l = topo.link(id);
+  for (std::size_t i = 0; i < nlinks; ++i) {
+    const models::Link& l = topo.link(used_links[i]);
     const double eff = l.kind < plan.cost.link_efficiency.size() ? plan.cost.link_efficiency[l.kind] : 1.0;
-    res_capacity[id] = l.bandwidth * eff;
+    res_capacity[i] = l.bandwidth * eff;
   }
   std::vector<double> res_load(nres, 0.0);                // Σ rates of the flows on each resource
   // Transfers on each resource: the flowing ones, and finished ones not yet swept out (a list
@@ -351,7 +373,7 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
   const auto res_count = [&](std::uint32_t t) { return g.transfers[t].path_count + (capped ? 1U : 0U); };
   const auto res_at = [&](std::uint32_t t, std::uint32_t k) -> std::uint32_t {
     const Transfer& tr = g.transfers[t];
-    return k < tr.path_count ? g.path_links[tr.path_begin + k] : static_cast<std::uint32_t>(nlinks + tr.connection);
+    return k < tr.path_count ? path_res[tr.path_begin + k] : static_cast<std::uint32_t>(nlinks + tr.connection);
   };
 
   BatchQueue<Event> events;
@@ -658,7 +680,7 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
     std::sort(finished.begin(), finished.end());
     for (std::uint32_t t : finished) {
       lowest_finished = std::min(lowest_finished, rate[t]);
-      for (std::uint32_t k = 0; k < g.transfers[t].path_count; ++k) link_bytes[g.path_links[g.transfers[t].path_begin + k]] += g.transfers[t].bytes;
+      for (std::uint32_t k = 0; k < g.transfers[t].path_count; ++k) link_bytes[path_res[g.transfers[t].path_begin + k]] += g.transfers[t].bytes;
       unflow(t);
       remaining[t] = 0.0;
     }
@@ -681,8 +703,8 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
   for (std::uint32_t op = 0; op < g.op_count(); ++op) {
     tl.ops.push_back({g.rank_of(op), g.local_index(op), op_start[op], op_end[op]});
   }
-  for (models::LinkId id = 0; id < nlinks; ++id) {
-    if (link_used[id]) tl.links.push_back({id, link_bytes[id], link_busy[id], link_peak[id]});
+  for (std::size_t i = 0; i < nlinks; ++i) {
+    if (link_used[i]) tl.links.push_back({used_links[i], link_bytes[i], link_busy[i], link_peak[i]});
   }
   return tl;
 }

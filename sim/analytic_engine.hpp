@@ -28,6 +28,9 @@
 // Sharing::Reference re-solves every flowing transfer at every event (the original loop),
 // kept for the tests that prove the two agree.
 
+#include <cstdint>
+#include <vector>
+
 #include "models/router.hpp"
 #include "sim/engine.hpp"
 
@@ -42,6 +45,9 @@ class AnalyticEngine final : public Engine {
   explicit AnalyticEngine(const models::Cluster& cluster, Sharing sharing = Sharing::Incremental);
   std::string_view name() const override { return "analytic"; }
   Timeline run(const Plan& plan) override;
+  /// The engine's router, with the routes it has cached: planners that bound plans on this
+  /// cluster (planner/candidate_bound.hpp) share it instead of building and warming another.
+  models::Router& router() { return router_; }
 
  private:
   Timeline run_reference(const Plan& plan);
@@ -50,6 +56,9 @@ class AnalyticEngine final : public Engine {
   const models::Cluster& cluster_;
   models::Router router_;
   Sharing sharing_;
+  /// Per link of the topology: its resource index in the run in progress, ~0 otherwise (kept
+  /// between runs so a run allocates state only for the links its transfers use).
+  std::vector<std::uint32_t> link_local_;
 };
 
 }  // namespace ccsim::sim

@@ -82,21 +82,38 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
   const auto key_of = [](int src, int dst, int channel) {
     return (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) | static_cast<std::uint64_t>(channel);
   };
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> sends;  // (key, send op), sorted
+  // Each send with what its transfer needs of it (steps, latency pool, bytes), so matching a
+  // receive reads the entry the search found rather than the peer's program.
+  struct SendEntry {
+    std::uint64_t key;
+    std::uint32_t op;
+    std::uint32_t steps;
+    std::uint32_t tag;
+    std::uint64_t bytes;
+    bool operator<(const SendEntry& o) const { return key != o.key ? key < o.key : op < o.op; }
+  };
+  std::vector<SendEntry> sends;  // sorted by (key, send op)
   std::unordered_map<std::uint64_t, std::uint32_t> connection_ids;  // (source GPU, destination GPU, channel)
   const bool capped = cost.max_rate < std::numeric_limits<double>::infinity();
   for (int r = 0; r < s.nranks; ++r) {
     const auto& prog = s.ranks[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < prog.ops.size(); ++i)
-      if (prog.ops[i].kind == OpKind::Send) {
-        sends.emplace_back(key_of(r, prog.ops[i].peer, prog.ops[i].channel), rank_first_op_[r] + static_cast<std::uint32_t>(i));
+      if (const models::Op& op = prog.ops[i]; op.kind == OpKind::Send) {
+        sends.push_back({key_of(r, op.peer, op.channel), rank_first_op_[r] + static_cast<std::uint32_t>(i), op.steps, op.tag, op.src.bytes});
       }
   }
   std::sort(sends.begin(), sends.end());  // op ids grow with op order: each key's sends stay in order
+  {
+    // One transfer per send and per switch leg.
+    std::size_t legs = 0;
+    for (const auto& prog : s.ranks)
+      for (const models::Op& op : prog.ops) legs += op.kind == OpKind::SwitchSend || op.kind == OpKind::SwitchRecv ? 1 : 0;
+    transfers.reserve(sends.size() + legs);
+  }
   std::vector<std::uint32_t> next(sends.size(), 0), last_on_connection(sends.size(), kNoOp);
   const auto range_of = [&](std::uint64_t key) -> std::size_t {  // start of key's range, or sends.size()
-    const auto it = std::lower_bound(sends.begin(), sends.end(), std::make_pair(key, std::uint32_t{0}));
-    return it != sends.end() && it->first == key ? static_cast<std::size_t>(it - sends.begin()) : sends.size();
+    const auto it = std::lower_bound(sends.begin(), sends.end(), key, [](const SendEntry& e, std::uint64_t k) { return e.key < k; });
+    return it != sends.end() && it->key == key ? static_cast<std::size_t>(it - sends.begin()) : sends.size();
   };
   const auto nvswitch_of = [&](int rank) {
     const models::DeviceId gpu = plan.rank_gpu[static_cast<std::size_t>(rank)];
@@ -113,10 +130,11 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
       if (op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) {
         const std::uint64_t key = key_of(op.peer, r, op.channel);
         const std::size_t start = range_of(key);
-        if (start == sends.size() || start + next[start] >= sends.size() || sends[start + next[start]].first != key) {
+        if (start == sends.size() || start + next[start] >= sends.size() || sends[start + next[start]].key != key) {
           throw std::invalid_argument(fmt::format("rank {} op {} receives from rank {} but nothing is sent", r, i, op.peer));
         }
-        const std::uint32_t send_id = sends[start + next[start]++].second;
+        const SendEntry& send = sends[start + next[start]++];
+        const std::uint32_t send_id = send.op;
         const models::DeviceId src = plan.rank_gpu[static_cast<std::size_t>(op.peer)];
         Transfer t;
         if (capped) {  // connections matter only for a rate cap
@@ -129,12 +147,13 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
         t.recv_op = id;
         t.src = src;
         t.dst = gpu;
-        const models::Op& send = this->op(send_id);
+        t.steps = send.steps;
+        t.pool = send.tag;
         // ECMP: the spine is chosen by a hash of the connection (source rank, destination
         // rank, channel), as a switch hashes a queue pair's header; each channel is its own QP.
         const std::uint64_t flow = models::splitmix64(key_of(op.peer, r, op.channel));
-        const std::uint32_t tid = src == gpu ? add_transfer(t, models::Path{}, send.steps, send.src.bytes)
-                                             : add_transfer(t, router.route(src, gpu, flow), send.steps, send.src.bytes);
+        const std::uint32_t tid = src == gpu ? add_transfer(t, models::Path{}, send.steps, send.bytes)
+                                             : add_transfer(t, router.route(src, gpu, flow), send.steps, send.bytes);
         op_transfer[send_id] = tid;
         op_transfer[id] = tid;
         // Receives of one rank come in op order, and are matched to sends in op order, so
@@ -161,29 +180,36 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
   }
   // Latency pools (phase-granularity rings): every transfer pays its steps times the pool's
   // mean per-step latency (see models::Op::tag).
-  std::map<std::uint32_t, std::pair<double, std::uint32_t>> pool_sum;  // pool -> (Σ per-step latency, count)
-  for (const Transfer& t : transfers) {
-    if (t.send_op == kNoOp || t.group != kNoOp) continue;
-    const models::Op& send = op(t.send_op);
-    if (send.kind != OpKind::Send || send.tag == 0 || send.steps == 0) continue;
-    auto& acc = pool_sum[send.tag];
-    acc.first += t.latency / send.steps;
-    acc.second += 1;
-  }
-  if (!pool_sum.empty()) {
+  // Pooled transfers are the matched sends (group == kNoOp) of Send ops with a tag and steps,
+  // whose steps and tag each Transfer keeps. Pools are numbered densely from 1 per generator.
+  const auto pooled = [](const Transfer& t) { return t.send_op != kNoOp && t.group == kNoOp && t.pool != 0 && t.steps != 0; };
+  std::uint32_t pools = 0;
+  for (const Transfer& t : transfers)
+    if (pooled(t)) pools = std::max(pools, t.pool);
+  if (pools > 0) {
+    // (Σ per-step latency, count) per pool: by index when tags are dense (the generators'), else by map.
+    std::vector<std::pair<double, std::uint32_t>> dense;
+    std::map<std::uint32_t, std::pair<double, std::uint32_t>> sparse;
+    const bool by_index = pools <= transfers.size() + 1;
+    if (by_index) dense.assign(static_cast<std::size_t>(pools) + 1, {0.0, 0});
+    const auto acc_of = [&](std::uint32_t pool) -> std::pair<double, std::uint32_t>& { return by_index ? dense[pool] : sparse[pool]; };
+    for (const Transfer& t : transfers) {
+      if (!pooled(t)) continue;
+      auto& acc = acc_of(t.pool);
+      acc.first += t.latency / t.steps;
+      acc.second += 1;
+    }
     for (Transfer& t : transfers) {
-      if (t.send_op == kNoOp || t.group != kNoOp) continue;
-      const models::Op& send = op(t.send_op);
-      if (send.kind != OpKind::Send || send.tag == 0 || send.steps == 0) continue;
-      const auto& acc = pool_sum[send.tag];
-      t.latency = send.steps * (acc.first / acc.second);
+      if (!pooled(t)) continue;
+      const auto& acc = acc_of(t.pool);
+      t.latency = t.steps * (acc.first / acc.second);
     }
   }
   std::uint64_t unmatched = ~0ULL;  // the smallest key with a send left over, for a deterministic message
   for (std::size_t start = 0; start < sends.size() && unmatched == ~0ULL;) {
     std::size_t end = start;
-    while (end < sends.size() && sends[end].first == sends[start].first) ++end;
-    if (start + next[start] != end) unmatched = sends[start].first;
+    while (end < sends.size() && sends[end].key == sends[start].key) ++end;
+    if (start + next[start] != end) unmatched = sends[start].key;
     start = end;
   }
   if (unmatched != ~0ULL) {

@@ -34,6 +34,8 @@ struct Transfer {
   /// max(ready, predecessor delivered − latency) + latency + bytes / rate.
   std::uint32_t next_on_connection = kNoOp;
   bool waits_for_previous = false;  ///< there is an earlier transfer on this connection
+  std::uint32_t steps = 0;          ///< the send op's Op::steps (latency multiplier)
+  std::uint32_t pool = 0;           ///< the send op's latency pool (Op::tag of a Send; 0: none)
 };
 
 /// Static structure, built once per Plan.

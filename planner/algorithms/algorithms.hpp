@@ -85,6 +85,16 @@ double estimated_ops(Algorithm a, const AlgorithmRequest& request);
 /// Why `a` cannot run `request`, or empty when it can.
 std::string unsupported_reason(Algorithm a, const AlgorithmRequest& request);
 
+/// Whether generate(a, x) and generate(a, y) make the same ops (kinds, peers, channels, steps,
+/// tags, dependencies, in-switch groups) and differ only in byte counts, each op's bytes
+/// non-decreasing in the request's size: true when the requests are equal up to `bytes` (so
+/// granularity and pipeline chunks are equal too) and `a` is one whose structure never depends
+/// on the size (ring, tree, nvls, nvls-tree, direct, hierarchical; not the recursive algorithms,
+/// which skip empty transfers, nor bruck and pairwise). Every byte count of those generators is
+/// a sum of near-equal element splits (detail::part) of the size, each monotone in it. Exact
+/// pruning relies on it: a lower bound at a smaller size bounds the larger one (planner/candidate_bound.hpp).
+bool shape_independent_of_size(Algorithm a, const AlgorithmRequest& x, const AlgorithmRequest& y);
+
 /// Generates the Schedule. Throws std::invalid_argument with unsupported_reason() when the
 /// algorithm does not apply (collective, rank count, granularity).
 models::Schedule generate(Algorithm a, const AlgorithmRequest& request);

@@ -1,6 +1,7 @@
 #include "planner/algorithms/builder.hpp"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include <fmt/format.h>
@@ -35,10 +36,20 @@ std::uint32_t Builder::add(int rank, Op op, std::initializer_list<std::uint32_t>
     throw ScheduleTooLarge({"<command line>", 0, 0}, "schedule", fmt::format("at most {} ops", request_.max_ops),
                            fmt::format("more ({} on {} ranks)", schedule_.algorithm, schedule_.nranks));
   }
-  std::vector<std::uint32_t> kept;
+  // Distinct dependencies, without kNone, in order; on the stack (a generator passes a
+  // handful: this runs once per op of schedules with up to millions of ops).
+  constexpr std::size_t kInline = 16;
+  std::array<std::uint32_t, kInline> inline_kept{};
+  std::vector<std::uint32_t> heap_kept;
+  std::uint32_t* kept = inline_kept.data();
+  if (deps.size() > kInline) {
+    heap_kept.resize(deps.size());
+    kept = heap_kept.data();
+  }
+  std::size_t count = 0;
   for (std::uint32_t d : deps)
-    if (d != kNone && std::find(kept.begin(), kept.end(), d) == kept.end()) kept.push_back(d);
-  return schedule_.ranks[static_cast<std::size_t>(rank)].add(op, kept);
+    if (d != kNone && std::find(kept, kept + count, d) == kept + count) kept[count++] = d;
+  return schedule_.ranks[static_cast<std::size_t>(rank)].add(op, {kept, count});
 }
 
 std::uint32_t Builder::send(int rank, int peer, Slice src, int channel, std::initializer_list<std::uint32_t> deps,
