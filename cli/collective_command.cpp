@@ -39,6 +39,9 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
   c->add_option("--root", o.root, "root rank of Broadcast and Reduce");
   c->add_option("--channels", o.channels, "channels: independent rings / tree pairs (default: one per NIC rail across nodes, the searched rings on a direct-link node, else 1)")->check(CLI::Range(1, 64));
   c->add_option("--granularity", o.granularity, "auto, step or phase")->check(CLI::IsMember({"auto", "step", "phase"}));
+  c->add_option("--ecmp", o.ecmp, "spine choice on a fat tree: hash (per-connection ECMP hash, static routing) or balanced "
+                                  "(even rotation over the spines, as adaptive routing spreads); default: the scenario's fabric.ecmp")
+      ->check(CLI::IsMember({"hash", "balanced"}));
   c->add_option("-d,--datatype", o.datatype, "element type: float, half, bfloat16, double, int8");
   c->add_option("--format", o.format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
   c->add_option("--calibration", o.calibration, "calibration table (default: scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
@@ -66,7 +69,14 @@ int run_collective(const CollectiveCliOptions& o) {
   opts.granularity = o.granularity;
   opts.root = o.root;
 
-  const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  if (!o.ecmp.empty()) {
+    if (scenario.cluster.fabric.kind != models::FabricKind::FatTree) {
+      throw InputError({"<command line>", 0, 0}, "--ecmp", "a scenario with a fat-tree fabric (spines to choose among)",
+                       "'" + o.ecmp + "' on a " + std::string(models::to_string(scenario.cluster.fabric.kind)) + " fabric");
+    }
+    scenario.cluster.fabric.ecmp = o.ecmp == "balanced" ? models::Ecmp::Balanced : models::Ecmp::Hash;
+  }
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
   opts.gpus = select_gpus(cluster, o.ranks, o.group);
   const int n = static_cast<int>(opts.gpus.size());

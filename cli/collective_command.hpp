@@ -23,6 +23,7 @@ struct CollectiveCliOptions {
   int root = 0;
   int channels = 0;
   std::string granularity = "auto";
+  std::string ecmp;  ///< empty: the scenario's fabric.ecmp; hash or balanced overrides it
   std::string datatype = "float";
   std::string format = "text";
   std::string calibration;

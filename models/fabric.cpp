@@ -18,6 +18,8 @@ std::string_view to_string(FabricKind kind) {
 
 std::string_view to_string(Wiring wiring) { return wiring == Wiring::RailOptimized ? "rail-optimized" : "tor"; }
 
+std::string_view to_string(Ecmp ecmp) { return ecmp == Ecmp::Hash ? "hash" : "balanced"; }
+
 namespace {
 
 DeviceId add_switch(Topology& t, int tier, int local, int rail) {

@@ -41,6 +41,31 @@
 //               leaves of pod 0            leaves of pod 1    (tier 1)
 //
 // Bandwidth per GPU between pods: NIC bandwidth ÷ oversubscription ÷ pod_oversubscription.
+//
+// Path choice among the equal-cost spines (and cores), `ecmp`:
+//  * hash (default): each connection (source rank, destination rank, channel: one queue pair)
+//    takes the spine its header hash picks, as static ECMP does in RoCE fabrics and as
+//    hash-based static routing does in InfiniBand. Connections collide: some uplinks carry
+//    more flows than others, and the flows on them run slower.
+//  * balanced: the spine is a rotation of the endpoints' port positions. With i the source
+//    NIC's port on its leaf (of P ports, S uplinks), j the destination NIC's port on its leaf
+//    and c the channel, spine index = (σ(⌊i·S/P⌋) + j + c) mod S, σ the bit reversal of
+//    log2 S bits when S is a power of two (else the identity). Between two full leaves every
+//    (source port, destination leaf) pair then uses each uplink equally often and every
+//    (source leaf, destination port) pair each spine downlink, so a full AlltoAll loads every
+//    leaf uplink and every spine downlink with the same number of flows: the even spread of
+//    adaptive routing (InfiniBand AR, NVIDIA Spectrum-X), without ECMP collisions. ⌊i·S/P⌋
+//    spreads a partly cabled leaf's ports over all its uplinks, and σ does the same for the
+//    first P/2^k ports of a leaf (the GPUs a run over a cluster's first nodes uses); other
+//    subsets of ports are spread less evenly. Exact with ToR wiring; with rail-optimized wiring
+//    a GPU's flows to its own node's other GPUs stay on NVLink, so the rotation's (i, i) pairs
+//    between rails are missing, and an additive rotation over an even number of spines cannot
+//    spread that gap evenly (Z_S, S even, has no complete mapping): uplinks differ by up to
+//    about 2 × (rails − 1) × P ÷ S flows per channel (tested), a few per cent of a full
+//    AlltoAll's load on a 32-port leaf. Between pods the core is
+//    the rotation continued, core = (⌊rotation ÷ S⌋ + source leaf + destination leaf) mod
+//    cores, and the destination pod's spine has the source spine's index; the even spread is
+//    tested on two-tier fabrics only.
 
 #include <optional>
 #include <vector>
@@ -53,6 +78,8 @@ namespace ccsim::models {
 
 enum class FabricKind { None, SingleSwitch, FatTree };
 enum class Wiring { RailOptimized, Tor };
+/// How a flow's spine (and core) is chosen among the equal-cost ones (see above).
+enum class Ecmp { Hash, Balanced };
 
 /// One tier of switch ports: the port kind (default: the NICs' link kind) and the link
 /// latency (default: that kind's latency).
@@ -74,6 +101,7 @@ struct FabricSpec {
   int cores = 0;                       ///< core switches; 0: one per spine uplink port
   double pod_oversubscription = 1.0;   ///< spine downlink bandwidth ÷ spine uplink (to the cores) bandwidth (>= 1)
   FabricTier core;                     ///< spine <-> core
+  Ecmp ecmp = Ecmp::Hash;              ///< spine/core choice: per-connection hash, or the balanced rotation
 
   /// Pods of the fabric over `node_count` nodes: ceil(node_count / nodes_per_pod), 1 without pods.
   int pods(int node_count) const;
@@ -81,6 +109,7 @@ struct FabricSpec {
 
 std::string_view to_string(FabricKind kind);
 std::string_view to_string(Wiring wiring);
+std::string_view to_string(Ecmp ecmp);
 
 /// Adds the fabric's switches and links for the NICs of `nodes`: leaves are tier 1, spines
 /// tier 2 (numbered pod by pod), cores tier 3. Throws std::invalid_argument when nodes have

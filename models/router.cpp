@@ -11,7 +11,7 @@ constexpr LinkId kNoLink = ~0U;
 std::uint64_t key3(std::uint64_t a, std::uint64_t b, std::uint64_t c) { return (a << 48) ^ (b << 24) ^ c; }
 }  // namespace
 
-Router::Router(const Cluster& cluster) : cluster_(cluster) {
+Router::Router(const Cluster& cluster) : cluster_(cluster), balanced_(cluster.spec.fabric.ecmp == Ecmp::Balanced) {
   const Topology& t = cluster.topology;
   nodes_.resize(cluster.nodes.size());
   // Devices and links of node n are contiguous and created before the next node's.
@@ -34,6 +34,8 @@ Router::Router(const Cluster& cluster) : cluster_(cluster) {
   group_first_node_.assign(cluster.spec.groups.size(), -1);
   for (std::size_t n = cluster.nodes.size(); n-- > 0;) group_first_node_[static_cast<std::size_t>(cluster.node_group[n])] = static_cast<int>(n);
   nic_uplink_.assign(t.num_devices(), kNoLink);
+  leaf_port_.assign(t.num_devices(), 0);
+  leaf_ports_.assign(t.num_devices(), 0);
   leaf_up_.resize(t.num_devices());
   spine_down_.resize(t.num_devices());
   spine_up_.resize(t.num_devices());
@@ -45,13 +47,33 @@ Router::Router(const Cluster& cluster) : cluster_(cluster) {
   for (LinkId id = 0; id < t.num_links(); ++id) {
     const Device& a = t.device(t.link_source(id));
     const Device& b = t.device(t.link_target(id));
-    if (a.kind == DeviceKind::Nic && b.kind == DeviceKind::NetworkSwitch) nic_uplink_[t.link_source(id)] = id;
+    if (a.kind == DeviceKind::Nic && b.kind == DeviceKind::NetworkSwitch) {
+      nic_uplink_[t.link_source(id)] = id;
+      leaf_port_[t.link_source(id)] = leaf_ports_[t.link_target(id)]++;
+    }
     if (a.kind == DeviceKind::NetworkSwitch && b.kind == DeviceKind::NetworkSwitch) {
       if (a.tier == 1 && b.tier == 2) leaf_up_[t.link_source(id)].push_back(id);
       if (a.tier == 2 && b.tier == 1) put(spine_down_[t.link_source(id)], b.local, id);
       if (a.tier == 2 && b.tier == 3) spine_up_[t.link_source(id)].push_back(id);
       if (a.tier == 3 && b.tier == 2) put(core_down_[t.link_source(id)], b.local, id);
     }
+  }
+  // Balanced ECMP: a source port's term of the rotation (FabricSpec::ecmp): its position
+  // scaled to the leaf's S uplinks, ⌊i·S/P⌋, then with S a power of two bit-reversed, so that
+  // the first P/2^k ports of a leaf (a cluster's first nodes) take every 2^k-th uplink.
+  source_turn_.assign(t.num_devices(), 0);
+  for (DeviceId nic = 0; nic < t.num_devices(); ++nic) {
+    if (nic_uplink_[nic] == kNoLink) continue;
+    const DeviceId leaf = t.link_target(nic_uplink_[nic]);
+    const std::uint64_t uplinks = leaf_up_[leaf].size();
+    if (uplinks == 0) continue;
+    std::uint64_t x = static_cast<std::uint64_t>(leaf_port_[nic]) * uplinks / leaf_ports_[leaf];
+    if ((uplinks & (uplinks - 1)) == 0) {
+      std::uint64_t r = 0;
+      for (std::uint64_t bit = 1; bit < uplinks; bit <<= 1, x >>= 1) r = (r << 1) | (x & 1);
+      x = r;
+    }
+    source_turn_[nic] = static_cast<std::uint32_t>(x);
   }
 }
 
@@ -86,7 +108,7 @@ const Path& Router::local(DeviceId src, DeviceId dst) {
   return scratch_;
 }
 
-const Path& Router::route(DeviceId src, DeviceId dst, std::uint64_t flow) {
+const Path& Router::route(DeviceId src, DeviceId dst, std::uint64_t flow, std::uint32_t channel) {
   const Topology& t = topology();
   const Device& s = t.device(src);
   const Device& d = t.device(dst);
@@ -104,7 +126,9 @@ const Path& Router::route(DeviceId src, DeviceId dst, std::uint64_t flow) {
   if (leaf_a != leaf_b) {
     const auto& ups = leaf_up_[leaf_a];
     if (ups.empty()) return fallback(src, dst);
-    const LinkId to_spine = ups[flow % ups.size()];
+    // Balanced: the rotation of the two leaf ports and the channel (see FabricSpec::ecmp).
+    const std::uint64_t turn = static_cast<std::uint64_t>(source_turn_[s.nic]) + leaf_port_[d.nic] + channel;
+    const LinkId to_spine = ups[(balanced_ ? turn : flow) % ups.size()];
     const DeviceId spine = t.link_target(to_spine);
     const auto& downs = spine_down_[spine];
     const auto leaf_b_local = static_cast<std::size_t>(t.device(leaf_b).local);
@@ -117,9 +141,18 @@ const Path& Router::route(DeviceId src, DeviceId dst, std::uint64_t flow) {
       const auto& to_cores = spine_up_[spine];
       const auto& ups_b = leaf_up_[leaf_b];
       if (to_cores.empty() || ups_b.empty()) return fallback(src, dst);
-      const std::uint64_t h = splitmix64(flow);
-      const LinkId to_core = to_cores[h % to_cores.size()];
-      const LinkId b_up = ups_b[(h / to_cores.size()) % ups_b.size()];
+      LinkId to_core = kNoLink, b_up = kNoLink;
+      if (balanced_) {
+        // The rotation continued: a core by the turn's multiple of the spine count and the two
+        // leaves, the destination pod's spine of the same index as the source pod's.
+        const auto leaves = static_cast<std::uint64_t>(t.device(leaf_a).local) + static_cast<std::uint64_t>(t.device(leaf_b).local);
+        to_core = to_cores[(turn / ups.size() + leaves) % to_cores.size()];
+        b_up = ups_b[(turn % ups.size()) % ups_b.size()];
+      } else {
+        const std::uint64_t h = splitmix64(flow);
+        to_core = to_cores[h % to_cores.size()];
+        b_up = ups_b[(h / to_cores.size()) % ups_b.size()];
+      }
       const auto& core_downs = core_down_[t.link_target(to_core)];
       const auto spine_b_local = static_cast<std::size_t>(t.device(t.link_target(b_up)).local);
       if (spine_b_local >= core_downs.size() || core_downs[spine_b_local] == kNoLink) return fallback(src, dst);

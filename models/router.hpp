@@ -6,7 +6,9 @@
 // link, a leaf-spine-leaf hop chosen among the ECMP spines by a flow hash (in a three-tier
 // fabric, between pods: leaf-spine-core-spine-leaf, the source pod's spine, the core and the
 // destination pod's spine each chosen by the flow hash), and the NIC -> GPU route. Anything
-// else falls back to Topology::route() with a cache.
+// else falls back to Topology::route() with a cache. With `ecmp: balanced` (FabricSpec) the
+// spine and core come from the balanced rotation of the NICs' leaf ports and the channel
+// instead of the hash (models/fabric.hpp).
 
 #include <cstdint>
 #include <unordered_map>
@@ -20,10 +22,12 @@ class Router {
  public:
   explicit Router(const Cluster& cluster);
 
-  /// Path from device `src` to device `dst` (GPU, NIC or NVSwitch). `flow` selects among
-  /// equal-cost spine (and core) paths (flows with equal hashes take the same switches). The reference is
-  /// valid until the next call. Throws std::runtime_error when no path exists.
-  const Path& route(DeviceId src, DeviceId dst, std::uint64_t flow = 0);
+  /// Path from device `src` to device `dst` (GPU, NIC or NVSwitch). With hashed ECMP (the
+  /// default) `flow` selects among equal-cost spine (and core) paths (flows with equal hashes
+  /// take the same switches); with balanced ECMP `channel` and the NICs' leaf ports do
+  /// (FabricSpec::ecmp). The reference is valid until the next call. Throws
+  /// std::runtime_error when no path exists.
+  const Path& route(DeviceId src, DeviceId dst, std::uint64_t flow = 0, std::uint32_t channel = 0);
 
   const Topology& topology() const { return cluster_.topology; }
 
@@ -41,6 +45,10 @@ class Router {
   std::vector<NodeLayout> nodes_;
   std::vector<int> group_first_node_;             ///< per node group: its first node
   std::vector<LinkId> nic_uplink_;                 ///< per device: NIC -> leaf link (or ~0)
+  std::vector<std::uint32_t> leaf_port_;           ///< per device (NIC): its port's position among its leaf's NIC ports
+  std::vector<std::uint32_t> leaf_ports_;          ///< per device (leaf): its NIC ports
+  std::vector<std::uint32_t> source_turn_;         ///< per device (NIC): its term of the balanced rotation as a source
+  bool balanced_ = false;                          ///< ECMP by the balanced rotation instead of the hash
   std::vector<std::vector<LinkId>> leaf_up_;       ///< per device (leaf): links to each spine, spine order
   std::vector<std::vector<LinkId>> spine_down_;    ///< per device (spine): links to each leaf, indexed by leaf local
   std::vector<std::vector<LinkId>> spine_up_;      ///< per device (spine): links to each core, core order

@@ -100,17 +100,18 @@ FabricTier parse_tier(const Fields& f, const Catalog& catalog) {
 
 FabricSpec parse_fabric(const Fields& f, const Catalog& catalog) {
   f.reject_unknown({"kind", "wiring", "nodes_per_leaf", "spines", "oversubscription", "leaf", "spine", "nodes_per_pod",
-                    "cores", "pod_oversubscription", "core"});
+                    "cores", "pod_oversubscription", "core", "ecmp"});
   FabricSpec spec;
   const std::string kind = f.choice("kind", {"single-switch", "fat-tree"});
   spec.kind = kind == "fat-tree" ? FabricKind::FatTree : FabricKind::SingleSwitch;
   if (spec.kind == FabricKind::SingleSwitch) {
     for (const char* key : {"wiring", "nodes_per_leaf", "spines", "oversubscription", "spine", "nodes_per_pod", "cores",
-                            "pod_oversubscription", "core"}) {
+                            "pod_oversubscription", "core", "ecmp"}) {
       if (f.has(key)) throw f.error(key, "no '" + std::string(key) + "' key for a single-switch fabric (only kind and leaf)");
     }
   } else {
     spec.wiring = f.choice("wiring", {"rail-optimized", "tor"}, "rail-optimized") == "tor" ? Wiring::Tor : Wiring::RailOptimized;
+    spec.ecmp = f.choice("ecmp", {"hash", "balanced"}, "hash") == "balanced" ? Ecmp::Balanced : Ecmp::Hash;
     spec.nodes_per_leaf = f.count("nodes_per_leaf", 1, kMaxNodes, 0);
     spec.spines = f.count("spines", 1, kMaxSpines, 0);
     // Real fat trees are built from 1:1 to about 8:1; 1000:1 is a bound far beyond that which

@@ -109,6 +109,7 @@ TopologySummary summarize(const Cluster& c) {
     }
     s.fabric += fmt::format(", {}, {} leaves, {} spines, oversubscription {}:1", to_string(f.wiring), leaves, spines,
                             f.oversubscription);
+    if (f.ecmp == Ecmp::Balanced) s.fabric += ", balanced ECMP";  // hashed ECMP, the default, is not named
     const int pods = f.pods(s.nodes);
     if (pods > 1) {
       s.pods = pods;

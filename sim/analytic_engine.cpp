@@ -254,12 +254,24 @@ namespace ccsim::sim {
 //    continue. A started flow may lower any level of its component, so it re-solves the
 //    component whole.
 //
+// 3. Nothing to do when every flow left is slower. When flows only finish and no flow still
+//    in flight has a rate at or above L, rule 2 keeps every rate: the walk of rule 2 would find
+//    nothing, so it is skipped (the highest rate in flight comes from a max-heap of rates). In
+//    terms of bottlenecks (an allocation is max-min fair iff every flow crosses a saturated
+//    resource on which no flow is faster): a flow g left has rate < L ≤ rate(f) for every
+//    finished f, so no finished flow crossed g's bottleneck (g would not be the fastest there);
+//    that resource keeps its flows and rates, stays saturated, and g stays its fastest. Every
+//    flow keeps a bottleneck, so the old rates are the (unique) max-min allocation.
+//
 // Both rules apply together when flows only finish: the flows below L are constants, so what
 // is left at L splits into components joined only by flows at or above L; the walk from the
 // finished flows' resources passes through those flows alone, and re-solves them. When a component is large (a direct AlltoAll
 // whose million flows all cross one spine), walking it at every completion would cost as much
 // as re-solving it, so when the walk costs more than rule 2 alone would, it stops and rule 2 alone picks the flows
-// (from all flows in flight, kept sorted by rate).
+// (from all flows in flight, kept sorted by rate); after such a failed walk the next 1, 2, 4 …
+// 64 walks are not tried (direct AlltoAll under hashed ECMP, where the flows at or above L are
+// all one component: a complete walk found 1,431,440 flows to re-solve over a 256-rank run,
+// rule 2 alone 1,431,900).
 
 namespace {
 /// A flow's finish time as the heap holds it; stale when `version` differs from the flow's.
@@ -268,6 +280,12 @@ struct Finish {
   std::uint32_t transfer;
   std::uint32_t version;
   bool operator>(const Finish& o) const { return time != o.time ? time > o.time : transfer > o.transfer; }
+};
+/// A flow's rate as the rate heap holds it; stale when `version` differs from the flow's.
+struct RateEntry {
+  double rate;
+  std::uint32_t transfer;
+  std::uint32_t version;
 };
 /// A priority queue (smallest first, by T's operator>) for entries that arrive in large
 /// batches: a batch becomes a sorted run (one sort instead of a heap operation per entry — a
@@ -315,6 +333,9 @@ constexpr double kKeepMargin = 1e-9;
 /// A walk of the finished flows' components stops after looking at about this many entries of
 /// the resources' flow lists beyond what rule 2 alone would cost (rule 2 alone then).
 constexpr std::size_t kWalkBudget = 256;
+/// After a walk runs out of budget the next walks are skipped (rule 2 alone, exact as well):
+/// 1, then 2, 4 … up to this many after consecutive failures; a walk that completes resets it.
+constexpr std::uint32_t kMaxWalkBackoff = 64;
 constexpr std::uint32_t kNone = ~0U;
 }  // namespace
 
@@ -393,6 +414,12 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
   std::size_t active_incidences = 0;  // Σ resources over the flowing transfers
 
   const auto finish_time = [&](std::uint32_t t) { return rate[t] == kInf ? since[t] : since[t] + remaining[t] / rate[t]; };
+  // Flowing transfers' rates, highest on top (a max-heap; entries whose version is stale, or
+  // whose transfer stopped, are dropped when they reach the top). A flow enters when a solve
+  // gives it a new rate; a started flow whose first solve leaves it at 0 has no entry, which
+  // only ever matters below every positive rate.
+  std::vector<RateEntry> top_rates;
+  const auto by_rate_entry = [](const RateEntry& a, const RateEntry& b) { return a.rate < b.rate; };
   bool bulk = false;  // every flow re-solved: finish times are rebuilt at once afterwards
   const auto set_rate = [&](std::uint32_t t, double r) {
     if (rate[t] == r) return;  // unchanged: its heap entry stands
@@ -402,13 +429,29 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
       for (std::uint32_t k = 0, m = res_count(t); k < m; ++k) res_load[res_at(t, k)] += r - rate[t];
     rate[t] = r;
     ++version[t];
-    if (!bulk) finishes.push({finish_time(t), t, version[t]});
+    if (!bulk) {
+      finishes.push({finish_time(t), t, version[t]});
+      top_rates.push_back({r, t, version[t]});
+      std::push_heap(top_rates.begin(), top_rates.end(), by_rate_entry);
+    }
   };
   const auto rebuild_finishes = [&]() {
     std::vector<Finish> live;
     live.reserve(active.size());
     for (std::uint32_t t : active) live.push_back({finish_time(t), t, version[t]});
     finishes.rebuild(std::move(live));
+    top_rates.clear();
+    for (std::uint32_t t : active) top_rates.push_back({rate[t], t, version[t]});
+    std::make_heap(top_rates.begin(), top_rates.end(), by_rate_entry);
+  };
+  // The highest rate of a flowing transfer (0 when none flows), from the top of top_rates
+  // (stale entries dropped on the way).
+  const auto highest_rate = [&]() {
+    while (!top_rates.empty() && (!flowing[top_rates.front().transfer] || top_rates.front().version != version[top_rates.front().transfer])) {
+      std::pop_heap(top_rates.begin(), top_rates.end(), by_rate_entry);
+      top_rates.pop_back();
+    }
+    return top_rates.empty() ? 0.0 : top_rates.front().rate;
   };
 
   DagState::Events ev;
@@ -504,6 +547,7 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
 
   // Chooses the flows to re-solve into solve_set (see the rules above) and what the kept
   // flows use of each of their resources (`kept`, by local resource index, set up in touched).
+  std::uint32_t walks_to_skip = 0, walk_backoff = 0;  // walks to skip after failed ones, and the current step
   const auto choose = [&]() {
     solve_set.clear();
     ++epoch;
@@ -513,7 +557,11 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
       epoch = 1;
     }
     const double keep_below = started ? 0.0 : lowest_finished * (1.0 - kKeepMargin);
-    if (started && 2 * seeds.size() >= active_incidences) {
+    if (!started && keep_below > 0.0 && highest_rate() < keep_below) {
+      // Only finishes, and every flow left runs below them: all keep their rates (rule 2, see
+      // above), and walking the finished flows' components would find nothing to re-solve.
+      // (Missing entries in top_rates are flows at rate 0, below keep_below.)
+    } else if (started && 2 * seeds.size() >= active_incidences) {
       // Most flows just started (a direct AlltoAll's million at once): the walk would visit
       // them all; solve everything.
       solve_set = active;
@@ -541,6 +589,13 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
         }
       }
       bool complete = true;
+      const bool skip_walk = !started && walks_to_skip > 0;
+      if (skip_walk) {
+        // Recent walks ran out of budget (the flows at or above L are one component, as under
+        // hashed ECMP in a direct AlltoAll): go to rule 2 alone without trying.
+        --walks_to_skip;
+        complete = false;
+      }
       std::size_t examined = 0;  // user-list entries looked at
       for (std::size_t i = 0; i < walk.size() && complete; ++i) {
         const std::vector<std::uint32_t>& users = res_users[walk[i]];
@@ -549,6 +604,7 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
           complete = false;
           break;
         }
+        tl.walked += users.size();
         for (const std::uint32_t t : users) {
           if (!flowing[t] || flow_mark[t] == epoch || rate[t] < keep_below) continue;
           flow_mark[t] = epoch;
@@ -561,6 +617,11 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
             }
           }
         }
+      }
+      if (!started && !skip_walk) {
+        // Back off after a walk that ran out of budget: skip the next 1, 2, 4 … 64 walks.
+        walk_backoff = complete ? 0 : std::min<std::uint32_t>(kMaxWalkBackoff, std::max<std::uint32_t>(1, 2 * walk_backoff));
+        walks_to_skip = walk_backoff;
       }
       if (complete) {
         by_rate_valid = by_rate_valid && solve_set.empty();
@@ -652,7 +713,7 @@ Timeline AnalyticEngine::run_incremental(const Plan& plan) {
     }
     // Stale heap entries (flows re-rated or done) are dropped lazily; when they outnumber the
     // live ones the heap is rebuilt, so it stays O(flowing) however often rates change.
-    if (finishes.size() > 2 * active.size() + 1024) rebuild_finishes();
+    if (finishes.size() > 2 * active.size() + 1024 || top_rates.size() > 2 * active.size() + 1024) rebuild_finishes();
     while (!finishes.empty() && (!flowing[finishes.top().transfer] || finishes.top().version != version[finishes.top().transfer])) {
       finishes.pop();
     }

@@ -21,10 +21,23 @@
 // wiring went from 1,150 s to tens of seconds, a 1,024-rank ring at step granularity from
 // 180–284 s to ~15 s. When a component is huge (a direct AlltoAll whose flows all cross one
 // spine), flows at or above the lowest finished rate are found in a list sorted by rate
-// instead. Finish times sit in a heap and each flow's bytes are settled lazily when its rate
-// changes. Not solved: where many flows share the top rate, are all connected, and finish at
-// different times (direct AlltoAll on 384–2,048 ranks of the non-blocking 16K rail fabric),
-// each completion re-solves them all and the run stays O(events · flows).
+// instead; and when no flow in flight runs at or above that rate (a heap of rates says so in
+// O(log n)), nothing is walked or re-solved at all (direct AlltoAll on 1,024 ranks of the 2:1
+// fabric: ~1,000 such completions, each of which used to walk flow lists of 10^5 entries).
+// Finish times sit in a heap and each flow's bytes are settled lazily when its rate changes.
+//
+// Why direct AlltoAll on the rail-optimized fabric blows up with hashed ECMP (384–2,048 ranks
+// of scenarios/h100-16k-rail.yaml: minutes to hours). Every GPU sends to every other at once;
+// a cross-rail flow leaves its leaf on the uplink its connection hash picks, so some uplinks
+// (and spine downlinks) carry more flows than the NIC-limited share allows and throttle them,
+// by different amounts on each link. The NICs behind them then share their bandwidth among
+// flows of many different rates: thousands of distinct rates, coupled through NICs and
+// uplinks into one component, and thousands of distinct completion times. Each completion
+// speeds up the flows of its NIC and link, which then overtake others, so the flows at or
+// above the finished rate — what rule 2 must re-solve — are a large share of all flows at every
+// event: O(events · flows), with no exact shortcut, since the rates really are all different.
+// The balanced spread (FabricSpec::ecmp = balanced, adaptive routing) has no collisions: each
+// NIC's flows share it equally, finish together, and the run takes a handful of solves.
 // Sharing::Reference re-solves every flowing transfer at every event (the original loop),
 // kept for the tests that prove the two agree.
 

@@ -61,6 +61,8 @@ struct Timeline {
   /// solves, and flows re-solved over all of them. Deterministic, so tests can bound the work.
   std::uint64_t solves = 0;
   std::uint64_t solved_flows = 0;
+  /// Entries of the links' flow lists that the component walks looked at (analytic engine).
+  std::uint64_t walked = 0;
 };
 
 class Engine {

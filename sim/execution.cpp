@@ -151,9 +151,11 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
         t.pool = send.tag;
         // ECMP: the spine is chosen by a hash of the connection (source rank, destination
         // rank, channel), as a switch hashes a queue pair's header; each channel is its own QP.
+        // (With balanced ECMP the router uses the channel and the NICs' leaf ports instead.)
         const std::uint64_t flow = models::splitmix64(key_of(op.peer, r, op.channel));
-        const std::uint32_t tid = src == gpu ? add_transfer(t, models::Path{}, send.steps, send.bytes)
-                                             : add_transfer(t, router.route(src, gpu, flow), send.steps, send.bytes);
+        const std::uint32_t tid =
+            src == gpu ? add_transfer(t, models::Path{}, send.steps, send.bytes)
+                       : add_transfer(t, router.route(src, gpu, flow, static_cast<std::uint32_t>(op.channel)), send.steps, send.bytes);
         op_transfer[send_id] = tid;
         op_transfer[id] = tid;
         // Receives of one rank come in op order, and are matched to sends in op order, so

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -233,5 +234,108 @@ TEST_CASE("component re-solves: work grows with transfers on a ToR-wired fabric"
     per_transfer.push_back(static_cast<double>(tl.solved_flows) / static_cast<double>(tl.transfers));
     INFO(fmt::format("{} ranks: {} transfers, {} solves, {} flows re-solved", ranks, tl.transfers, tl.solves, tl.solved_flows));
     CHECK(per_transfer.back() <= 8.0);
+  }
+}
+
+TEST_CASE("engine cost: a completion that leaves only slower flows walks nothing", "[engine][incremental][enginecost]") {
+  // One H100 node: rank 0 sends S to rank 1 alone (rate B, the GPU-switch link), ranks 2, 3
+  // and 4 send S each to rank 5 (sharing its port: B/3 each). The lone flow finishes first, at
+  // α + S/B; every flow left runs below its rate, so by rule 2 all keep their rates and there is
+  // nothing to walk or re-solve; the three finish together at α + 3S/B. Before the walk was
+  // skipped in this case it looked at the finished flow's flow lists; a direct AlltoAll on
+  // 1,024 ranks of the 2:1 fabric has about a thousand such completions, each walking flow
+  // lists thousands of entries long.
+  const models::Cluster h100 = test::shipped_cluster("dgx-h100-1node.yaml");
+  const auto& gpus = h100.topology.gpus();
+  models::Router router(h100);
+  const models::Path& path = router.route(gpus[0], gpus[1]);
+  double bandwidth = std::numeric_limits<double>::infinity();
+  for (models::LinkId id : path.links) bandwidth = std::min(bandwidth, h100.topology.link(id).bandwidth);
+  const double alpha = path.latency;
+  const double S = 1 << 24;
+  models::Schedule s;
+  s.collective = Collective::SendRecv;
+  s.algorithm = "two-fans";
+  s.nranks = 6;
+  s.bytes = static_cast<std::uint64_t>(S);
+  s.ranks.resize(6);
+  const models::Slice all{models::BufferKind::Input, 0, s.bytes};
+  for (const auto [from, to] : {std::pair{0, 1}, std::pair{2, 5}, std::pair{3, 5}, std::pair{4, 5}}) {
+    models::Op send;
+    send.kind = models::OpKind::Send;
+    send.peer = to;
+    send.src = all;
+    s.ranks[static_cast<std::size_t>(from)].add(send);
+    models::Op recv;
+    recv.kind = models::OpKind::Recv;
+    recv.peer = from;
+    recv.dst = all;
+    s.ranks[static_cast<std::size_t>(to)].add(recv);
+  }
+  const auto tl = sim::AnalyticEngine(h100, Sharing::Incremental).run(plan_on(s, gpus));
+  const auto ref = sim::AnalyticEngine(h100, Sharing::Reference).run(plan_on(s, gpus));
+  CHECK(tl.makespan == Approx(alpha + 3.0 * S / bandwidth).epsilon(1e-9));
+  CHECK(tl.makespan == Approx(ref.makespan).epsilon(1e-12));
+  CHECK(tl.ops[1].end == Approx(alpha + S / bandwidth).epsilon(1e-9));  // rank 1's receive
+  CHECK(tl.solves == 1);   // the start; neither completion re-solves
+  CHECK(tl.walked == 0);   // and neither walks
+}
+
+TEST_CASE("engine cost: balanced ECMP equals the reference loop and needs fewer re-solves than hash", "[engine][incremental][enginecost][ecmp]") {
+  // Direct AlltoAll over a non-blocking rail-optimized fabric: with hashed ECMP connections
+  // collide on uplinks and finish at many distinct times; with the balanced spread they do not,
+  // so a completion has almost nothing to re-solve. Both are exact against the reference loop.
+  const test::TempDir dir;
+  std::map<std::string, std::uint64_t> direct_solves;
+  for (const std::string ecmp : {"hash", "balanced"}) {
+    const std::string file = dir.write(ecmp + "-rail.yaml", fmt::format(R"(name: {}-rail
+cluster:
+  nodes:
+    - node: dgx-h100
+      count: 8
+  fabric:
+    kind: fat-tree
+    wiring: rail-optimized
+    nodes_per_leaf: 4
+    ecmp: {}
+)", ecmp, ecmp));
+    const models::Cluster c = models::build_cluster(models::load_scenario(file, test::shipped_catalog()).cluster);
+    for (Algorithm a : {Algorithm::Direct, Algorithm::Pairwise}) {
+      planner::AlgorithmRequest req;
+      req.collective = Collective::AlltoAll;
+      req.nranks = 64;
+      req.bytes = 64 * 4 * 12345;
+      INFO(fmt::format("{} ECMP, {}", ecmp, planner::to_string(a)));
+      const models::Schedule sched = planner::generate(a, req);
+      check_same(c, sched, c.topology.gpus(), std::numeric_limits<double>::infinity(), a == Algorithm::Pairwise ? kChaotic : 1e-12);
+      if (a == Algorithm::Direct) direct_solves[ecmp] = sim::AnalyticEngine(c).run(plan_on(sched, c.topology.gpus())).solves;
+    }
+  }
+  INFO(fmt::format("direct AlltoAll solves: hash {}, balanced {}", direct_solves["hash"], direct_solves["balanced"]));
+  CHECK(direct_solves["balanced"] < direct_solves["hash"]);
+  // Eight ToR-wired nodes, 2 per leaf, 2:1 oversubscribed with 2 channels: the channel enters
+  // the balanced rotation.
+  for (const std::string ecmp : {"hash", "balanced"}) {
+    const std::string file = dir.write(ecmp + "-tor.yaml", fmt::format(R"(name: {}-tor
+cluster:
+  nodes:
+    - node: dgx-h100
+      count: 8
+  fabric:
+    kind: fat-tree
+    wiring: tor
+    nodes_per_leaf: 2
+    oversubscription: 2
+    ecmp: {}
+)", ecmp, ecmp));
+    const models::Cluster c = models::build_cluster(models::load_scenario(file, test::shipped_catalog()).cluster);
+    planner::AlgorithmRequest req;
+    req.collective = Collective::AllReduce;
+    req.nranks = 64;
+    req.bytes = 64 * 4 * 54321;
+    req.ranks_per_node = 8;
+    req.channels = 2;
+    INFO(fmt::format("{} ECMP, ring on ToR", ecmp));
+    check_same(c, planner::generate(Algorithm::Ring, req), c.topology.gpus(), 20e9);
   }
 }
