@@ -26,8 +26,8 @@ namespace ccsim::sim {
 using detail::DagState;
 using detail::ExecutionGraph;
 
-FlowEngine::FlowEngine(const models::Cluster& cluster, Merging merging)
-    : cluster_(cluster), router_(cluster), merging_(merging) {}
+FlowEngine::FlowEngine(const models::Cluster& cluster, Merging merging, Issuing issuing)
+    : cluster_(cluster), router_(cluster), merging_(merging), issuing_(issuing) {}
 
 std::vector<std::string> simgrid_configuration() {
   return {"--cfg=network/model:CM02",          "--cfg=network/crosstraffic:0", "--cfg=network/TCP-gamma:0",
@@ -76,9 +76,17 @@ class Reader {
 
 /// Runs in the child: simulate, write [status=0, makespan, op times, link bytes] and _exit(0)
 /// (or throw before anything is written).
-[[noreturn]] void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g, bool merge, int fd) {
+[[noreturn]] void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g, bool merge, bool actors,
+                          int fd) {
   std::vector<std::string> args{"ccsim-flow"};
   for (const auto& c : simgrid_configuration()) args.push_back(c);
+  if (actors) {
+    // Issuing actors run only ccsim's completion handling (heap data) on their stacks: 64 KiB
+    // each, without guard pages (one mprotect'ed region per actor would exhaust the kernel's
+    // map count with ~10^5 Comms in flight).
+    args.emplace_back("--cfg=contexts/stack-size:64");
+    args.emplace_back("--cfg=contexts/guard-size:0");
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
@@ -138,6 +146,20 @@ class Reader {
   auto* sink = zone->create_host("sink", 1e9);
   zone->add_route(nullptr, sink->get_netpoint(), nullptr, nullptr, {}, false);
   zone->seal();
+  // Actors path: each host's Comms go through its own mailbox, whose permanent receiver lives
+  // on the sink, so a put's route is the host's route to the sink (sender's host to receiver's
+  // host). The receiver does nothing itself (its body returns at once): a permanent receiver
+  // only names the destination of the Comms pushed into the mailbox.
+  std::vector<simgrid::s4u::Mailbox*> mailboxes;
+  std::vector<std::uint32_t> host_comms(hosts.size(), 0);  // Comms created and not finished
+  static std::size_t dbg_live = 0, dbg_peak = 0, dbg_noclear = 0;
+  if (actors) {
+    auto receiver = simgrid::s4u::Actor::create("receiver", sink, []() {});
+    for (std::size_t h = 0; h < hosts.size(); ++h) {
+      mailboxes.push_back(simgrid::s4u::Mailbox::by_name("m" + std::to_string(h)));
+      mailboxes.back()->set_receiver(receiver);
+    }
+  }
   for (auto* l : links)
     if (l != nullptr) sg_link_load_track(l);  // after sealing: the plugin attaches at seal time
 
@@ -198,7 +220,8 @@ class Reader {
     batch.push_back(t);
   };
   // Starts the batch: one Comm per (path, payload) class.
-  const auto flush = [&]() {
+  std::function<void()> flush;
+  flush = [&]() {
     if (batch.empty()) return;
     // Classes in order of first appearance, so that Comms start in a reproducible order.
     std::map<std::pair<std::uint64_t, std::uint64_t>, std::size_t> class_of;
@@ -221,15 +244,47 @@ class Reader {
         cap_now[host] = k * plan.cost.max_rate;
         host_cap[host]->set_bandwidth(cap_now[host]);
       }
-      auto comm = simgrid::s4u::Comm::sendto_init(hosts[host], sink);
-      comm->set_payload_size(static_cast<std::uint64_t>(g.transfers[members.front()].bytes) * members.size());
-      comm->start();
+      const std::uint64_t bytes = static_cast<std::uint64_t>(g.transfers[members.front()].bytes) * members.size();
       ++comms_started;
-      if (members.size() > 1) {
-        auto& action = network_model->get_started_action_set()->back();
-        if (action.get_activity() != comm->get_impl()) throw std::runtime_error("flow engine: cannot find the Comm's network action");
-        action.set_sharing_penalty(1.0 / k);
+      const auto set_penalty = [&, k](const simgrid::s4u::CommPtr& comm) {
+        if (k == 1.0) return;
+        // The Comm's network action was started last, unless other actors' puts were served in
+        // the same scheduling round after this one's: look back from the newest action.
+        auto* set = network_model->get_started_action_set();
+        for (auto it = set->rbegin(); it != set->rend(); ++it) {
+          if (it->get_activity() == comm->get_impl()) {
+            it->set_sharing_penalty(1.0 / k);
+            return;
+          }
+        }
+        throw std::runtime_error("flow engine: cannot find the Comm's network action");
+      };
+      if (actors) {
+        // The actor starts the Comm when it first runs (at this same simulated instant, before
+        // the solver runs again), waits for it and then reports its transfers done.
+        ++host_comms[host];
+        if (++dbg_live > dbg_peak) dbg_peak = dbg_live;
+        simgrid::s4u::Actor::create("c", hosts[host], [&, host, bytes, set_penalty, members = std::move(members)]() {
+          static char payload;  // SimGrid refuses a null payload pointer; nobody reads it
+          auto comm = mailboxes[host]->put_async(&payload, bytes);
+          set_penalty(comm);
+          comm->wait();
+          // A permanent receiver's mailbox keeps every Comm put into it (with its sender, the
+          // actor, and the actor's stack) until someone gets it; once none of the host's Comms
+          // is in flight or about to start, all it holds are finished ones: drop them.
+          comm = nullptr;
+          if (--host_comms[host] == 0) mailboxes[host]->clear();
+          else ++dbg_noclear;
+          --dbg_live;
+          for (std::uint32_t t : members) done(t);
+          flush();
+        });
+        continue;
       }
+      auto comm = simgrid::s4u::Comm::sendto_init(hosts[host], sink);
+      comm->set_payload_size(bytes);
+      comm->start();
+      set_penalty(comm);
       in_flight[comm.get()] = std::move(members);
       keep.push_back(comm);
     }
@@ -281,6 +336,7 @@ class Reader {
   flush();
   engine.run();
 
+  fprintf(stderr, "DBG peak=%zu noclear=%zu comms=%zu hosts=%zu\n", dbg_peak, dbg_noclear, comms_started, hosts.size());
   if (dag.ops_done() != g.op_count()) {
     const std::string msg = "schedule deadlocks: " + std::to_string(g.op_count() - dag.ops_done()) + " ops never ran";
     put<std::uint8_t>(fd, 1);
@@ -333,7 +389,7 @@ Timeline FlowEngine::run(const Plan& plan) {
     if (::getppid() != parent) _exit(1);
     ::close(fds[0]);
     try {
-      simulate(plan, cluster_.topology, g, merging_ == Merging::Identical, fds[1]);
+      simulate(plan, cluster_.topology, g, merging_ == Merging::Identical, issuing_ == Issuing::Actors, fds[1]);
     } catch (const std::exception& e) {
       put<std::uint8_t>(fds[1], 1);
       write_all(fds[1], e.what(), std::strlen(e.what()));
