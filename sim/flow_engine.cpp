@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <unordered_map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -81,10 +82,10 @@ class Reader {
   std::vector<std::string> args{"ccsim-flow"};
   for (const auto& c : simgrid_configuration()) args.push_back(c);
   if (actors) {
-    // Issuing actors run only ccsim's completion handling (heap data) on their stacks: 64 KiB
-    // each, without guard pages (one mprotect'ed region per actor would exhaust the kernel's
+    // An issuing actor only puts, waits and clears (ccsim's completion handling runs in
+    // maestro): 16 KiB stacks, without guard pages (one mprotect'ed region per actor would exhaust the kernel's
     // map count with ~10^5 Comms in flight).
-    args.emplace_back("--cfg=contexts/stack-size:64");
+    args.emplace_back("--cfg=contexts/stack-size:16");
     args.emplace_back("--cfg=contexts/guard-size:0");
   }
   std::vector<char*> argv;
@@ -152,7 +153,6 @@ class Reader {
   // only names the destination of the Comms pushed into the mailbox.
   std::vector<simgrid::s4u::Mailbox*> mailboxes;
   std::vector<std::uint32_t> host_comms(hosts.size(), 0);  // Comms created and not finished
-  static std::size_t dbg_live = 0, dbg_peak = 0, dbg_noclear = 0;
   if (actors) {
     auto receiver = simgrid::s4u::Actor::create("receiver", sink, []() {});
     for (std::size_t h = 0; h < hosts.size(); ++h) {
@@ -183,6 +183,13 @@ class Reader {
   // connection's cap link at k caps, see Merging) shorten that list.
   std::map<const simgrid::s4u::Activity*, std::vector<std::uint32_t>> in_flight;
   std::vector<simgrid::s4u::CommPtr> keep;
+  // Actors path. A Comm's network action and its kernel activity (CommImpl) are found through
+  // the network model's action sets; both are keyed by the activity's address.
+  std::unordered_map<const void*, std::vector<std::uint32_t>> actor_in_flight;  // activity -> transfers
+  std::unordered_map<const void*, double> pending_penalty;  // activity -> k, put this round, penalty not set yet
+  std::size_t puts_due = 0;  // actors created whose put has not been served yet
+  std::string actor_failure;
+  std::vector<std::vector<std::uint32_t>> completed;
   simgrid::kernel::resource::Model* network_model = nullptr;
   for (auto* m : engine.get_all_models())
     if (m->get_name() == "Network_CM02") network_model = m;
@@ -191,6 +198,22 @@ class Reader {
   std::size_t comms_started = 0;
   DagState::Events ev;
   const double t0 = plan.cost.base_latency;
+  // All the puts of one scheduling round are served before any of their actors resumes, and
+  // their actions are the newest in the started set: the last actor to resume sets every
+  // merged Comm's sharing penalty in one backward pass (before the solver runs again).
+  const auto apply_penalties = [&]() {
+    auto* set = network_model->get_started_action_set();
+    for (auto it = set->rbegin(); it != set->rend() && !pending_penalty.empty(); ++it) {
+      const auto p = pending_penalty.find(it->get_activity());
+      if (p == pending_penalty.end()) continue;
+      it->set_sharing_penalty(1.0 / p->second);
+      pending_penalty.erase(p);
+    }
+    if (!pending_penalty.empty()) {
+      actor_failure = "flow engine: cannot find a Comm's network action";
+      pending_penalty.clear();
+    }
+  };
 
   std::function<void()> handle;
   std::map<double, std::vector<std::uint32_t>> timers;  // latency expiry time -> transfers
@@ -246,45 +269,35 @@ class Reader {
       }
       const std::uint64_t bytes = static_cast<std::uint64_t>(g.transfers[members.front()].bytes) * members.size();
       ++comms_started;
-      const auto set_penalty = [&, k](const simgrid::s4u::CommPtr& comm) {
-        if (k == 1.0) return;
-        // The Comm's network action was started last, unless other actors' puts were served in
-        // the same scheduling round after this one's: look back from the newest action.
-        auto* set = network_model->get_started_action_set();
-        for (auto it = set->rbegin(); it != set->rend(); ++it) {
-          if (it->get_activity() == comm->get_impl()) {
-            it->set_sharing_penalty(1.0 / k);
-            return;
-          }
-        }
-        throw std::runtime_error("flow engine: cannot find the Comm's network action");
-      };
       if (actors) {
-        // The actor starts the Comm when it first runs (at this same simulated instant, before
-        // the solver runs again), waits for it and then reports its transfers done.
+        // The actor puts the Comm when it first runs (at this same simulated instant, before
+        // the solver runs again) and waits for it; its completion is handled in maestro.
         ++host_comms[host];
-        if (++dbg_live > dbg_peak) dbg_peak = dbg_live;
-        simgrid::s4u::Actor::create("c", hosts[host], [&, host, bytes, set_penalty, members = std::move(members)]() {
+        ++puts_due;
+        simgrid::s4u::Actor::create("c", hosts[host], [&, host, bytes, k, members = std::move(members)]() mutable {
           static char payload;  // SimGrid refuses a null payload pointer; nobody reads it
           auto comm = mailboxes[host]->put_async(&payload, bytes);
-          set_penalty(comm);
+          const void* impl = comm->get_impl();
+          if (k != 1.0) pending_penalty.emplace(impl, k);
+          actor_in_flight.emplace(impl, std::move(members));
+          if (--puts_due == 0) apply_penalties();
           comm->wait();
           // A permanent receiver's mailbox keeps every Comm put into it (with its sender, the
           // actor, and the actor's stack) until someone gets it; once none of the host's Comms
           // is in flight or about to start, all it holds are finished ones: drop them.
           comm = nullptr;
           if (--host_comms[host] == 0) mailboxes[host]->clear();
-          else ++dbg_noclear;
-          --dbg_live;
-          for (std::uint32_t t : members) done(t);
-          flush();
         });
         continue;
       }
       auto comm = simgrid::s4u::Comm::sendto_init(hosts[host], sink);
       comm->set_payload_size(bytes);
       comm->start();
-      set_penalty(comm);
+      if (k != 1.0) {
+        auto& action = network_model->get_started_action_set()->back();
+        if (action.get_activity() != comm->get_impl()) throw std::runtime_error("flow engine: cannot find the Comm's network action");
+        action.set_sharing_penalty(1.0 / k);
+      }
       in_flight[comm.get()] = std::move(members);
       keep.push_back(comm);
     }
@@ -323,6 +336,24 @@ class Reader {
       }
     }
   };
+  if (actors) {
+    // Completions, in maestro right after the models advanced the clock: the network model's
+    // finished set holds the actions that finished in this step, in finishing order (SimGrid
+    // empties it before the next step, when it wakes the waiting actors).
+    simgrid::s4u::Engine::on_time_advance_cb([&](double) {
+      for (const auto& action : *network_model->get_finished_action_set()) {
+        const auto it = actor_in_flight.find(action.get_activity());
+        if (it == actor_in_flight.end()) continue;
+        completed.push_back(std::move(it->second));
+        actor_in_flight.erase(it);
+      }
+      for (const auto& members : completed) {
+        for (std::uint32_t t : members) done(t);
+        flush();
+      }
+      completed.clear();
+    });
+  }
   simgrid::s4u::Activity::on_completion_cb([&](const simgrid::s4u::Activity& a) {
     const auto it = in_flight.find(&a);
     if (it == in_flight.end()) return;
@@ -335,8 +366,8 @@ class Reader {
   handle();
   flush();
   engine.run();
+  if (!actor_failure.empty()) throw std::runtime_error(actor_failure);
 
-  fprintf(stderr, "DBG peak=%zu noclear=%zu comms=%zu hosts=%zu\n", dbg_peak, dbg_noclear, comms_started, hosts.size());
   if (dag.ops_done() != g.op_count()) {
     const std::string msg = "schedule deadlocks: " + std::to_string(g.op_count() - dag.ops_done()) + " ops never ran";
     put<std::uint8_t>(fd, 1);
