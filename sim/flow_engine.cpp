@@ -174,15 +174,24 @@ class Reader {
   // same link set) with the same whole-byte payload get equal max-min rates at every instant
   // (the fair allocation is unique and symmetric in them), so they finish together. They run as
   // one Comm of k × payload whose sharing penalty is 1/k: SimGrid's lmm then gives it k times
-  // one flow's share on every link, exactly as k separate Comms. Fewer Comms in flight matters:
-  // SimGrid 3.32 keeps all in-flight Comms in maestro's std::list and removes a finished one by
-  // a linear scan (Comm::sendto_init() always calls CommImpl::detach(), which appends to the
-  // maestro actor's activity list; CommImpl::finish() then runs std::list::remove on it). It is
-  // 84 % of the 16,384-rank 8-channel ring AllReduce's run time; no public s4u call starts a
-  // host-to-host Comm without detaching it. Merged channels (a capped Comm through the first
-  // connection's cap link at k caps, see Merging) shorten that list.
-  std::map<const simgrid::s4u::Activity*, std::vector<std::uint32_t>> in_flight;
-  std::vector<simgrid::s4u::CommPtr> keep;
+  // one flow's share on every link, exactly as k separate Comms.
+  //
+  // Who starts the Comms (Issuing). SimGrid 3.32 keeps every detached Comm in maestro's
+  // activity std::list and removes a finished one by a linear scan: Comm::sendto_init() always
+  // calls CommImpl::detach(), which appends to that list, and CommImpl::finish() runs
+  // std::list::remove on it, O(Comms in flight) per completion (84 % of the 16,384-rank ring
+  // AllReduce's run time). No public s4u call starts a host-to-host Comm without detaching it,
+  // and the kernel's NetworkModel::communicate() is not in the installed headers. A mailbox
+  // put is not detached: SimGrid lists it only in its issuing actor's activities and removes it
+  // from there when that actor's wait ends. So (Issuing::Actors) each Comm gets an actor of its
+  // own on the path's host, which puts it into the host's mailbox and waits; the mailbox's
+  // permanent receiver is an actor on the sink, so the Comm's route is the path's host to the
+  // sink, as for sendto. Completions are handled in maestro (Engine::on_time_advance, right
+  // after the models advance the clock, from the network model's finished actions), so the
+  // actors' stacks only hold SimGrid's put and wait. Detached: the reference path, sendto_init
+  // Comms whose completions come through Activity::on_completion.
+  std::map<const simgrid::s4u::Activity*, std::vector<std::uint32_t>> in_flight;  // Detached path
+  std::vector<simgrid::s4u::CommPtr> keep;  // Detached path
   // Actors path. A Comm's network action and its kernel activity (CommImpl) are found through
   // the network model's action sets; both are keyed by the activity's address.
   std::unordered_map<const void*, std::vector<std::uint32_t>> actor_in_flight;  // activity -> transfers

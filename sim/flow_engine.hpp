@@ -19,6 +19,8 @@
 // network/crosstraffic:0, network/TCP-gamma:0, latency and bandwidth factors 1, weight-S 0.
 // Payloads are whole bytes (SimGrid truncates fractions); the analytic engine rounds the same.
 // Transfers that start together on one path with one payload share one Comm (Merging).
+// Each Comm is a mailbox put by a short-lived actor of its own (Issuing::Actors), not a
+// host-to-host Comm, which SimGrid 3.32 detaches into a list it scans at every completion.
 // The child writes its results and _exit()s without destroying the SimGrid engine.
 // Link busy time and peak utilisation are not measured by this engine (reported as 0).
 
