@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <unordered_map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,8 +27,8 @@ namespace ccsim::sim {
 using detail::DagState;
 using detail::ExecutionGraph;
 
-FlowEngine::FlowEngine(const models::Cluster& cluster, Merging merging)
-    : cluster_(cluster), router_(cluster), merging_(merging) {}
+FlowEngine::FlowEngine(const models::Cluster& cluster, Merging merging, Issuing issuing)
+    : cluster_(cluster), router_(cluster), merging_(merging), issuing_(issuing) {}
 
 std::vector<std::string> simgrid_configuration() {
   return {"--cfg=network/model:CM02",          "--cfg=network/crosstraffic:0", "--cfg=network/TCP-gamma:0",
@@ -76,9 +77,18 @@ class Reader {
 
 /// Runs in the child: simulate, write [status=0, makespan, op times, link bytes] and _exit(0)
 /// (or throw before anything is written).
-[[noreturn]] void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g, bool merge, int fd) {
+[[noreturn]] void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g, bool merge, bool actors,
+                          int fd) {
   std::vector<std::string> args{"ccsim-flow"};
   for (const auto& c : simgrid_configuration()) args.push_back(c);
+  if (actors) {
+    // An issuing actor only puts, waits and clears its mailbox (ccsim's completion handling
+    // runs in maestro): measured high-water mark under 2 KiB, so 16 KiB stacks, without guard
+    // pages (an mprotect'ed page per actor would exhaust the kernel's map count, 65,530 by
+    // default, with the 32,768 Comms in flight of the 16,384-rank ring).
+    args.emplace_back("--cfg=contexts/stack-size:16");
+    args.emplace_back("--cfg=contexts/guard-size:0");
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
@@ -138,6 +148,19 @@ class Reader {
   auto* sink = zone->create_host("sink", 1e9);
   zone->add_route(nullptr, sink->get_netpoint(), nullptr, nullptr, {}, false);
   zone->seal();
+  // Actors path: each host's Comms go through its own mailbox, whose permanent receiver lives
+  // on the sink, so a put's route is the host's route to the sink (sender's host to receiver's
+  // host). The receiver does nothing itself (its body returns at once): a permanent receiver
+  // only names the destination of the Comms pushed into the mailbox.
+  std::vector<simgrid::s4u::Mailbox*> mailboxes;
+  std::vector<std::uint32_t> host_comms(hosts.size(), 0);  // Comms created and not finished
+  if (actors) {
+    auto receiver = simgrid::s4u::Actor::create("receiver", sink, []() {});
+    for (std::size_t h = 0; h < hosts.size(); ++h) {
+      mailboxes.push_back(simgrid::s4u::Mailbox::by_name("m" + std::to_string(h)));
+      mailboxes.back()->set_receiver(receiver);
+    }
+  }
   for (auto* l : links)
     if (l != nullptr) sg_link_load_track(l);  // after sealing: the plugin attaches at seal time
 
@@ -152,15 +175,31 @@ class Reader {
   // same link set) with the same whole-byte payload get equal max-min rates at every instant
   // (the fair allocation is unique and symmetric in them), so they finish together. They run as
   // one Comm of k × payload whose sharing penalty is 1/k: SimGrid's lmm then gives it k times
-  // one flow's share on every link, exactly as k separate Comms. Fewer Comms in flight matters:
-  // SimGrid 3.32 keeps all in-flight Comms in maestro's std::list and removes a finished one by
-  // a linear scan (Comm::sendto_init() always calls CommImpl::detach(), which appends to the
-  // maestro actor's activity list; CommImpl::finish() then runs std::list::remove on it). It is
-  // 84 % of the 16,384-rank 8-channel ring AllReduce's run time; no public s4u call starts a
-  // host-to-host Comm without detaching it. Merged channels (a capped Comm through the first
-  // connection's cap link at k caps, see Merging) shorten that list.
-  std::map<const simgrid::s4u::Activity*, std::vector<std::uint32_t>> in_flight;
-  std::vector<simgrid::s4u::CommPtr> keep;
+  // one flow's share on every link, exactly as k separate Comms.
+  //
+  // Who starts the Comms (Issuing). SimGrid 3.32 keeps every detached Comm in maestro's
+  // activity std::list and removes a finished one by a linear scan: Comm::sendto_init() always
+  // calls CommImpl::detach(), which appends to that list, and CommImpl::finish() runs
+  // std::list::remove on it, O(Comms in flight) per completion (84 % of the 16,384-rank ring
+  // AllReduce's run time). No public s4u call starts a host-to-host Comm without detaching it,
+  // and the kernel's NetworkModel::communicate() is not in the installed headers. A mailbox
+  // put is not detached: SimGrid lists it only in its issuing actor's activities and removes it
+  // from there when that actor's wait ends. So (Issuing::Actors) each Comm gets an actor of its
+  // own on the path's host, which puts it into the host's mailbox and waits; the mailbox's
+  // permanent receiver is an actor on the sink, so the Comm's route is the path's host to the
+  // sink, as for sendto. Completions are handled in maestro (Engine::on_time_advance, right
+  // after the models advance the clock, from the network model's finished actions), so the
+  // actors' stacks only hold SimGrid's put and wait. Detached: the reference path, sendto_init
+  // Comms whose completions come through Activity::on_completion.
+  std::map<const simgrid::s4u::Activity*, std::vector<std::uint32_t>> in_flight;  // Detached path
+  std::vector<simgrid::s4u::CommPtr> keep;  // Detached path
+  // Actors path. A Comm's network action and its kernel activity (CommImpl) are found through
+  // the network model's action sets; both are keyed by the activity's address.
+  std::unordered_map<const void*, std::vector<std::uint32_t>> actor_in_flight;  // activity -> transfers
+  std::unordered_map<const void*, double> pending_penalty;  // activity -> k, put this round, penalty not set yet
+  std::size_t puts_due = 0;  // actors created whose put has not been served yet
+  std::string actor_failure;
+  std::vector<std::vector<std::uint32_t>> completed;
   simgrid::kernel::resource::Model* network_model = nullptr;
   for (auto* m : engine.get_all_models())
     if (m->get_name() == "Network_CM02") network_model = m;
@@ -169,6 +208,22 @@ class Reader {
   std::size_t comms_started = 0;
   DagState::Events ev;
   const double t0 = plan.cost.base_latency;
+  // All the puts of one scheduling round are served before any of their actors resumes, and
+  // their actions are the newest in the started set: the last actor to resume sets every
+  // merged Comm's sharing penalty in one backward pass (before the solver runs again).
+  const auto apply_penalties = [&]() {
+    auto* set = network_model->get_started_action_set();
+    for (auto it = set->rbegin(); it != set->rend() && !pending_penalty.empty(); ++it) {
+      const auto p = pending_penalty.find(it->get_activity());
+      if (p == pending_penalty.end()) continue;
+      it->set_sharing_penalty(1.0 / p->second);
+      pending_penalty.erase(p);
+    }
+    if (!pending_penalty.empty()) {
+      actor_failure = "flow engine: cannot find a Comm's network action";
+      pending_penalty.clear();
+    }
+  };
 
   std::function<void()> handle;
   std::map<double, std::vector<std::uint32_t>> timers;  // latency expiry time -> transfers
@@ -221,11 +276,33 @@ class Reader {
         cap_now[host] = k * plan.cost.max_rate;
         host_cap[host]->set_bandwidth(cap_now[host]);
       }
-      auto comm = simgrid::s4u::Comm::sendto_init(hosts[host], sink);
-      comm->set_payload_size(static_cast<std::uint64_t>(g.transfers[members.front()].bytes) * members.size());
-      comm->start();
+      const std::uint64_t bytes = static_cast<std::uint64_t>(g.transfers[members.front()].bytes) * members.size();
       ++comms_started;
-      if (members.size() > 1) {
+      if (actors) {
+        // The actor puts the Comm when it first runs (at this same simulated instant, before
+        // the solver runs again) and waits for it; its completion is handled in maestro.
+        ++host_comms[host];
+        ++puts_due;
+        simgrid::s4u::Actor::create("c", hosts[host], [&, host, bytes, k, members = std::move(members)]() mutable {
+          static char payload;  // SimGrid refuses a null payload pointer; nobody reads it
+          auto comm = mailboxes[host]->put_async(&payload, bytes);
+          const void* impl = comm->get_impl();
+          if (k != 1.0) pending_penalty.emplace(impl, k);
+          actor_in_flight.emplace(impl, std::move(members));
+          if (--puts_due == 0) apply_penalties();
+          comm->wait();
+          // A permanent receiver's mailbox keeps every Comm put into it (with its sender, the
+          // actor, and the actor's stack) until someone gets it; once none of the host's Comms
+          // is in flight or about to start, all it holds are finished ones: drop them.
+          comm = nullptr;
+          if (--host_comms[host] == 0) mailboxes[host]->clear();
+        });
+        continue;
+      }
+      auto comm = simgrid::s4u::Comm::sendto_init(hosts[host], sink);
+      comm->set_payload_size(bytes);
+      comm->start();
+      if (k != 1.0) {
         auto& action = network_model->get_started_action_set()->back();
         if (action.get_activity() != comm->get_impl()) throw std::runtime_error("flow engine: cannot find the Comm's network action");
         action.set_sharing_penalty(1.0 / k);
@@ -268,6 +345,24 @@ class Reader {
       }
     }
   };
+  if (actors) {
+    // Completions, in maestro right after the models advanced the clock: the network model's
+    // finished set holds the actions that finished in this step, in finishing order (SimGrid
+    // empties it before the next step, when it wakes the waiting actors).
+    simgrid::s4u::Engine::on_time_advance_cb([&](double) {
+      for (const auto& action : *network_model->get_finished_action_set()) {
+        const auto it = actor_in_flight.find(action.get_activity());
+        if (it == actor_in_flight.end()) continue;
+        completed.push_back(std::move(it->second));
+        actor_in_flight.erase(it);
+      }
+      for (const auto& members : completed) {
+        for (std::uint32_t t : members) done(t);
+        flush();
+      }
+      completed.clear();
+    });
+  }
   simgrid::s4u::Activity::on_completion_cb([&](const simgrid::s4u::Activity& a) {
     const auto it = in_flight.find(&a);
     if (it == in_flight.end()) return;
@@ -280,6 +375,7 @@ class Reader {
   handle();
   flush();
   engine.run();
+  if (!actor_failure.empty()) throw std::runtime_error(actor_failure);
 
   if (dag.ops_done() != g.op_count()) {
     const std::string msg = "schedule deadlocks: " + std::to_string(g.op_count() - dag.ops_done()) + " ops never ran";
@@ -333,7 +429,7 @@ Timeline FlowEngine::run(const Plan& plan) {
     if (::getppid() != parent) _exit(1);
     ::close(fds[0]);
     try {
-      simulate(plan, cluster_.topology, g, merging_ == Merging::Identical, fds[1]);
+      simulate(plan, cluster_.topology, g, merging_ == Merging::Identical, issuing_ == Issuing::Actors, fds[1]);
     } catch (const std::exception& e) {
       put<std::uint8_t>(fds[1], 1);
       write_all(fds[1], e.what(), std::strlen(e.what()));

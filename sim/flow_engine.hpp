@@ -19,6 +19,8 @@
 // network/crosstraffic:0, network/TCP-gamma:0, latency and bandwidth factors 1, weight-S 0.
 // Payloads are whole bytes (SimGrid truncates fractions); the analytic engine rounds the same.
 // Transfers that start together on one path with one payload share one Comm (Merging).
+// Each Comm is a mailbox put by a short-lived actor of its own (Issuing::Actors), not a
+// host-to-host Comm, which SimGrid 3.32 detaches into a list it scans at every completion.
 // The child writes its results and _exit()s without destroying the SimGrid engine.
 // Link busy time and peak utilisation are not measured by this engine (reported as 0).
 
@@ -37,7 +39,16 @@ class FlowEngine final : public Engine {
   /// runs through the first one's cap link, set to k × CostParams::max_rate for it, which bounds
   /// it exactly as k caps bound k equal flows. None: one Comm per transfer (the reference path).
   enum class Merging { Identical, None };
-  explicit FlowEngine(const models::Cluster& cluster, Merging merging = Merging::Identical);
+  /// Who starts the Comms. Actors (the default): each Comm is a mailbox put (s4u put_async)
+  /// issued and waited for by a short-lived actor of its own on the path's host, received by a
+  /// permanent receiver on the sink; the Comm is not detached, so SimGrid keeps it only in that
+  /// actor's activity list (one entry). Detached (the reference path): host-to-host Comms
+  /// (Comm::sendto_init), which SimGrid 3.32 always detaches into maestro's activity std::list
+  /// and removes from it by a linear scan at every completion (O(Comms in flight) each).
+  /// Both give the same times (same routes, same start instants, same max-min shares).
+  enum class Issuing { Actors, Detached };
+  explicit FlowEngine(const models::Cluster& cluster, Merging merging = Merging::Identical,
+                      Issuing issuing = Issuing::Actors);
   std::string_view name() const override { return "flow"; }
   /// Throws std::runtime_error when the child simulation fails (with its message).
   Timeline run(const Plan& plan) override;
@@ -49,6 +60,7 @@ class FlowEngine final : public Engine {
   const models::Cluster& cluster_;
   models::Router router_;
   Merging merging_;
+  Issuing issuing_;
   std::size_t last_comms_ = 0;
 };
 
