@@ -100,6 +100,17 @@ int run_collective(const CollectiveCliOptions& o) {
   const bool per_rank = *collective == models::Collective::ReduceScatter || *collective == models::Collective::AllGather ||
                         *collective == models::Collective::AlltoAll;
   const std::uint64_t unit = static_cast<std::uint64_t>(opts.element_size) * (per_rank ? static_cast<std::uint64_t>(n) : 1);
+  // Hashed ECMP under a large direct AlltoAll is the analytic engine's known slow case
+  // (sim/analytic_engine.hpp): colliding connections give thousands of coupled flows with
+  // distinct rates, each completion re-solving them (512 ranks of h100-16k-rail, 1 MiB: about
+  // 10 minutes on 2 cores; 384 ranks: over 10 minutes at 1 MiB, 15 s at 1 GiB). Oversubscribed
+  // spines bottleneck every flow alike and stay fast; a balanced spread has no collisions.
+  if (*collective == models::Collective::AlltoAll && n >= 384 && scenario.cluster.fabric.kind == models::FabricKind::FatTree &&
+      scenario.cluster.fabric.ecmp == models::Ecmp::Hash && scenario.cluster.fabric.oversubscription <= 1.0) {
+    std::cerr << "ccsim: note: direct AlltoAll over " << n
+              << " ranks with hashed ECMP on a non-blocking fat tree can take minutes to simulate (ECMP collisions couple "
+                 "thousands of flows); --ecmp balanced (adaptive routing's even spread) takes seconds and has no collisions\n";
+  }
   std::vector<planner::CollectiveResult> rows;
   std::vector<std::string> granularity_notes;  // printed once each, however many sizes use them
   for (std::uint64_t size = lo; size <= hi; size *= static_cast<std::uint64_t>(o.factor)) {
