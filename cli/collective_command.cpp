@@ -73,7 +73,9 @@ int run_collective(const CollectiveCliOptions& o) {
   if (!o.ecmp.empty()) {
     if (scenario.cluster.fabric.kind != models::FabricKind::FatTree) {
       throw InputError({"<command line>", 0, 0}, "--ecmp", "a scenario with a fat-tree fabric (spines to choose among)",
-                       "'" + o.ecmp + "' on a " + std::string(models::to_string(scenario.cluster.fabric.kind)) + " fabric");
+                       "'" + o.ecmp + "' on a scenario whose fabric is " +
+                           (scenario.cluster.fabric.kind == models::FabricKind::None ? std::string("absent (one node)")
+                                                                                     : "a " + std::string(models::to_string(scenario.cluster.fabric.kind))));
     }
     scenario.cluster.fabric.ecmp = o.ecmp == "balanced" ? models::Ecmp::Balanced : models::Ecmp::Hash;
   }
@@ -105,8 +107,12 @@ int run_collective(const CollectiveCliOptions& o) {
   // distinct rates, each completion re-solving them (512 ranks of h100-16k-rail, 1 MiB: about
   // 10 minutes on 2 cores; 384 ranks: over 10 minutes at 1 MiB, 15 s at 1 GiB). Oversubscribed
   // spines bottleneck every flow alike and stay fast; a balanced spread has no collisions.
-  if (*collective == models::Collective::AlltoAll && n >= 384 && scenario.cluster.fabric.kind == models::FabricKind::FatTree &&
-      scenario.cluster.fabric.ecmp == models::Ecmp::Hash && scenario.cluster.fabric.oversubscription <= 1.0) {
+  // Not said where the direct schedule (n·(2n − 1) ops) is refused as too large anyway.
+  const bool direct = o.algo == "auto" || o.algo == "direct";
+  const bool direct_fits = static_cast<double>(n) * (2.0 * n - 1) <= static_cast<double>(planner::kMaxScheduleOps);
+  if (*collective == models::Collective::AlltoAll && direct && direct_fits && n >= 384 &&
+      scenario.cluster.fabric.kind == models::FabricKind::FatTree && scenario.cluster.fabric.ecmp == models::Ecmp::Hash &&
+      scenario.cluster.fabric.oversubscription <= 1.0) {
     std::cerr << "ccsim: note: direct AlltoAll over " << n
               << " ranks with hashed ECMP on a non-blocking fat tree can take minutes to simulate (ECMP collisions couple "
                  "thousands of flows); --ecmp balanced (adaptive routing's even spread) takes seconds and has no collisions\n";
