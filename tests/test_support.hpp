@@ -10,6 +10,7 @@
 #include "models/catalog.hpp"
 #include "models/cluster.hpp"
 #include "models/scenario.hpp"
+#include "models/schedule.hpp"
 
 namespace ccsim::test {
 
@@ -24,6 +25,23 @@ inline const models::Catalog& shipped_catalog() {
 
 inline models::Cluster shipped_cluster(const std::string& scenario) {
   return models::build_cluster(models::load_scenario(source_path("scenarios/" + scenario), shipped_catalog()).cluster);
+}
+
+/// Adds a send of `bytes` from rank `from` to rank `to` on `channel`, and its matching receive,
+/// to `s` (input buffer offset 0 to output buffer offset 0).
+inline void add_send_recv(models::Schedule& s, int from, int to, std::uint64_t bytes, int channel) {
+  models::Op send;
+  send.kind = models::OpKind::Send;
+  send.peer = to;
+  send.channel = channel;
+  send.src = {models::BufferKind::Input, 0, bytes};
+  s.ranks[static_cast<std::size_t>(from)].add(send);
+  models::Op recv;
+  recv.kind = models::OpKind::Recv;
+  recv.peer = from;
+  recv.channel = channel;
+  recv.dst = {models::BufferKind::Output, 0, bytes};
+  s.ranks[static_cast<std::size_t>(to)].add(recv);
 }
 
 /// A fresh directory under the system temp dir, removed at scope exit.

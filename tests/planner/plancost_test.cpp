@@ -21,6 +21,7 @@
 
 #include "planner/candidate_bound.hpp"
 #include "planner/collective_runner.hpp"
+#include "planner_test_support.hpp"
 #include "test_support.hpp"
 
 using namespace ccsim;
@@ -30,16 +31,6 @@ using planner::Protocol;
 
 namespace {
 
-const planner::CostModel& costs_for(const models::Cluster& c) {
-  static std::map<std::string, planner::CostModel> models_by_path;
-  const std::string path = planner::CostModel::default_path(c);
-  auto it = models_by_path.find(path);
-  if (it == models_by_path.end()) {
-    it = models_by_path.emplace(path, planner::CostModel::load(path)).first;
-    it->second.set_warning_sink([](const std::string&) {});
-  }
-  return it->second;
-}
 
 struct Case {
   std::string name;
@@ -92,7 +83,7 @@ TEST_CASE("plancost: shape-independent generators make the same ops at every siz
   for (const Case& c : cases()) {
     models::Router router(*c.cluster);
     for (Collective coll : kCollectives) {
-      planner::CollectiveRunner runner(*c.cluster, costs_for(*c.cluster), options(c, coll));
+      planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), options(c, coll));
       std::vector<Algorithm> algos = {Algorithm::Ring, Algorithm::Tree, Algorithm::Nvls, Algorithm::NvlsTree,
                                       Algorithm::Direct, Algorithm::Hierarchical};
       for (Algorithm a : algos) {
@@ -167,12 +158,12 @@ TEST_CASE("plancost: a bound kept from a smaller size is at most the engine's ti
   for (const Case& c : cases()) {
     if (c.ranks > 40) continue;
     for (Collective coll : {Collective::AllReduce, Collective::AllGather, Collective::Broadcast}) {
-      planner::CollectiveRunner runner(*c.cluster, costs_for(*c.cluster), options(c, coll));
+      planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), options(c, coll));
       for (const auto& [a, p] : runner.candidates()) {
         planner::CollectiveOptions fixed = options(c, coll);
         fixed.algorithm = a;
         fixed.protocol = p;
-        planner::CollectiveRunner one(*c.cluster, costs_for(*c.cluster), fixed);
+        planner::CollectiveRunner one(*c.cluster, test::shipped_costs(*c.cluster), fixed);
         const std::vector<std::uint64_t> sizes = {8, 4096, 1ULL << 20, 64ULL << 20};
         for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
           const std::uint64_t small = size_for(coll, c.ranks, sizes[i]), large = size_for(coll, c.ranks, sizes[i + 1]);
@@ -199,8 +190,8 @@ namespace {
 void compare_sweep(const Case& c, Collective coll, const std::vector<std::uint64_t>& sizes, int& simulated, int& all) {
   planner::CollectiveOptions every = options(c, coll);
   every.prune = false;
-  planner::CollectiveRunner pruned(*c.cluster, costs_for(*c.cluster), options(c, coll));
-  planner::CollectiveRunner reference(*c.cluster, costs_for(*c.cluster), every);
+  planner::CollectiveRunner pruned(*c.cluster, test::shipped_costs(*c.cluster), options(c, coll));
+  planner::CollectiveRunner reference(*c.cluster, test::shipped_costs(*c.cluster), every);
   for (std::uint64_t size : sizes) {
     const std::uint64_t bytes = size_for(coll, c.ranks, size);
     if (bytes == 0) continue;

@@ -17,6 +17,7 @@
 #include "planner/candidate_bound.hpp"
 #include "planner/collective_runner.hpp"
 #include "sim/analytic_engine.hpp"
+#include "planner_test_support.hpp"
 #include "test_support.hpp"
 
 using namespace ccsim;
@@ -26,16 +27,6 @@ using planner::Protocol;
 
 namespace {
 
-const planner::CostModel& costs_for(const models::Cluster& c) {
-  static std::map<std::string, planner::CostModel> models_by_path;
-  const std::string path = planner::CostModel::default_path(c);
-  auto it = models_by_path.find(path);
-  if (it == models_by_path.end()) {
-    it = models_by_path.emplace(path, planner::CostModel::load(path)).first;
-    it->second.set_warning_sink([](const std::string&) {});
-  }
-  return it->second;
-}
 
 struct Case {
   std::string name;
@@ -98,7 +89,7 @@ TEST_CASE("pruning: every candidate's bound is at most its simulated time", "[pr
     const std::vector<std::uint64_t> sizes = c.ranks > 32 ? std::vector<std::uint64_t>{8, 1ULL << 20, 8ULL << 30}
                                                           : std::vector<std::uint64_t>{8, 4096, 1ULL << 20, 64ULL << 20, 8ULL << 30};
     for (Collective coll : kCollectives) {
-      planner::CollectiveRunner runner(*c.cluster, costs_for(*c.cluster), options(c, coll));
+      planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), options(c, coll));
       for (std::uint64_t size : sizes) {
         const std::uint64_t bytes = size_for(coll, c.ranks, size);
         if (bytes == 0) continue;
@@ -108,7 +99,7 @@ TEST_CASE("pruning: every candidate's bound is at most its simulated time", "[pr
           fixed.protocol = p;
           double bound = 0, time = 0;
           try {
-            planner::CollectiveRunner one(*c.cluster, costs_for(*c.cluster), fixed);
+            planner::CollectiveRunner one(*c.cluster, test::shipped_costs(*c.cluster), fixed);
             bound = runner.candidate_bound(a, p, bytes);
             time = one.run(bytes).time;
           } catch (const std::invalid_argument&) {
@@ -133,14 +124,14 @@ TEST_CASE("pruning: the reference sharing loop is bounded too", "[pruning]") {
     const Case c = cases()[static_cast<std::size_t>(index)];
     sim::AnalyticEngine reference(*c.cluster, sim::AnalyticEngine::Sharing::Reference);
     for (Collective coll : {Collective::AllReduce, Collective::AlltoAll, Collective::AllGather}) {
-      planner::CollectiveRunner runner(*c.cluster, costs_for(*c.cluster), options(c, coll));
+      planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), options(c, coll));
       for (std::uint64_t size : {std::uint64_t{4096}, std::uint64_t{256} << 20}) {
         const std::uint64_t bytes = size_for(coll, c.ranks, size);
         for (const auto& [a, p] : runner.candidates()) {
           planner::CollectiveOptions fixed = options(c, coll);
           fixed.algorithm = a;
           fixed.protocol = p;
-          planner::CollectiveRunner one(*c.cluster, costs_for(*c.cluster), fixed, &reference);
+          planner::CollectiveRunner one(*c.cluster, test::shipped_costs(*c.cluster), fixed, &reference);
           const double time = one.run(bytes).time;
           const double bound = runner.candidate_bound(a, p, bytes);
           INFO(fmt::format("{}: {} {} B, {}/{}: bound {:.12g} s, reference {:.12g} s", c.name, models::to_string(coll), bytes,
@@ -158,8 +149,8 @@ TEST_CASE("pruning: the pruned choice is the unpruned choice, with fewer simulat
     for (Collective coll : kCollectives) {
       planner::CollectiveOptions all = options(c, coll);
       all.prune = false;
-      planner::CollectiveRunner pruned(*c.cluster, costs_for(*c.cluster), options(c, coll));
-      planner::CollectiveRunner reference(*c.cluster, costs_for(*c.cluster), all);
+      planner::CollectiveRunner pruned(*c.cluster, test::shipped_costs(*c.cluster), options(c, coll));
+      planner::CollectiveRunner reference(*c.cluster, test::shipped_costs(*c.cluster), all);
       // A sweep as `ccsim collective` runs it (-b 8 -e 8G -f 32): the bounds are reused across sizes.
       for (std::uint64_t size = 8; size <= (8ULL << 30); size *= (c.ranks > 32 ? 256 : 32)) {
         const std::uint64_t bytes = size_for(coll, c.ranks, size);
@@ -195,7 +186,7 @@ TEST_CASE("pruning: the pruned choice is the unpruned choice, with fewer simulat
 
 TEST_CASE("pruning: a kept bound evaluated at another size equals a fresh one", "[pruning]") {
   const Case c = cases()[0];  // rail 4xA100, 32 ranks
-  planner::CollectiveRunner runner(*c.cluster, costs_for(*c.cluster), options(c, Collective::AllReduce));
+  planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), options(c, Collective::AllReduce));
   models::Router router(*c.cluster);
   int matched = 0;
   for (const auto& [a, p] : runner.candidates()) {
@@ -205,7 +196,7 @@ TEST_CASE("pruning: a kept bound evaluated at another size equals a fresh one", 
     sim::Plan plan;
     plan.schedule = &s1;
     plan.rank_gpu = options(c, Collective::AllReduce).gpus;
-    plan.cost = costs_for(*c.cluster).params(a, p, c.cluster->topology, "sm80");
+    plan.cost = test::shipped_costs(*c.cluster).params(a, p, c.cluster->topology, "sm80");
     const planner::ScheduleBound kept(plan, router);
     for (std::uint64_t bytes : {std::uint64_t{8}, std::uint64_t{12345} * 4, std::uint64_t{1} << 30, std::uint64_t{3} << 32}) {
       planner::AlgorithmRequest req = req1;

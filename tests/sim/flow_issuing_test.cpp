@@ -125,24 +125,10 @@ TEST_CASE("flow issuing: several Comms of one path in flight at once", "[flowiss
   s.nranks = 16;
   s.bytes = 64ULL << 20;
   s.ranks.resize(16);
-  const auto add_pair = [&](int from, int to, std::uint64_t bytes, int channel) {
-    models::Op send;
-    send.kind = models::OpKind::Send;
-    send.peer = to;
-    send.channel = channel;
-    send.src = {models::BufferKind::Input, 0, bytes};
-    s.ranks[static_cast<std::size_t>(from)].add(send);
-    models::Op recv;
-    recv.kind = models::OpKind::Recv;
-    recv.peer = from;
-    recv.channel = channel;
-    recv.dst = {models::BufferKind::Output, 0, bytes};
-    s.ranks[static_cast<std::size_t>(to)].add(recv);
-  };
-  add_pair(0, 8, 8ULL << 20, 0);
-  add_pair(0, 8, 16ULL << 20, 1);
-  add_pair(0, 8, 24ULL << 20, 2);
-  add_pair(0, 8, 8ULL << 20, 3);
+  test::add_send_recv(s, 0, 8, 8ULL << 20, 0);
+  test::add_send_recv(s, 0, 8, 16ULL << 20, 1);
+  test::add_send_recv(s, 0, 8, 24ULL << 20, 2);
+  test::add_send_recv(s, 0, 8, 8ULL << 20, 3);
   const auto plan = plan_for(c, s, 16);
   for (const auto merging : {Merging::Identical, Merging::None}) {
     CAPTURE(static_cast<int>(merging));

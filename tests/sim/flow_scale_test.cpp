@@ -99,23 +99,9 @@ TEST_CASE("flow merging: merged flows share links with unmerged ones exactly", "
   s.nranks = 16;
   s.bytes = 64ULL << 20;
   s.ranks.resize(16);
-  const auto add_pair = [&](int from, int to, std::uint64_t bytes, int channel) {
-    models::Op send;
-    send.kind = models::OpKind::Send;
-    send.peer = to;
-    send.channel = channel;
-    send.src = {models::BufferKind::Input, 0, bytes};
-    s.ranks[static_cast<std::size_t>(from)].add(send);
-    models::Op recv;
-    recv.kind = models::OpKind::Recv;
-    recv.peer = from;
-    recv.channel = channel;
-    recv.dst = {models::BufferKind::Output, 0, bytes};
-    s.ranks[static_cast<std::size_t>(to)].add(recv);
-  };
-  add_pair(0, 8, 32ULL << 20, 0);
-  add_pair(0, 8, 32ULL << 20, 1);
-  add_pair(0, 9, 48ULL << 20, 0);
+  test::add_send_recv(s, 0, 8, 32ULL << 20, 0);
+  test::add_send_recv(s, 0, 8, 32ULL << 20, 1);
+  test::add_send_recv(s, 0, 9, 48ULL << 20, 0);
   const auto plan = plan_for(c, s, 16);
   const auto r = run_both(c, plan);
   check_equal(r.merged, r.reference);
