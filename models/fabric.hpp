@@ -49,7 +49,9 @@
 //    more flows than others, and the flows on them run slower.
 //  * balanced: the spine is a rotation of the endpoints' port positions. With i the source
 //    NIC's port on its leaf (of P ports, S uplinks), j the destination NIC's port on its leaf
-//    and c the channel, spine index = (σ(⌊i·S/P⌋) + j + c) mod S, σ the bit reversal of
+//    c the channel and a, b the source and destination leaves' indices, spine index =
+//    (σ(⌊i·S/P⌋) + j + a + b + c) mod S (a + b: fixed between two leaves; it spreads small
+//    rail-optimized leaves, where σ(⌊i·S/P⌋) + j alone is the same for every cross-rail flow), σ the bit reversal of
 //    log2 S bits when S is a power of two (else the identity). Between two full leaves every
 //    (source port, destination leaf) pair then uses each uplink equally often and every
 //    (source leaf, destination port) pair each spine downlink, so a full AlltoAll loads every

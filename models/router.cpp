@@ -127,7 +127,14 @@ const Path& Router::route(DeviceId src, DeviceId dst, std::uint64_t flow, std::u
     const auto& ups = leaf_up_[leaf_a];
     if (ups.empty()) return fallback(src, dst);
     // Balanced: the rotation of the two leaf ports and the channel (see FabricSpec::ecmp).
-    const std::uint64_t turn = static_cast<std::uint64_t>(source_turn_[s.nic]) + leaf_port_[d.nic] + channel;
+    // The two leaves' indices are added too (constant for a pair of leaves, so the spread
+    // between two leaves is unchanged): with rail-optimized wiring and few nodes per leaf, one
+    // source port reaches only a few destination ports (2 nodes per leaf: one, so σ(i) + j is
+    // the same for every cross-rail flow), and without them all cross-rail flows of a leaf would
+    // take one uplink and arrive over one spine downlink.
+    const std::uint64_t turn = static_cast<std::uint64_t>(source_turn_[s.nic]) + leaf_port_[d.nic] +
+                               static_cast<std::uint64_t>(t.device(leaf_a).local) +
+                               static_cast<std::uint64_t>(t.device(leaf_b).local) + channel;
     const LinkId to_spine = ups[(balanced_ ? turn : flow) % ups.size()];
     const DeviceId spine = t.link_target(to_spine);
     const auto& downs = spine_down_[spine];
