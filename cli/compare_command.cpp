@@ -29,12 +29,30 @@ CLI::App* add_compare_command(CLI::App& app, CompareCliOptions& o) {
   c->add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}));
   c->add_option("--calibration", o.calibration, "calibration table (default: scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
+  c->add_option("--op", o.op, "the collective the log measured, for logs that do not name it (allreduce, reducescatter, "
+                              "allgather, broadcast, reduce, alltoall, sendrecv)");
   return c;
 }
 
 int run_compare(const CompareCliOptions& o) {
   std::istringstream in(models::read_input_file(o.log, {"an nccl-tests log file"}));
-  const auto tests = validate::parse_nccl_tests_log(in, o.log);
+  auto tests = validate::parse_nccl_tests_log(in, o.log);
+  if (!o.op.empty()) {
+    const auto op = models::parse_collective(o.op);
+    if (!op) {
+      throw InputError({"<command line>", 0, 0}, "--op", "allreduce, reducescatter, allgather, broadcast, reduce, alltoall or sendrecv",
+                       "'" + o.op + "'");
+    }
+    for (auto& test : tests) {
+      if (test.collective && *test.collective != *op) {
+        throw InputError({"<command line>", 0, 0}, "--op", fmt::format("the collective the log names ({}, '{}')",
+                                                                     models::to_string(*test.collective), test.name),
+                         "'" + o.op + "'");
+      }
+      test.collective = op;
+      if (test.name.empty()) test.name = "--op " + o.op;
+    }
+  }
   const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
   const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path(cluster) : o.calibration);

@@ -18,6 +18,7 @@ struct CompareCliOptions {
   std::string format = "text";
   std::string calibration;
   std::string catalog;
+  std::string op;  ///< the collective, for logs that do not name it (empty: the log's)
 };
 
 CLI::App* add_compare_command(CLI::App& app, CompareCliOptions& options);

@@ -14,7 +14,7 @@ Comparer::Comparer(const models::Cluster& cluster, const planner::CostModel& cos
 Comparer::~Comparer() = default;
 
 CompareResult Comparer::compare(const LogTest& test) {
-  if (!test.collective) throw std::invalid_argument("the log does not say which collective it measured ('" + test.name + "')");
+  if (!test.collective) throw std::invalid_argument("the log does not say which collective it measured ('" + test.name + "'); name it with --op");
   const std::optional<int> n = options_.nranks ? options_.nranks : test.nranks;
   if (!n) throw std::invalid_argument("the log does not give its rank count; pass --ranks");
   const auto& gpus = cluster_.topology.gpus();
