@@ -128,6 +128,9 @@ std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& f
   LogTest current;
   bool in_table = false;
   int rank_lines = 0;
+  // The test's column header had no redop column (nccl-tests before 2020: all_gather_perf
+  // printed size count type time algbw busbw error, without redop and root).
+  bool no_redop_column = false;
   const auto flush = [&]() {
     if (!current.rows.empty()) {
       if (rank_lines > 0) current.nranks = rank_lines;
@@ -136,6 +139,7 @@ std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& f
     current = LogTest{};
     in_table = false;
     rank_lines = 0;
+    no_redop_column = false;
   };
   std::string line;
   int lineno = 0;
@@ -189,6 +193,10 @@ std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& f
         }
       }
       if (is_rank_line(line)) ++rank_lines;
+      if (line.find("size") != std::string::npos && line.find("count") != std::string::npos &&
+          line.find("type") != std::string::npos && line.find("time") != std::string::npos) {
+        no_redop_column = line.find("redop") == std::string::npos;
+      }
       if (!in_table) current.header.push_back(line);
       continue;
     }
@@ -209,14 +217,16 @@ std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& f
       }
     }
     // With root: 5 + 4 (+ 4) fields; without root (older nccl-tests): 4 + 4 (+ 4).
+    // Under a header without redop (older all_gather_perf): 3 + 4 (+ 4).
     const bool has_root = tok.size() == 9 || tok.size() == 13;
     const bool no_root = tok.size() == 8 || tok.size() == 12;
-    if (!has_root && !no_root) {
+    const bool no_redop = no_redop_column && (tok.size() == 7 || tok.size() == 11);
+    if (!has_root && !no_root && !no_redop) {
       throw models::InputError({file, lineno, column_of_line}, "",
                                "an nccl-tests table row (size count type redop [root] time algbw busbw #wrong ...)",
                                tok.size() > 13 ? std::string("more than 13 fields") : std::to_string(tok.size()) + " fields");
     }
-    const std::size_t base = has_root ? 5 : 4;
+    const std::size_t base = has_root ? 5 : no_redop ? 3 : 4;
     const auto bandwidth = [&](std::size_t i, const char* what) {
       return tok[i] == "N/A" ? 0.0 : decimal(tok[i], col[i], what, 0.0, kMaxBandwidthGBs);
     };
@@ -231,7 +241,7 @@ std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& f
     row.size = static_cast<std::uint64_t>(size);
     row.count = static_cast<std::uint64_t>(elements);
     row.type = std::string(tok[2].substr(0, 64));
-    row.redop = std::string(tok[3].substr(0, 64));
+    row.redop = no_redop ? std::string("none") : std::string(tok[3].substr(0, 64));
     row.root = has_root ? count(tok[4], col[4], "a root rank (-1 for none)", -1, kMaxRanks - 1) : -1;
     row.time_us = decimal(tok[base], col[base], "a time in us", kMinTimeUs, kMaxTimeUs);
     row.algbw = bandwidth(base + 1, "an algorithm bandwidth in GB/s");

@@ -372,3 +372,32 @@ TEST_CASE("the log parser is linear in line length and range-checks every number
   // The largest accepted size, 4 TiB, parses.
   CHECK(parse_text("4398046511104 1099511627776 float sum -1 12.00 0.00 0.00 0\n")[0].rows[0].size == 4398046511104ull);
 }
+
+TEST_CASE("nccl-tests log: the pre-2020 all_gather layout without redop and root columns", "[validate][log]") {
+  // nccl-tests before 2020 printed all_gather_perf rows as size count type time algbw busbw
+  // error (+ the same four in place), with no redop or root column; only the column header
+  // tells that layout from a malformed row (7 fields under a header with redop stay an error,
+  // tested above). Rows of this synthetic log follow that layout.
+  const auto tests = parse_text(
+      "# nThread 1 nGpus 8 minBytes 8 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"
+      "#\n"
+      "#                                             out-of-place                       in-place\n"
+      "#       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error\n"
+      "#        (B)    (elements)             (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+      "        1024            32   float    30.50    0.03    0.03  0e+00    29.80    0.03    0.03  0e+00\n"
+      "     1048576         32768   float    60.25   17.40   15.23  0e+00    59.90   17.51   15.32  0e+00\n");
+  REQUIRE(tests.size() == 1);
+  REQUIRE(tests[0].rows.size() == 2);
+  const auto& r = tests[0].rows[1];
+  CHECK(r.size == 1048576);
+  CHECK(r.count == 32768);
+  CHECK(r.type == "float");
+  CHECK(r.redop == "none");
+  CHECK(r.root == -1);
+  CHECK(r.time_us == Approx(60.25));
+  CHECK(r.algbw == Approx(17.40));
+  CHECK(r.busbw == Approx(15.23));
+  CHECK(r.in_place_time_us == Approx(59.90));
+  CHECK(!tests[0].collective);  // the log does not name it: `ccsim compare --op allgather`
+  CHECK(!tests[0].nranks);  // no _perf line or rank lines: `ccsim compare --ranks 8`
+}
