@@ -32,11 +32,7 @@ using planner::Protocol;
 namespace {
 
 
-struct Case {
-  std::string name;
-  std::shared_ptr<models::Cluster> cluster;
-  int ranks;
-};
+using Case = test::Placement;
 
 std::vector<Case> cases() {
   const auto shipped = [](const std::string& s) { return std::make_shared<models::Cluster>(test::shipped_cluster(s)); };
@@ -48,22 +44,6 @@ std::vector<Case> cases() {
   return {{"dgx-h100 8", h100, 8},     {"dgx-h100 7", h100, 7},       {"mi300x 8", mi300x, 8},
           {"mi300x 5", mi300x, 5},     {"rail 4xA100 24", rail, 24},  {"2x8 200G 11", two_node, 11},
           {"2:1 1024 40", two_to_one, 40}, {"2:1 1024 96", two_to_one, 96}};
-}
-
-planner::CollectiveOptions options(const Case& c, Collective coll) {
-  planner::CollectiveOptions o;
-  o.collective = coll;
-  const auto gpus = c.cluster->topology.gpus();
-  o.gpus.assign(gpus.begin(), gpus.begin() + c.ranks);
-  o.root = models::has_root(coll) ? c.ranks / 2 : 0;
-  o.check_bound = false;
-  return o;
-}
-
-std::uint64_t size_for(Collective coll, int ranks, std::uint64_t size) {
-  const bool per_rank = coll == Collective::ReduceScatter || coll == Collective::AllGather || coll == Collective::AlltoAll;
-  const std::uint64_t unit = 4ULL * (per_rank ? static_cast<std::uint64_t>(ranks) : 1ULL);
-  return size / unit * unit;
 }
 
 const std::vector<Collective> kCollectives = {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
@@ -83,7 +63,7 @@ TEST_CASE("plancost: shape-independent generators make the same ops at every siz
   for (const Case& c : cases()) {
     models::Router router(*c.cluster);
     for (Collective coll : kCollectives) {
-      planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), options(c, coll));
+      planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), test::placement_options(c, coll));
       std::vector<Algorithm> algos = {Algorithm::Ring, Algorithm::Tree, Algorithm::Nvls, Algorithm::NvlsTree,
                                       Algorithm::Direct, Algorithm::Hierarchical};
       for (Algorithm a : algos) {
@@ -93,7 +73,7 @@ TEST_CASE("plancost: shape-independent generators make the same ops at every siz
             std::optional<models::Schedule> previous;
             planner::AlgorithmRequest previous_req;
             for (std::uint64_t size : sweep(4)) {
-              const std::uint64_t bytes = size_for(coll, c.ranks, size);
+              const std::uint64_t bytes = test::nccl_tests_bytes(coll, c.ranks, size);
               if (bytes == 0) continue;
               const planner::AlgorithmRequest req = runner.request(a, p, bytes, g);
               if (!planner::unsupported_reason(a, req).empty()) continue;
@@ -103,7 +83,7 @@ TEST_CASE("plancost: shape-independent generators make the same ops at every siz
                                  planner::to_string(p), models::to_string(g), bytes, previous_req.bytes));
                 sim::Plan plan;
                 plan.schedule = &*previous;
-                plan.rank_gpu = options(c, coll).gpus;
+                plan.rank_gpu = test::placement_options(c, coll).gpus;
                 std::unique_ptr<planner::ScheduleBound> shape;
                 try {
                   shape = std::make_unique<planner::ScheduleBound>(plan, router);
@@ -158,15 +138,15 @@ TEST_CASE("plancost: a bound kept from a smaller size is at most the engine's ti
   for (const Case& c : cases()) {
     if (c.ranks > 40) continue;
     for (Collective coll : {Collective::AllReduce, Collective::AllGather, Collective::Broadcast}) {
-      planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), options(c, coll));
+      planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), test::placement_options(c, coll));
       for (const auto& [a, p] : runner.candidates()) {
-        planner::CollectiveOptions fixed = options(c, coll);
+        planner::CollectiveOptions fixed = test::placement_options(c, coll);
         fixed.algorithm = a;
         fixed.protocol = p;
         planner::CollectiveRunner one(*c.cluster, test::shipped_costs(*c.cluster), fixed);
         const std::vector<std::uint64_t> sizes = {8, 4096, 1ULL << 20, 64ULL << 20};
         for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
-          const std::uint64_t small = size_for(coll, c.ranks, sizes[i]), large = size_for(coll, c.ranks, sizes[i + 1]);
+          const std::uint64_t small = test::nccl_tests_bytes(coll, c.ranks, sizes[i]), large = test::nccl_tests_bytes(coll, c.ranks, sizes[i + 1]);
           if (small == 0) continue;
           double kept = 0, time = 0;
           try {
@@ -188,12 +168,12 @@ TEST_CASE("plancost: a bound kept from a smaller size is at most the engine's ti
 
 namespace {
 void compare_sweep(const Case& c, Collective coll, const std::vector<std::uint64_t>& sizes, int& simulated, int& all) {
-  planner::CollectiveOptions every = options(c, coll);
+  planner::CollectiveOptions every = test::placement_options(c, coll);
   every.prune = false;
-  planner::CollectiveRunner pruned(*c.cluster, test::shipped_costs(*c.cluster), options(c, coll));
+  planner::CollectiveRunner pruned(*c.cluster, test::shipped_costs(*c.cluster), test::placement_options(c, coll));
   planner::CollectiveRunner reference(*c.cluster, test::shipped_costs(*c.cluster), every);
   for (std::uint64_t size : sizes) {
-    const std::uint64_t bytes = size_for(coll, c.ranks, size);
+    const std::uint64_t bytes = test::nccl_tests_bytes(coll, c.ranks, size);
     if (bytes == 0) continue;
     planner::CollectiveResult x, y;
     try {

@@ -28,11 +28,7 @@ using planner::Protocol;
 namespace {
 
 
-struct Case {
-  std::string name;
-  std::shared_ptr<models::Cluster> cluster;
-  int ranks;  ///< the first `ranks` GPUs
-};
+using Case = test::Placement;
 
 std::vector<Case> cases() {
   static test::TempDir dir;
@@ -59,23 +55,6 @@ std::vector<Case> cases() {
           {"pcie 2", pcie, 2},                 {"2x8 200G 16", two_node, 16},  {"2x8 200G 11", two_node, 11}};
 }
 
-planner::CollectiveOptions options(const Case& c, Collective coll) {
-  planner::CollectiveOptions o;
-  o.collective = coll;
-  const auto gpus = c.cluster->topology.gpus();
-  o.gpus.assign(gpus.begin(), gpus.begin() + c.ranks);
-  o.root = models::has_root(coll) ? c.ranks / 2 : 0;
-  o.check_bound = false;
-  return o;
-}
-
-/// nccl-tests sizes: whole elements, and a whole number per rank where the collective splits.
-std::uint64_t size_for(Collective coll, int ranks, std::uint64_t size) {
-  const bool per_rank = coll == Collective::ReduceScatter || coll == Collective::AllGather || coll == Collective::AlltoAll;
-  const std::uint64_t unit = 4ULL * (per_rank ? static_cast<std::uint64_t>(ranks) : 1ULL);
-  return size / unit * unit;
-}
-
 const std::vector<Collective> kCollectives = {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
                                               Collective::Broadcast, Collective::Reduce,        Collective::AlltoAll,
                                               Collective::SendRecv};
@@ -89,12 +68,12 @@ TEST_CASE("pruning: every candidate's bound is at most its simulated time", "[pr
     const std::vector<std::uint64_t> sizes = c.ranks > 32 ? std::vector<std::uint64_t>{8, 1ULL << 20, 8ULL << 30}
                                                           : std::vector<std::uint64_t>{8, 4096, 1ULL << 20, 64ULL << 20, 8ULL << 30};
     for (Collective coll : kCollectives) {
-      planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), options(c, coll));
+      planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), test::placement_options(c, coll));
       for (std::uint64_t size : sizes) {
-        const std::uint64_t bytes = size_for(coll, c.ranks, size);
+        const std::uint64_t bytes = test::nccl_tests_bytes(coll, c.ranks, size);
         if (bytes == 0) continue;
         for (const auto& [a, p] : runner.candidates()) {
-          planner::CollectiveOptions fixed = options(c, coll);
+          planner::CollectiveOptions fixed = test::placement_options(c, coll);
           fixed.algorithm = a;
           fixed.protocol = p;
           double bound = 0, time = 0;
@@ -124,11 +103,11 @@ TEST_CASE("pruning: the reference sharing loop is bounded too", "[pruning]") {
     const Case c = cases()[static_cast<std::size_t>(index)];
     sim::AnalyticEngine reference(*c.cluster, sim::AnalyticEngine::Sharing::Reference);
     for (Collective coll : {Collective::AllReduce, Collective::AlltoAll, Collective::AllGather}) {
-      planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), options(c, coll));
+      planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), test::placement_options(c, coll));
       for (std::uint64_t size : {std::uint64_t{4096}, std::uint64_t{256} << 20}) {
-        const std::uint64_t bytes = size_for(coll, c.ranks, size);
+        const std::uint64_t bytes = test::nccl_tests_bytes(coll, c.ranks, size);
         for (const auto& [a, p] : runner.candidates()) {
-          planner::CollectiveOptions fixed = options(c, coll);
+          planner::CollectiveOptions fixed = test::placement_options(c, coll);
           fixed.algorithm = a;
           fixed.protocol = p;
           planner::CollectiveRunner one(*c.cluster, test::shipped_costs(*c.cluster), fixed, &reference);
@@ -147,13 +126,13 @@ TEST_CASE("pruning: the pruned choice is the unpruned choice, with fewer simulat
   int simulated = 0, candidates = 0;
   for (const Case& c : cases()) {
     for (Collective coll : kCollectives) {
-      planner::CollectiveOptions all = options(c, coll);
+      planner::CollectiveOptions all = test::placement_options(c, coll);
       all.prune = false;
-      planner::CollectiveRunner pruned(*c.cluster, test::shipped_costs(*c.cluster), options(c, coll));
+      planner::CollectiveRunner pruned(*c.cluster, test::shipped_costs(*c.cluster), test::placement_options(c, coll));
       planner::CollectiveRunner reference(*c.cluster, test::shipped_costs(*c.cluster), all);
       // A sweep as `ccsim collective` runs it (-b 8 -e 8G -f 32): the bounds are reused across sizes.
       for (std::uint64_t size = 8; size <= (8ULL << 30); size *= (c.ranks > 32 ? 256 : 32)) {
-        const std::uint64_t bytes = size_for(coll, c.ranks, size);
+        const std::uint64_t bytes = test::nccl_tests_bytes(coll, c.ranks, size);
         if (bytes == 0) continue;
         planner::CollectiveResult x, y;
         try {
@@ -186,7 +165,7 @@ TEST_CASE("pruning: the pruned choice is the unpruned choice, with fewer simulat
 
 TEST_CASE("pruning: a kept bound evaluated at another size equals a fresh one", "[pruning]") {
   const Case c = cases()[0];  // rail 4xA100, 32 ranks
-  planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), options(c, Collective::AllReduce));
+  planner::CollectiveRunner runner(*c.cluster, test::shipped_costs(*c.cluster), test::placement_options(c, Collective::AllReduce));
   models::Router router(*c.cluster);
   int matched = 0;
   for (const auto& [a, p] : runner.candidates()) {
@@ -195,7 +174,7 @@ TEST_CASE("pruning: a kept bound evaluated at another size equals a fresh one", 
     const models::Schedule s1 = planner::generate(a, req1);
     sim::Plan plan;
     plan.schedule = &s1;
-    plan.rank_gpu = options(c, Collective::AllReduce).gpus;
+    plan.rank_gpu = test::placement_options(c, Collective::AllReduce).gpus;
     plan.cost = test::shipped_costs(*c.cluster).params(a, p, c.cluster->topology, "sm80");
     const planner::ScheduleBound kept(plan, router);
     for (std::uint64_t bytes : {std::uint64_t{8}, std::uint64_t{12345} * 4, std::uint64_t{1} << 30, std::uint64_t{3} << 32}) {
