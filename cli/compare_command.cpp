@@ -34,25 +34,28 @@ CLI::App* add_compare_command(CLI::App& app, CompareCliOptions& o) {
   return c;
 }
 
+void name_collective(std::vector<validate::LogTest>& tests, const std::string& op_name) {
+  if (op_name.empty()) return;
+  const auto op = models::parse_collective(op_name);
+  if (!op) {
+    throw InputError({"<command line>", 0, 0}, "--op", "allreduce, reducescatter, allgather, broadcast, reduce, alltoall or sendrecv",
+                     "'" + op_name + "'");
+  }
+  for (auto& test : tests) {
+    if (test.collective && *test.collective != *op) {
+      throw InputError({"<command line>", 0, 0}, "--op",
+                       fmt::format("the collective the log names ({}, '{}')", models::to_string(*test.collective), test.name),
+                       "'" + op_name + "'");
+    }
+    test.collective = op;
+    if (test.name.empty()) test.name = "--op " + op_name;
+  }
+}
+
 int run_compare(const CompareCliOptions& o) {
   std::istringstream in(models::read_input_file(o.log, {"an nccl-tests log file"}));
   auto tests = validate::parse_nccl_tests_log(in, o.log);
-  if (!o.op.empty()) {
-    const auto op = models::parse_collective(o.op);
-    if (!op) {
-      throw InputError({"<command line>", 0, 0}, "--op", "allreduce, reducescatter, allgather, broadcast, reduce, alltoall or sendrecv",
-                       "'" + o.op + "'");
-    }
-    for (auto& test : tests) {
-      if (test.collective && *test.collective != *op) {
-        throw InputError({"<command line>", 0, 0}, "--op", fmt::format("the collective the log names ({}, '{}')",
-                                                                     models::to_string(*test.collective), test.name),
-                         "'" + o.op + "'");
-      }
-      test.collective = op;
-      if (test.name.empty()) test.name = "--op " + o.op;
-    }
-  }
+  name_collective(tests, o.op);
   const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
   const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path(cluster) : o.calibration);

@@ -3,8 +3,11 @@
 // the scenario's cluster and report the error per size and the MAPE.
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "validate/nccl_tests_log.hpp"
 
 namespace ccsim::cli {
 
@@ -20,6 +23,11 @@ struct CompareCliOptions {
   std::string catalog;
   std::string op;  ///< the collective, for logs that do not name it (empty: the log's)
 };
+
+/// Applies `--op NAME` to the tests of a log: names the collective of tests that do not, and
+/// throws models::InputError when NAME is unknown or a test names another collective. No-op
+/// for an empty name.
+void name_collective(std::vector<validate::LogTest>& tests, const std::string& op_name);
 
 CLI::App* add_compare_command(CLI::App& app, CompareCliOptions& options);
 /// Throws models::InputError on bad input.

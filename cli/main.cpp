@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/calibrate_command.hpp"
 #include "cli/collective_command.hpp"
 #include "cli/compare_command.hpp"
 #include "cli/run_command.hpp"
@@ -29,6 +30,8 @@ int main(int argc, char** argv) {
   CLI::App* compare_cmd = ccsim::cli::add_compare_command(app, compare);
   ccsim::cli::RunCliOptions run;
   CLI::App* run_cmd = ccsim::cli::add_run_command(app, run);
+  ccsim::cli::CalibrateCliOptions calibrate;
+  CLI::App* calibrate_cmd = ccsim::cli::add_calibrate_command(app, calibrate);
 
   try {
     app.parse(argc, argv);
@@ -43,7 +46,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "ccsim: a subcommand is required (topo, collective, compare, run); see ccsim --help\n";
+    std::cerr << "ccsim: a subcommand is required (topo, collective, compare, run, calibrate); see ccsim --help\n";
     return 2;
   }
   try {
@@ -52,6 +55,7 @@ int main(int argc, char** argv) {
     if (collective_cmd->parsed()) rc = ccsim::cli::run_collective(collective);
     if (compare_cmd->parsed()) rc = ccsim::cli::run_compare(compare);
     if (run_cmd->parsed()) rc = ccsim::cli::run_run(run);
+    if (calibrate_cmd->parsed()) rc = ccsim::cli::run_calibrate(calibrate);
     std::cout.flush();
     if (!std::cout) {
       std::cerr << "ccsim: error: cannot write to standard output\n";

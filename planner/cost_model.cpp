@@ -66,9 +66,16 @@ std::string CostModel::default_path(const models::Cluster& cluster) {
 }
 
 CostModel CostModel::load(const std::string& path) {
-  const models::YamlSource doc = models::load_yaml_map_file(path, {"a collective calibration table (like scenarios/calibration/nccl.yaml)"});
+  return from_yaml(models::load_yaml_map_file(path, {"a collective calibration table (like scenarios/calibration/nccl.yaml)"}));
+}
+
+CostModel CostModel::from_yaml(const models::YamlSource& doc) {
   const Fields root({doc}, "");
-  root.reject_unknown({"source", "protocols", "protocol_rules", "algorithms", "link_efficiency", "bandwidth_caps"});
+  root.reject_unknown({"source", "protocols", "protocol_rules", "algorithms", "link_efficiency", "bandwidth_caps", "calibration"});
+  // `calibration:` is the provenance `ccsim calibrate` writes (logs, fit report): not read here.
+  if (const auto provenance = root.find("calibration"); provenance && !provenance->node.IsMap()) {
+    throw root.error("calibration", "a map (the provenance block ccsim calibrate writes)");
+  }
   CostModel m;
   m.source_ = root.optional_string("source").value_or("");
   if (const auto rules = root.optional_map("protocol_rules")) {
@@ -232,13 +239,16 @@ CostModel CostModel::load(const std::string& path) {
   return m;
 }
 
+std::string_view CostModel::table_name(Algorithm a) {
+  return a == Algorithm::Ring       ? "ring"
+         : a == Algorithm::Tree     ? "tree"
+         : a == Algorithm::Nvls     ? "nvls"
+         : a == Algorithm::NvlsTree ? "nvls-tree"
+                                    : "default";
+}
+
 const CostModel::Entry& CostModel::entry(Algorithm a, Protocol p) const {
-  const std::string key = a == Algorithm::Ring       ? "ring"
-                          : a == Algorithm::Tree     ? "tree"
-                          : a == Algorithm::Nvls     ? "nvls"
-                          : a == Algorithm::NvlsTree ? "nvls-tree"
-                                                     : "default";
-  const auto it = algorithms_.find(key);
+  const auto it = algorithms_.find(std::string(table_name(a)));
   static const Entry missing;
   if (it == algorithms_.end()) return missing;
   return it->second[static_cast<std::size_t>(p)];

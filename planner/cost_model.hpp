@@ -35,6 +35,12 @@ class CostModel {
   /// Loads a calibration table. Throws models::InputError on bad files (file:line:column,
   /// key, what was expected, what was found).
   static CostModel load(const std::string& path);
+  /// The table held by a parsed YAML document (load() after reading the file; `ccsim
+  /// calibrate` builds tables in memory). Throws models::InputError as load() does.
+  static CostModel from_yaml(const models::YamlSource& doc);
+  /// The `algorithms:` entry whose figures algorithm `a` takes: "ring", "tree", "nvls",
+  /// "nvls-tree", or "default" for the others.
+  static std::string_view table_name(Algorithm a);
   /// $CCSIM_DATA_DIR/calibration/nccl.yaml, or the source tree's.
   static std::string default_path();
   /// The default table for the GPUs of `cluster`: calibration/rccl.yaml when the first node

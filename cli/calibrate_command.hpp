@@ -1,0 +1,35 @@
+#pragma once
+// `ccsim calibrate --scenario S LOG... [--out FILE] [--holdout alternate|none|SIZES]`: fits the
+// collective cost table to nccl-tests / rccl-tests logs measured on the scenario's cluster
+// (validate/calibrate.hpp), prints the fit report (parameters fitted and not, each row's
+// measured / before / after time, MAPE on fitted and held-out sizes per log) and writes the
+// fitted table with its provenance. With --step-times / --gemm it fits the compute model
+// instead (validate/compute_calibration.hpp).
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace ccsim::cli {
+
+struct CalibrateCliOptions {
+  std::vector<std::string> logs;
+  std::string scenario;
+  std::string out;
+  std::string holdout = "alternate";
+  std::string calibration;  ///< the table fitting starts from (default: the scenario's)
+  std::string catalog;
+  std::string op;
+  int ranks = 0;
+  std::string format = "text";
+  std::string step_times;
+  std::string gemm;
+  std::string loss = "cauchy";
+};
+
+CLI::App* add_calibrate_command(CLI::App& app, CalibrateCliOptions& options);
+/// Throws models::InputError on bad input (exit 2).
+int run_calibrate(const CalibrateCliOptions& options);
+
+}  // namespace ccsim::cli

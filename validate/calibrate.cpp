@@ -1,0 +1,649 @@
+#include "validate/calibrate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+#include <Eigen/Dense>
+#include <fmt/format.h>
+
+#include "models/units.hpp"
+#include "planner/collective_runner.hpp"
+#include "planner/cost_model.hpp"
+#include "planner/protocol_rules.hpp"
+
+namespace ccsim::validate {
+
+namespace {
+
+using planner::Protocol;
+
+constexpr std::array<Protocol, 3> kProtocols{Protocol::LL, Protocol::LL128, Protocol::Simple};
+constexpr std::array<const char*, 5> kAlgorithms{"ring", "tree", "nvls", "nvls-tree", "default"};
+/// Link classes in fitting priority: where rows cannot tell which hop is slow, the nearest
+/// (most hops on a collective's critical path) takes the latency first.
+constexpr std::array<const char*, 4> kClasses{"scale-up", "pcie", "host", "network"};
+
+// ---------------------------------------------------------------------------------------------
+// Table figures addressed by path.
+
+/// A figure of the table: a map path, and an index when the figure is an item of a list (caps).
+struct Address {
+  std::vector<std::string> keys;
+  int index = -1;
+  std::string text() const {
+    std::string out;
+    for (const std::string& k : keys) out += (out.empty() ? "" : ".") + k;
+    if (index >= 0) out += fmt::format("[{}]", index);
+    return out;
+  }
+};
+
+enum class Unit { Seconds, Fraction, Bandwidth };
+
+/// The node at `keys` under `root`, or an undefined node. yaml-cpp's operator= on a node
+/// assigns content, so the walk rebinds with reset().
+YAML::Node find_node(const YAML::Node& root, const std::vector<std::string>& keys) {
+  YAML::Node n;
+  n.reset(root);
+  for (const std::string& k : keys) {
+    if (!n.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    const YAML::Node child = n[k];
+    if (!child) return YAML::Node(YAML::NodeType::Undefined);
+    n.reset(child);
+  }
+  return n;
+}
+
+double parse_value(const YAML::Node& node, Unit unit) {
+  const std::string s = node.IsScalar() ? node.Scalar() : std::string();
+  switch (unit) {
+    case Unit::Seconds: return models::parse_quantity(s, models::Quantity::Time);
+    case Unit::Bandwidth: return models::parse_quantity(s, models::Quantity::Bandwidth);
+    case Unit::Fraction: return node.as<double>();
+  }
+  return 0;
+}
+
+/// The text written for a figure: latencies to 0.1 ns, fractions and caps to five digits.
+std::string format_value(double v, Unit unit) {
+  switch (unit) {
+    case Unit::Seconds: return fmt::format("{:.4f}us", v * 1e6);
+    case Unit::Bandwidth: return fmt::format("{:.5g}GB/s", v / 1e9);
+    case Unit::Fraction: return fmt::format("{:.5g}", v);
+  }
+  return {};
+}
+
+/// Sets the figure at `a` (creating maps on the way), written as `text`.
+void set_node(YAML::Node root, const Address& a, const std::string& text) {
+  YAML::Node n;
+  n.reset(root);
+  for (std::size_t i = 0; i < a.keys.size(); ++i) {
+    const bool last = i + 1 == a.keys.size();
+    if (last && a.index < 0) {
+      n[a.keys[i]] = text;
+      return;
+    }
+    YAML::Node child = n[a.keys[i]];
+    n.reset(child);
+  }
+  n[static_cast<std::size_t>(a.index)] = text;
+}
+
+/// The value a written figure reads back as (what the fit sees is what the file holds).
+double rounded(double v, Unit unit) {
+  const std::string s = format_value(v, unit);
+  if (unit == Unit::Fraction) return std::stod(s);
+  return models::parse_quantity(s, unit == Unit::Seconds ? models::Quantity::Time : models::Quantity::Bandwidth);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parameter groups.
+
+struct Member {
+  Address address;
+  double base = 0;  // the table's value
+};
+
+struct Group {
+  std::string name;
+  bool offset = true;     // seconds added to every member; else a multiplier of every member
+  Unit unit = Unit::Seconds;
+  double lo = 0, hi = 0;  // bounds on the parameter (offset in seconds or multiplier)
+  std::vector<Member> members;
+  /// Evaluated only when a fitted row chose one of these (algorithm table name, protocol)
+  /// pairs (empty: always): a forward step of its figures moves no other row.
+  std::vector<std::pair<std::string, Protocol>> used_by;
+  /// A per-algorithm refinement: evaluated only when the fitted rows chose its (algorithm,
+  /// protocol) and another algorithm with the same protocol (else it is the shared group).
+  bool refinement = false;
+};
+
+/// Builds the groups the table and the cluster offer.
+std::vector<Group> make_groups(const YAML::Node& table, const models::Cluster& cluster, const std::string& arch) {
+  std::vector<Group> groups;
+  const YAML::Node algorithms = find_node(table, {"algorithms"});
+  const auto has_protocol = [&](const char* algo, Protocol p) {
+    return static_cast<bool>(find_node(algorithms, {algo, "base_latency", std::string(planner::to_string(p))}));
+  };
+  const std::string family = planner::architecture_family(arch);
+  const auto latency_group = [&](const std::string& name, const std::vector<const char*>& algos, Protocol p,
+                                 const char* cls) {
+    Group g;
+    g.name = name;
+    const std::string pn(planner::to_string(p));
+    for (const char* algo : algos) {
+      if (!has_protocol(algo, p)) continue;
+      Address a;
+      if (cls == nullptr) {
+        a.keys = {"algorithms", algo, "base_latency", pn};
+      } else {
+        if (!find_node(algorithms, {algo, "step_overhead", cls}).IsMap()) continue;
+        a.keys = {"algorithms", algo, "step_overhead", cls, pn};
+      }
+      const YAML::Node v = find_node(table, a.keys);
+      g.members.push_back({a, v ? parse_value(v, Unit::Seconds) : 0.0});
+      g.used_by.emplace_back(algo, p);
+    }
+    if (g.members.empty()) return;
+    double lowest = std::numeric_limits<double>::infinity();
+    for (const Member& m : g.members) lowest = std::min(lowest, m.base);
+    g.lo = -lowest;
+    g.hi = 1.0;  // a second per step: far beyond any transport
+    groups.push_back(std::move(g));
+  };
+  std::vector<const char*> all(kAlgorithms.begin(), kAlgorithms.end());
+  // Shared latency groups first (one cause slows every algorithm), per-hop before base.
+  for (Protocol p : kProtocols) {
+    for (const char* cls : kClasses) {
+      latency_group(fmt::format("step_overhead {} {} (all algorithms)", cls, planner::to_string(p)), all, p, cls);
+    }
+    latency_group(fmt::format("base_latency {} (all algorithms)", planner::to_string(p)), all, p, nullptr);
+  }
+  // Link efficiencies of the cluster's link kinds.
+  {
+    const planner::CostModel costs = planner::CostModel::from_yaml({table, nullptr});
+    const auto& kinds = cluster.topology.link_kinds();
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+      Group g;
+      g.name = "link_efficiency " + kinds[k];
+      g.offset = false;
+      g.unit = Unit::Fraction;
+      const double base = costs.link_efficiency(cluster.topology, k, arch).value_or(1.0);
+      Address a;
+      a.keys = {"link_efficiency", kinds[k]};
+      if (find_node(table, a.keys).IsMap()) a.keys.push_back(arch);
+      g.members.push_back({a, base});
+      g.lo = 0.01 / base;
+      g.hi = 1.0 / base;
+      groups.push_back(std::move(g));
+    }
+  }
+  // Protocol bandwidth factors and throughput caps, as multipliers.
+  for (Protocol p : kProtocols) {
+    const std::string pn(planner::to_string(p));
+    Group g;
+    g.name = fmt::format("bandwidth_factor {} (all algorithms)", pn);
+    g.offset = false;
+    g.unit = Unit::Fraction;
+    double highest = 0, lowest = 1;
+    for (const char* algo : kAlgorithms) {
+      const YAML::Node v = find_node(algorithms, {algo, "bandwidth_factor", pn});
+      if (!v || !v.IsScalar()) continue;
+      const double base = parse_value(v, Unit::Fraction);
+      g.members.push_back({Address{{"algorithms", algo, "bandwidth_factor", pn}, -1}, base});
+      g.used_by.emplace_back(algo, p);
+      highest = std::max(highest, base);
+      lowest = std::min(lowest, base);
+    }
+    if (!g.members.empty()) {
+      g.lo = 0.01 / lowest;
+      g.hi = 1.0 / highest;
+      groups.push_back(std::move(g));
+    }
+    Group cap;
+    cap.name = fmt::format("bandwidth_caps {} {} (all algorithms)", pn, family);
+    cap.offset = false;
+    cap.unit = Unit::Bandwidth;
+    for (const char* algo : kAlgorithms) {
+      const YAML::Node row = find_node(table, {"bandwidth_caps", algo, pn, family});
+      if (!row || !row.IsSequence()) continue;
+      for (std::size_t i = 0; i < row.size(); ++i) {
+        cap.members.push_back({Address{{"bandwidth_caps", algo, pn, family}, static_cast<int>(i)}, parse_value(row[i], Unit::Bandwidth)});
+      }
+      cap.used_by.emplace_back(algo, p);
+    }
+    if (!cap.members.empty()) {
+      cap.lo = 0.01;
+      cap.hi = 100.0;
+      groups.push_back(std::move(cap));
+    }
+  }
+  // NVLS efficiency (nvlsEfficiency), keyed by family.
+  {
+    Group g;
+    g.name = "NVLS efficiency (nvls, nvls-tree) " + family;
+    g.offset = false;
+    g.unit = Unit::Fraction;
+    double highest = 0, lowest = 1;
+    for (const char* algo : {"nvls", "nvls-tree"}) {
+      const YAML::Node v = find_node(algorithms, {algo, "bandwidth_factor", "Simple", family});
+      if (!v) continue;
+      const double base = parse_value(v, Unit::Fraction);
+      g.members.push_back({Address{{"algorithms", algo, "bandwidth_factor", "Simple", family}, -1}, base});
+      g.used_by.emplace_back(algo, Protocol::Simple);
+      highest = std::max(highest, base);
+      lowest = std::min(lowest, base);
+    }
+    if (!g.members.empty()) {
+      g.lo = 0.01 / lowest;
+      g.hi = 1.0 / highest;
+      groups.push_back(std::move(g));
+    }
+  }
+  // Per-algorithm latency offsets: separable from the shared ones only with rows of two
+  // algorithms, so they come last.
+  for (Protocol p : kProtocols) {
+    for (const char* algo : kAlgorithms) {
+      if (!has_protocol(algo, p)) continue;
+      for (const char* cls : kClasses) {
+        latency_group(fmt::format("step_overhead {} {} ({})", cls, planner::to_string(p), algo), {algo}, p, cls);
+      }
+      latency_group(fmt::format("base_latency {} ({})", planner::to_string(p), algo), {algo}, p, nullptr);
+    }
+  }
+  for (Group& g : groups)
+    if (g.offset && g.members.size() == 1 && g.name.find("(all algorithms)") == std::string::npos) g.refinement = true;
+  return groups;
+}
+
+/// The table with parameter vector `theta` applied to `groups` (members of several groups sum
+/// their offsets and multiply their factors, in group order).
+YAML::Node apply(const YAML::Node& base, const std::vector<Group>& groups, const std::vector<double>& theta) {
+  YAML::Node table = YAML::Clone(base);
+  std::map<std::string, std::pair<double, Unit>> values;  // address -> value so far
+  std::map<std::string, Address> addresses;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    for (const Member& m : groups[g].members) {
+      const std::string key = m.address.text();
+      auto [it, fresh] = values.try_emplace(key, m.base, groups[g].unit);
+      addresses.emplace(key, m.address);
+      double& v = it->second.first;
+      v = groups[g].offset ? v + theta[g] : v * theta[g];
+    }
+  }
+  for (auto& [key, value] : values) {
+    double v = value.first;
+    if (value.second == Unit::Fraction) v = std::clamp(v, 0.01, 1.0);
+    if (value.second == Unit::Seconds) v = std::max(v, 0.0);
+    set_node(table, addresses.at(key), format_value(v, value.second));
+  }
+  return table;
+}
+
+std::vector<double> neutral(const std::vector<Group>& groups) {
+  std::vector<double> theta(groups.size());
+  for (std::size_t g = 0; g < groups.size(); ++g) theta[g] = groups[g].offset ? 0.0 : 1.0;
+  return theta;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Simulation of the rows.
+
+struct Simulated {
+  std::vector<double> time;                                  // seconds per row (NaN when not asked)
+  std::vector<std::pair<std::string, Protocol>> choice;      // table name and protocol per row
+  std::vector<std::string> label;                            // "ring/LL128"
+};
+
+Simulated simulate(const models::Cluster& cluster, const YAML::Node& table, const std::vector<CalibrationRow>& rows,
+                   const std::vector<char>& want) {
+  planner::CostModel costs = planner::CostModel::from_yaml({table, nullptr});
+  costs.set_warning_sink([](const std::string&) {});
+  Simulated out;
+  out.time.assign(rows.size(), std::numeric_limits<double>::quiet_NaN());
+  out.choice.resize(rows.size());
+  out.label.resize(rows.size());
+  using RunnerKey = std::tuple<models::Collective, int, std::uint32_t>;
+  std::map<RunnerKey, std::unique_ptr<planner::CollectiveRunner>> runners;
+  std::map<std::tuple<models::Collective, int, std::uint32_t, std::uint64_t>, std::size_t> done;
+  const auto& gpus = cluster.topology.gpus();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (!want[i]) continue;
+    const CalibrationRow& r = rows[i];
+    const auto key = std::make_tuple(r.collective, r.nranks, r.element, r.size);
+    if (const auto it = done.find(key); it != done.end()) {
+      out.time[i] = out.time[it->second];
+      out.choice[i] = out.choice[it->second];
+      out.label[i] = out.label[it->second];
+      continue;
+    }
+    auto& runner = runners[RunnerKey{r.collective, r.nranks, r.element}];
+    if (!runner) {
+      if (r.nranks < 1 || static_cast<std::size_t>(r.nranks) > gpus.size()) {
+        throw std::invalid_argument(fmt::format("{}:{}: the log has {} ranks but the scenario's cluster has {} GPUs", r.log, r.line,
+                                                r.nranks, gpus.size()));
+      }
+      planner::CollectiveOptions opts;
+      opts.collective = r.collective;
+      opts.element_size = r.element;
+      opts.check_bound = false;
+      opts.gpus.assign(gpus.begin(), gpus.begin() + r.nranks);
+      runner = std::make_unique<planner::CollectiveRunner>(cluster, costs, opts);
+    }
+    const planner::CollectiveResult result = runner->run(r.size);
+    out.time[i] = result.time;
+    out.choice[i] = {std::string(planner::CostModel::table_name(result.algorithm)), result.protocol};
+    out.label[i] = fmt::format("{}/{}", planner::to_string(result.algorithm), planner::to_string(result.protocol));
+    done.emplace(key, i);
+  }
+  return out;
+}
+
+/// Runs `jobs` functions on up to `threads` threads.
+void parallel_for(std::size_t jobs, int threads, const std::function<void(std::size_t)>& body) {
+  const std::size_t n = std::min<std::size_t>(jobs, static_cast<std::size_t>(std::max(1, threads)));
+  if (n <= 1) {
+    for (std::size_t j = 0; j < jobs; ++j) body(j);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(jobs);
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < n; ++t) {
+    pool.emplace_back([&, t] {
+      for (std::size_t j = t; j < jobs; j += n) {
+        try {
+          body(j);
+        } catch (...) {
+          errors[j] = std::current_exception();
+        }
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace
+
+void assign_holdout(std::vector<CalibrationRow>& rows, const Holdout& holdout) {
+  if (holdout.mode == Holdout::Mode::None) {
+    for (CalibrationRow& r : rows) r.fit = true;
+    return;
+  }
+  if (holdout.mode == Holdout::Mode::Sizes) {
+    for (CalibrationRow& r : rows) r.fit = std::find(holdout.sizes.begin(), holdout.sizes.end(), r.size) == holdout.sizes.end();
+    return;
+  }
+  std::map<std::pair<std::string, std::string>, std::set<std::uint64_t>> sizes;  // (log, test) -> sizes
+  for (const CalibrationRow& r : rows) sizes[{r.log, r.test}].insert(r.size);
+  for (CalibrationRow& r : rows) {
+    const auto& s = sizes[{r.log, r.test}];
+    r.fit = std::distance(s.begin(), s.find(r.size)) % 2 == 0;
+  }
+}
+
+std::vector<double> simulate_rows(const models::Cluster& cluster, const models::YamlSource& table,
+                                  const std::vector<CalibrationRow>& rows, std::vector<std::string>* choices) {
+  Simulated s = simulate(cluster, table.node, rows, std::vector<char>(rows.size(), 1));
+  if (choices) *choices = std::move(s.label);
+  return s.time;
+}
+
+double calibration_mape(const std::vector<CalibrationRow>& rows, const std::vector<double>& simulated, bool fitted,
+                        const std::string& log) {
+  double sum = 0;
+  int n = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].fit != fitted || (!log.empty() && rows[i].log != log)) continue;
+    sum += std::fabs(simulated[i] - rows[i].measured) / rows[i].measured * 100.0;
+    ++n;
+  }
+  return n == 0 ? -1.0 : sum / n;
+}
+
+CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSource& base, const std::vector<CalibrationRow>& rows,
+                            const CalibrateOptions& options) {
+  (void)planner::CostModel::from_yaml(base);  // a bad base table is an InputError before any work
+  std::vector<std::size_t> fit_rows;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].fit) fit_rows.push_back(i);
+  if (fit_rows.empty()) throw CalibrationError("no rows are left to fit (every size is held out)");
+  for (const CalibrationRow& r : rows) {
+    if (!(r.measured > 0) || !std::isfinite(r.measured)) {
+      throw CalibrationError(fmt::format("{}:{}: a measured time must be above 0", r.log, r.line));
+    }
+  }
+  // The architecture the table's per-family rows are read for: NCCL tunes by the lowest
+  // compute capability of the ranks (the first row's).
+  std::string arch;
+  {
+    const auto& gpus = cluster.topology.gpus();
+    const int n = std::min<int>(rows.front().nranks, static_cast<int>(gpus.size()));
+    std::vector<models::DeviceId> ranks(gpus.begin(), gpus.begin() + std::max(1, n));
+    const planner::ProtocolContext context = planner::protocol_context(cluster, ranks, nullptr);
+    arch = context.archs.empty() ? std::string() : planner::tuning_architecture(context.archs);
+  }
+  const std::vector<Group> groups = make_groups(base.node, cluster, arch);
+  const std::size_t G = groups.size();
+  const std::size_t R = fit_rows.size();
+  std::vector<char> want_fit(rows.size(), 0);
+  for (std::size_t i : fit_rows) want_fit[i] = 1;
+  const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+  const auto residuals = [&](const Simulated& s) {
+    Eigen::VectorXd r(static_cast<Eigen::Index>(R));
+    for (std::size_t j = 0; j < R; ++j) r[static_cast<Eigen::Index>(j)] = (s.time[fit_rows[j]] - rows[fit_rows[j]].measured) / rows[fit_rows[j]].measured;
+    return r;
+  };
+
+  CalibrationResult result;
+  std::vector<double> theta = neutral(groups);
+  Simulated current = simulate(cluster, apply(base.node, groups, theta), rows, want_fit);
+  Eigen::VectorXd r = residuals(current);
+  // Robust loss: Cauchy's ρ(r) = c²/2 · ln(1 + (r/c)²) of the relative residual, minimised by
+  // iteratively reweighted least squares (weights 1 / (1 + (r/c)²) each iteration), so a
+  // warm-up row tens of percent off does not pull the fit; plain squares with c = +inf.
+  const double c2 = options.robust_scale > 0 ? options.robust_scale * options.robust_scale : 0.0;
+  const auto loss = [&](const Eigen::VectorXd& res) {
+    if (c2 == 0.0) return 0.5 * res.squaredNorm();
+    double sum = 0;
+    for (Eigen::Index j = 0; j < res.size(); ++j) sum += 0.5 * c2 * std::log1p(res[j] * res[j] / c2);
+    return sum;
+  };
+  double cost = loss(r);
+  std::vector<CalibrationParameter::Status> status(G, CalibrationParameter::Status::Unconstrained);
+  std::vector<std::string> notes(G);
+  std::vector<std::set<std::size_t>> moved(G);  // fitted rows each group moves at the fitted values
+  // Columns of the Jacobian for the groups a fitted row uses at `at` (forward differences).
+  const auto jacobian = [&](const std::vector<double>& at, const Simulated& sim, std::vector<std::size_t>& active) {
+    std::set<std::pair<std::string, Protocol>> chosen;
+    std::map<Protocol, std::set<std::string>> algorithms_of;
+    for (std::size_t i : fit_rows) {
+      chosen.insert(sim.choice[i]);
+      algorithms_of[sim.choice[i].second].insert(sim.choice[i].first);
+    }
+    active.clear();
+    for (std::size_t g = 0; g < G; ++g) {
+      bool used = groups[g].used_by.empty();
+      for (const auto& u : groups[g].used_by) {
+        const bool separable = !groups[g].refinement || algorithms_of[u.second].size() > 1;
+        used = used || (chosen.count(u) != 0 && separable);
+      }
+      if (used) active.push_back(g);
+    }
+    Eigen::MatrixXd J = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(R), static_cast<Eigen::Index>(active.size()));
+    parallel_for(active.size(), threads, [&](std::size_t c) {
+      const std::size_t g = active[c];
+      const Group& grp = groups[g];
+      double h = grp.offset ? 0.5e-6 : 0.01 * at[g];
+      if (at[g] + h > grp.hi) h = -h;  // at the upper bound: step back
+      std::vector<double> t = at;
+      t[g] += h;
+      const Simulated s = simulate(cluster, apply(base.node, groups, t), rows, want_fit);
+      for (std::size_t j = 0; j < R; ++j) {
+        const std::size_t i = fit_rows[j];
+        // Below a part in 1e9 of the row's time is rounding of the written figures, not an effect.
+        if (std::fabs(s.time[i] - sim.time[i]) > 1e-9 * sim.time[i]) {
+          J(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(c)) = (s.time[i] - sim.time[i]) / rows[i].measured / h;
+        }
+      }
+    });
+    return J;
+  };
+  // The groups the rows can separate, in priority (group) order: a column is kept when the
+  // part of it the kept columns cannot produce has norm ≥ options.separability (normalised).
+  const auto separable = [&](const Eigen::MatrixXd& J, const std::vector<std::size_t>& active, bool record) {
+    std::vector<std::size_t> keep;
+    Eigen::MatrixXd basis(static_cast<Eigen::Index>(R), 0);
+    for (std::size_t c = 0; c < active.size(); ++c) {
+      const std::size_t g = active[c];
+      Eigen::VectorXd col = J.col(static_cast<Eigen::Index>(c));
+      const double norm = col.norm();
+      if (norm == 0.0) continue;
+      col /= norm;
+      Eigen::VectorXd rest = col;
+      if (basis.cols() > 0) rest = col - basis * (basis.transpose() * col);
+      if (rest.norm() < options.separability) {
+        if (record) {
+          double best = -1;
+          std::size_t with = 0;
+          for (std::size_t k : keep) {
+            const double overlap = std::fabs(J.col(static_cast<Eigen::Index>(k)).normalized().dot(col));
+            if (overlap > best) best = overlap, with = active[k];
+          }
+          status[g] = CalibrationParameter::Status::NotSeparable;
+          notes[g] = "the rows cannot separate it from '" + groups[with].name + "'";
+        }
+        continue;
+      }
+      rest.normalize();
+      basis.conservativeResize(Eigen::NoChange, basis.cols() + 1);
+      basis.col(basis.cols() - 1) = rest;
+      keep.push_back(c);
+    }
+    return keep;
+  };
+  double lambda = 1e-3;
+  for (int it = 0; it < options.max_iterations; ++it) {
+    result.iterations = it + 1;
+    std::vector<std::size_t> active;
+    const Eigen::MatrixXd J = jacobian(theta, current, active);
+    const std::vector<std::size_t> free_cols = separable(J, active, false);
+    if (free_cols.empty()) break;
+    Eigen::VectorXd w(static_cast<Eigen::Index>(R));  // IRLS weights, square-rooted
+    for (Eigen::Index j = 0; j < w.size(); ++j) w[j] = c2 == 0.0 ? 1.0 : 1.0 / std::sqrt(1.0 + r[j] * r[j] / c2);
+    Eigen::MatrixXd Js(static_cast<Eigen::Index>(R), static_cast<Eigen::Index>(free_cols.size()));
+    for (std::size_t k = 0; k < free_cols.size(); ++k) {
+      Js.col(static_cast<Eigen::Index>(k)) = w.cwiseProduct(J.col(static_cast<Eigen::Index>(free_cols[k])));
+    }
+    const Eigen::MatrixXd A = Js.transpose() * Js;
+    const Eigen::VectorXd grad = Js.transpose() * w.cwiseProduct(r);
+    bool improved = false;
+    for (int trial = 0; trial < 12 && !improved; ++trial) {
+      Eigen::MatrixXd M = A;
+      M.diagonal() += lambda * A.diagonal();
+      const Eigen::VectorXd delta = M.ldlt().solve(-grad);
+      std::vector<double> t = theta;
+      for (std::size_t k = 0; k < free_cols.size(); ++k) {
+        const std::size_t g = active[free_cols[k]];
+        t[g] = std::clamp(theta[g] + delta[static_cast<Eigen::Index>(k)], groups[g].lo, groups[g].hi);
+      }
+      if (t == theta) break;
+      Simulated s = simulate(cluster, apply(base.node, groups, t), rows, want_fit);
+      const Eigen::VectorXd rt = residuals(s);
+      const double ct = loss(rt);
+      if (ct < cost) {
+        improved = true;
+        const double gain = (cost - ct) / std::max(cost, 1e-30);
+        theta = std::move(t);
+        current = std::move(s);
+        r = rt;
+        cost = ct;
+        lambda = std::max(lambda / 3.0, 1e-9);
+        if (gain < 1e-7) it = options.max_iterations;  // converged
+      } else {
+        lambda *= 4.0;
+      }
+    }
+    if (!improved) break;
+  }
+  // Moves that do not pay: a group returned to its table value when that costs under 0.1 % of
+  // the loss (last groups first) — a figure pushed to a bound only to change NCCL's choice at
+  // some iterate, an offset of a few nanoseconds.
+  const std::vector<double> start = neutral(groups);
+  for (std::size_t g = G; g-- > 0;) {
+    if (theta[g] == start[g]) continue;
+    std::vector<double> t = theta;
+    t[g] = start[g];
+    Simulated s = simulate(cluster, apply(base.node, groups, t), rows, want_fit);
+    const Eigen::VectorXd rt = residuals(s);
+    const double ct = loss(rt);
+    if (ct <= cost + 1e-3 * cost + 1e-12) {
+      theta = std::move(t);
+      current = std::move(s);
+      r = rt;
+      cost = std::min(cost, ct);
+    }
+  }
+  // What the fitted table's rows depend on, and what the rows could not separate.
+  {
+    std::vector<std::size_t> active;
+    const Eigen::MatrixXd J = jacobian(theta, current, active);
+    (void)separable(J, active, true);
+    for (std::size_t c = 0; c < active.size(); ++c) {
+      for (std::size_t j = 0; j < R; ++j)
+        if (J(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(c)) != 0.0) moved[active[c]].insert(fit_rows[j]);
+    }
+    for (std::size_t g = 0; g < G; ++g) {
+      if (theta[g] == start[g]) continue;
+      status[g] = CalibrationParameter::Status::Fitted;
+      if (moved[g].empty()) {
+        notes[g] = "no fitted row uses these figures at the fitted values: they were moved so that NCCL's choice is another one";
+      } else {
+        notes[g].clear();
+      }
+    }
+  }
+  int fitted_groups = 0;
+  for (std::size_t g = 0; g < G; ++g) fitted_groups += status[g] == CalibrationParameter::Status::Fitted ? 1 : 0;
+  if (static_cast<std::size_t>(fitted_groups) > R) {
+    throw CalibrationError(fmt::format("{} fitted rows cannot determine the {} parameters this fit needs; measure more sizes or hold out fewer",
+                                       R, fitted_groups));
+  }
+
+  // The fitted table and the report.
+  result.table = apply(base.node, groups, theta);
+  for (std::size_t g = 0; g < G; ++g) {
+    CalibrationParameter p;
+    p.name = groups[g].name;
+    p.offset = groups[g].offset;
+    const double neutral_value = groups[g].offset ? 0.0 : 1.0;
+    p.status = status[g];
+    p.value = status[g] == CalibrationParameter::Status::Fitted ? theta[g] : neutral_value;
+    p.note = notes[g];
+    if (p.status == CalibrationParameter::Status::Unconstrained) p.note = "no fitted row depends on it";
+    for (const Member& m : groups[g].members) {
+      // The figure the table holds (several groups may move one figure: shared and per-algorithm offsets).
+      YAML::Node v = find_node(result.table, m.address.keys);
+      if (m.address.index >= 0) v.reset(v[static_cast<std::size_t>(m.address.index)]);
+      p.members.push_back({m.address.text(), rounded(m.base, groups[g].unit), parse_value(v, groups[g].unit)});
+    }
+    p.rows.assign(moved[g].begin(), moved[g].end());
+    if (p.status == CalibrationParameter::Status::Fitted) ++result.fitted;
+    result.parameters.push_back(std::move(p));
+  }
+  result.before = simulate_rows(cluster, base, rows, &result.choice_before);
+  result.after = simulate_rows(cluster, {result.table, nullptr}, rows, &result.choice_after);
+  return result;
+}
+
+}  // namespace ccsim::validate
