@@ -44,7 +44,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
       ->check(CLI::IsMember({"hash", "balanced"}));
   c->add_option("-d,--datatype", o.datatype, "element type: float, half, bfloat16, double, int8");
   c->add_option("--format", o.format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
-  c->add_option("--calibration", o.calibration, "calibration table (default: scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
+  c->add_option("--calibration", o.calibration, "calibration table (default: the scenario's simulation.calibration, else scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
   return c;
 }
@@ -83,7 +83,8 @@ int run_collective(const CollectiveCliOptions& o) {
   opts.gpus = select_gpus(cluster, o.ranks, o.group);
   const int n = static_cast<int>(opts.gpus.size());
   if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
-  const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path(cluster) : o.calibration);
+  const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
+  const planner::CostModel costs = planner::CostModel::load(cost_table.path);
   std::optional<planner::CollectiveRunner> built;
   try {
     built.emplace(cluster, costs, opts);
@@ -200,7 +201,8 @@ int run_collective(const CollectiveCliOptions& o) {
                            models::to_string(*collective), n, cluster.spec.name, cluster.nodes.size(),
                            cluster.nodes.size() == 1 ? "" : "s", cluster.topology.gpus().size(), o.engine, runner.channels(),
                            runner.channels() == 1 ? "" : "s");
-  std::cout << fmt::format("# algorithm {}, protocol {}; costs: {}\n", o.algo, o.protocol, costs.source());
+  std::cout << fmt::format("# algorithm {}, protocol {}; costs: {}{}\n", o.algo, o.protocol, costs.source(),
+                           cost_table.note("--calibration", "calibration"));
   std::cout << "# bound: lower bound from latency, per-rank volume and the max-flow cut (planner/bounds.hpp)\n#\n";
   std::cout << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:<18}  {:<8}  {:<5}  {:>7}  {:>7}\n", "size",
                            "count", "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol", "gran", "bound", "reached");

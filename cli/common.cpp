@@ -13,6 +13,7 @@
 #include "models/input_error.hpp"
 #include "models/numbers.hpp"
 #include "models/units.hpp"
+#include "planner/workload_runner.hpp"
 #include "validate/nccl_tests_log.hpp"
 
 namespace ccsim::cli {
@@ -22,6 +23,29 @@ using models::InputError;
 models::Scenario load_scenario_file(const std::string& path, const std::string& catalog_dir) {
   const models::Catalog catalog = models::Catalog::load(catalog_dir.empty() ? models::Catalog::default_dir() : catalog_dir);
   return models::load_scenario(path, catalog);
+}
+
+std::string TableChoice::note(const std::string& option, const std::string& scenario_key) const {
+  switch (origin) {
+    case TableOrigin::CommandLine: return fmt::format(" (table {}, from {})", path, option);
+    case TableOrigin::Scenario: return fmt::format(" (table {}, from the scenario's simulation.{})", path, scenario_key);
+    case TableOrigin::Default: break;
+  }
+  return {};
+}
+
+TableChoice choose_table(const std::string& option, const std::string& scenario, const std::string& fallback) {
+  if (!option.empty()) return {option, TableOrigin::CommandLine};
+  if (!scenario.empty()) return {scenario, TableOrigin::Scenario};
+  return {fallback, TableOrigin::Default};
+}
+
+TableChoice collective_table(const std::string& option, const models::Scenario& scenario, const models::Cluster& cluster) {
+  return choose_table(option, scenario.simulation.calibration, planner::CostModel::default_path(cluster));
+}
+
+TableChoice compute_table(const std::string& option, const models::Scenario& scenario) {
+  return choose_table(option, scenario.simulation.compute_calibration, planner::ComputeCalibration::default_path());
 }
 
 std::uint64_t parse_size(const std::string& text, const std::string& option) {

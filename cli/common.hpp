@@ -15,6 +15,33 @@ namespace ccsim::cli {
 /// Loads the catalog (`catalog_dir`, or the default) and the scenario. Throws InputError.
 models::Scenario load_scenario_file(const std::string& path, const std::string& catalog_dir);
 
+/// Where the calibration table a command loads comes from, in the order it is looked for.
+enum class TableOrigin : std::uint8_t { CommandLine, Scenario, Default };
+
+/// A calibration table chosen by choose_table: the path to load and where it was named.
+struct TableChoice {
+  std::string path;
+  TableOrigin origin = TableOrigin::Default;
+  /// For output headers: empty for the default table (headers print as they did before
+  /// scenarios could name tables), else " (table PATH, from OPTION)" or
+  /// " (table PATH, from the scenario's simulation.KEY)".
+  std::string note(const std::string& option, const std::string& scenario_key) const;
+};
+
+/// The one rule every command follows for a calibration table: `option` (the command line's
+/// --calibration / --compute-calibration value) when not empty, else `scenario` (the scenario's
+/// simulation.calibration / compute_calibration, already resolved against the file that
+/// writes it) when not empty, else `fallback` (the shipped default). Throws nothing; the
+/// table's loader checks the file.
+TableChoice choose_table(const std::string& option, const std::string& scenario, const std::string& fallback);
+
+/// The collective cost table: --calibration, else the scenario's simulation.calibration, else
+/// planner::CostModel::default_path(cluster) (rccl.yaml for AMD GPUs, nccl.yaml otherwise).
+TableChoice collective_table(const std::string& option, const models::Scenario& scenario, const models::Cluster& cluster);
+/// The compute efficiency table: --compute-calibration, else the scenario's
+/// simulation.compute_calibration, else planner::ComputeCalibration::default_path().
+TableChoice compute_table(const std::string& option, const models::Scenario& scenario);
+
 /// nccl-tests' size syntax: a number with an optional K, M, G or T suffix (powers of 1024),
 /// or any ccsim byte quantity ("64MB", "1GiB"). Throws InputError naming `option`.
 std::uint64_t parse_size(const std::string& text, const std::string& option);

@@ -27,7 +27,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareCliOptions& o) {
   c->add_option("--algo", o.algo, "auto (NCCL's choice) or an algorithm name");
   c->add_option("--protocol", o.protocol, "auto, LL, LL128, Simple");
   c->add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  c->add_option("--calibration", o.calibration, "calibration table (default: scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
+  c->add_option("--calibration", o.calibration, "calibration table (default: the scenario's simulation.calibration, else scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
   c->add_option("--op", o.op, "the collective the log measured, for logs that do not name it (allreduce, reducescatter, "
                               "allgather, broadcast, reduce, alltoall, sendrecv)");
@@ -58,7 +58,8 @@ int run_compare(const CompareCliOptions& o) {
   name_collective(tests, o.op);
   const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
-  const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path(cluster) : o.calibration);
+  const TableChoice table = collective_table(o.calibration, scenario, cluster);
+  const planner::CostModel costs = planner::CostModel::load(table.path);
   validate::CompareOptions opts;
   opts.engine = o.engine;
   if (o.ranks > 0) opts.nranks = o.ranks;
@@ -91,8 +92,9 @@ int run_compare(const CompareCliOptions& o) {
       all.push_back(j);
       continue;
     }
-    text << fmt::format("# ccsim compare: {} ({}) over {} ranks, measured {} vs scenario {} ({} engine)\n", r.test,
-                             models::to_string(r.collective), r.nranks, o.log, cluster.spec.name, o.engine);
+    text << fmt::format("# ccsim compare: {} ({}) over {} ranks, measured {} vs scenario {} ({} engine){}\n", r.test,
+                        models::to_string(r.collective), r.nranks, o.log, cluster.spec.name, o.engine,
+                        table.note("--calibration", "calibration"));
     text << fmt::format("#{:>11}  {:>10}  {:>10}  {:>8}  {:<18}  {:<8}\n", "size", "measured", "simulated", "error", "algorithm",
                              "protocol");
     text << fmt::format("#{:>11}  {:>10}  {:>10}  {:>8}  {:<18}  {:<8}\n", "(B)", "(us)", "(us)", "(%)", "", "");

@@ -28,9 +28,9 @@ CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
       ->check([](const std::string& v) { return v.empty() ? std::string("--out: an empty path") : std::string(); });
   c->add_flag("--report-only", o.report_only,
               "with --out: write report.json and effective.yaml only (ops.csv and trace.json of a large run take most of its time)");
-  c->add_option("--calibration", o.calibration, "collective calibration table (default: scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
+  c->add_option("--calibration", o.calibration, "collective calibration table (default: the scenario's simulation.calibration, else scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
   c->add_option("--compute-calibration", o.compute_calibration,
-                "compute efficiency table (default: scenarios/calibration/compute.yaml)");
+                "compute efficiency table (default: the scenario's simulation.compute_calibration, else scenarios/calibration/compute.yaml)");
   c->add_option("--serving-calibration", o.serving_calibration,
                 "serving engine table for inference phases (default: scenarios/calibration/serving.yaml)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
@@ -74,10 +74,10 @@ int run_run(const RunCliOptions& o) {
 
 static int simulate_and_write(const RunCliOptions& o, const models::Scenario& scenario) {
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
-  const planner::CostModel costs = planner::CostModel::load(o.calibration.empty() ? planner::CostModel::default_path(cluster) : o.calibration);
+  const planner::CostModel costs = planner::CostModel::load(collective_table(o.calibration, scenario, cluster).path);
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
-  planner::ComputeCalibration compute = planner::ComputeCalibration::load(
-      o.compute_calibration.empty() ? planner::ComputeCalibration::default_path() : o.compute_calibration, gpu0.name);
+  planner::ComputeCalibration compute =
+      planner::ComputeCalibration::load(compute_table(o.compute_calibration, scenario).path, gpu0.name);
   const std::string engine = o.engine.empty() ? scenario.simulation.engine : o.engine;
   planner::WorkloadRunner runner(scenario, cluster, costs, compute, engine);
   if (scenario.workload->phase != "training_step") {

@@ -389,11 +389,33 @@ StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   return spec;
 }
 
+/// The path a table key names (simulation.calibration, compute_calibration), relative to the
+/// directory of the file that writes the key, as include paths and model config paths are; empty
+/// when no layer has the key. Throws InputError at the key when the value is not a non-empty
+/// string or the resolved path is not a readable regular file (input_file_problem). The table's
+/// content is read and checked by its loader, not here.
+std::string table_path(const Fields& f, std::string_view key, const std::string& table) {
+  const auto value = f.find(key);
+  if (!value) return {};
+  if (!value->node.IsScalar() || value->node.Scalar().empty()) throw f.error(key, "the path of " + table);
+  const SourceLocation where = f.location(key);
+  const fs::path written(value->node.Scalar());
+  const fs::path resolved = written.is_absolute() ? written : fs::path(where.file).parent_path() / written;
+  if (const std::string problem = input_file_problem(resolved.string()); !problem.empty()) {
+    throw InputError(where, f.key_path(key), table, "'" + resolved.string() + "' (" + problem + ")",
+                     written.is_absolute() ? std::string() : "a relative path is read from the directory of " + where.file);
+  }
+  return resolved.string();
+}
+
 SimulationSpec parse_simulation(const Fields& f) {
-  f.reject_unknown({"engine", "granularity"});
+  f.reject_unknown({"engine", "granularity", "calibration", "compute_calibration"});
   SimulationSpec spec;
   spec.engine = f.choice("engine", {"analytic", "flow"}, "analytic");
   spec.granularity = f.choice("granularity", {"auto", "step", "phase"}, "auto");
+  spec.calibration = table_path(f, "calibration", "a collective calibration table (like scenarios/calibration/nccl.yaml)");
+  spec.compute_calibration =
+      table_path(f, "compute_calibration", "a compute calibration table (like scenarios/calibration/compute.yaml)");
   return spec;
 }
 
@@ -552,6 +574,15 @@ std::string effective_yaml(const Scenario& sc) {
   YAML::Node sim;
   sim["engine"] = sc.simulation.engine;
   sim["granularity"] = sc.simulation.granularity;
+  // Tables made absolute, as the model config path (effective.yaml is written elsewhere than
+  // the scenario it comes from).
+  const auto absolute = [](const std::string& p) {
+    std::error_code ec;
+    const fs::path a = fs::absolute(p, ec);
+    return ec ? p : a.lexically_normal().string();
+  };
+  if (!sc.simulation.calibration.empty()) sim["calibration"] = absolute(sc.simulation.calibration);
+  if (!sc.simulation.compute_calibration.empty()) sim["compute_calibration"] = absolute(sc.simulation.compute_calibration);
   out["simulation"] = sim;
   YAML::Emitter e;
   e << out;

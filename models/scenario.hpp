@@ -74,6 +74,14 @@ struct StrategySpec {
 struct SimulationSpec {
   std::string engine = "analytic";       ///< analytic | flow
   std::string granularity = "auto";      ///< auto | step | phase
+  /// `calibration`: the collective cost table (format of scenarios/calibration/nccl.yaml) the
+  /// commands use when the command line names none (cli/common.hpp choose_table). The path as
+  /// written, joined to the directory of the file that writes the key (an included file's own
+  /// directory); an absolute path stays as it is. Empty: the scenario names none.
+  std::string calibration;
+  /// `compute_calibration`: the compute efficiency table (format of
+  /// scenarios/calibration/compute.yaml), resolved as `calibration`. Empty: none named.
+  std::string compute_calibration;
 };
 
 struct Scenario {
@@ -93,7 +101,11 @@ struct Scenario {
 /// same Scenario (`ccsim run DIR/effective.yaml` reproduces a run).
 std::string effective_yaml(const Scenario& scenario);
 
-/// Loads and checks a scenario file against `catalog`. Throws InputError on any bad input.
+/// Loads and checks a scenario file against `catalog`. Throws InputError on any bad input,
+/// among it a simulation.calibration / compute_calibration that is not a path or names no
+/// readable regular file (at the key's file, line and column, with the resolved path). The
+/// tables' contents are checked where they are loaded (planner::CostModel::load,
+/// planner::ComputeCalibration::load).
 Scenario load_scenario(const std::string& path, const Catalog& catalog);
 
 }  // namespace ccsim::models

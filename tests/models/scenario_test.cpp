@@ -197,3 +197,95 @@ workload: {model: llama-3-8b, sequence_length: 1024, micro_batch_size: 2}
   CHECK(micro_batches(*second.workload, *second.strategy) == micro_batches(*first.workload, *first.strategy));
   CHECK(micro_batches(*second.workload, *second.strategy) == 1);
 }
+
+// Issue 12: a scenario names its calibration tables. Paths are relative to the file that writes
+// the key (as include paths are), an absolute path stays as written, the including file's key
+// wins, and effective.yaml writes them absolute. The tables' contents are not read here.
+TEST_CASE("simulation.calibration and compute_calibration resolve against the file that writes them", "[scenario]") {
+  namespace fs = std::filesystem;
+  TempDir dir;
+  fs::create_directories(dir.path / "sub");
+  fs::create_directories(dir.path / "tables");
+  const std::string nccl = dir.write("tables/nccl.yaml", "not read by load_scenario\n");
+  const std::string compute = dir.write("tables/compute.yaml", "not read by load_scenario\n");
+  dir.write("sub/base.yaml", "cluster: {nodes: [{node: dgx-h100}]}\nsimulation: {calibration: ../tables/nccl.yaml}\n");
+  const std::string top = dir.write("top.yaml", "include: sub/base.yaml\nsimulation: {compute_calibration: tables/compute.yaml}\n");
+  const Scenario s = load_scenario(top, shipped_catalog());
+  // The included file's key, joined to the included file's directory: DIR/sub/../tables/nccl.yaml.
+  CHECK(s.simulation.calibration == (dir.path / "sub" / "../tables/nccl.yaml").string());
+  CHECK(fs::equivalent(s.simulation.calibration, nccl));
+  // The top file's key, joined to the top file's directory: DIR/tables/compute.yaml.
+  CHECK(s.simulation.compute_calibration == (dir.path / "tables/compute.yaml").string());
+  CHECK(s.simulation.engine == "analytic");
+
+  SECTION("the including file's key wins, relative to the including file") {
+    const std::string other = dir.write("mine.yaml", "not read\n");
+    const std::string over = dir.write("over.yaml", "include: sub/base.yaml\nsimulation: {calibration: mine.yaml}\n");
+    CHECK(load_scenario(over, shipped_catalog()).simulation.calibration == other);
+  }
+  SECTION("an absolute path stays as written") {
+    const std::string abs = dir.write("abs.yaml", fmt::format("include: sub/base.yaml\nsimulation: {{calibration: {}}}\n", nccl));
+    CHECK(load_scenario(abs, shipped_catalog()).simulation.calibration == nccl);
+  }
+  SECTION("no key: empty (the command line or the default applies)") {
+    const Scenario plain = load_scenario(dir.write("plain.yaml", "cluster: {nodes: [{node: dgx-h100}]}\n"), shipped_catalog());
+    CHECK(plain.simulation.calibration.empty());
+    CHECK(plain.simulation.compute_calibration.empty());
+    CHECK_THAT(effective_yaml(plain), !Contains("calibration"));
+  }
+  SECTION("effective.yaml writes them absolute and is a fixed point elsewhere") {
+    const std::string text = effective_yaml(s);
+    CHECK_THAT(text, Contains("calibration: " + fs::absolute(nccl).lexically_normal().string() + "\n"));
+    CHECK_THAT(text, Contains("compute_calibration: " + fs::absolute(compute).lexically_normal().string() + "\n"));
+    TempDir elsewhere;
+    const Scenario again = load_scenario(elsewhere.write("effective.yaml", text), shipped_catalog());
+    CHECK(fs::equivalent(again.simulation.calibration, nccl));
+    CHECK(fs::equivalent(again.simulation.compute_calibration, compute));
+    CHECK(effective_yaml(again) == text);
+  }
+}
+
+TEST_CASE("a scenario's calibration table must be a path to a readable file", "[scenario]") {
+  namespace fs = std::filesystem;
+  TempDir dir;
+  fs::create_directories(dir.path / "sub");
+  fs::create_directories(dir.path / "adir");
+  dir.write("sub/base.yaml", "cluster: {nodes: [{node: dgx-h100}]}\nsimulation:\n  calibration: no-such.yaml\n");
+  SECTION("missing, in an included file: the included file's line, column and key, the resolved path") {
+    const std::string top = dir.write("top.yaml", "include: sub/base.yaml\n");
+    try {
+      load_scenario(top, shipped_catalog());
+      FAIL("no error");
+    } catch (const InputError& e) {
+      CHECK(e.where().file == (dir.path / "sub/base.yaml").string());
+      CHECK(e.where().line == 3);
+      CHECK(e.where().column == 16);
+      CHECK(e.key() == "simulation.calibration");
+      CHECK(e.expected() == "a collective calibration table (like scenarios/calibration/nccl.yaml)");
+      CHECK(e.found() == "'" + (dir.path / "sub/no-such.yaml").string() + "' (no such file)");
+    }
+  }
+  SECTION("a directory") {
+    const std::string f = dir.write("d.yaml", "cluster: {nodes: [{node: dgx-h100}]}\nsimulation: {compute_calibration: adir}\n");
+    try {
+      load_scenario(f, shipped_catalog());
+      FAIL("no error");
+    } catch (const InputError& e) {
+      CHECK(e.key() == "simulation.compute_calibration");
+      CHECK(e.expected() == "a compute calibration table (like scenarios/calibration/compute.yaml)");
+      CHECK(e.found() == "'" + (dir.path / "adir").string() + "' (a directory)");
+    }
+  }
+  SECTION("not a string, or empty") {
+    const std::string list = dir.write("l.yaml", "cluster: {nodes: [{node: dgx-h100}]}\nsimulation: {calibration: [a, b]}\n");
+    CHECK_THROWS_WITH(load_scenario(list, shipped_catalog()),
+                      Contains("simulation.calibration: expected the path of a collective calibration table"));
+    const std::string empty = dir.write("e.yaml", "cluster: {nodes: [{node: dgx-h100}]}\nsimulation: {calibration: ''}\n");
+    CHECK_THROWS_WITH(load_scenario(empty, shipped_catalog()),
+                      Contains("simulation.calibration: expected the path of a collective calibration table"));
+  }
+  SECTION("a misspelt key") {
+    const std::string f = dir.write("t.yaml", "cluster: {nodes: [{node: dgx-h100}]}\nsimulation: {calibraton: x.yaml}\n");
+    CHECK_THROWS_WITH(load_scenario(f, shipped_catalog()), Contains("did you mean 'calibration'?"));
+  }
+}
