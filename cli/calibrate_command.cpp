@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
@@ -43,6 +44,10 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateCliOptions& o) {
   c->add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}));
   c->add_option("--loss", o.loss, "cauchy (robust to warm-up rows, the default) or squares (plain least squares)")
       ->check(CLI::IsMember({"cauchy", "squares"}));
+  c->add_option("--separability", o.separability,
+                "how distinct a parameter's effect on the fitted rows must be from those fitted before it to be fitted "
+                "(sine of the angle, default 0.2)")
+      ->check(CLI::Range(1e-6, 1.0));
   c->add_option("--step-times", o.step_times, "CSV of scenario overrides -> measured step time: fit the compute model");
   c->add_option("--gemm", o.gemm, "CSV of GEMM timings (m,n,k,dtype,seconds): fit the compute model's GEMM constants");
   return c;
@@ -138,30 +143,8 @@ int run_calibrate(const CalibrateCliOptions& o) {
     std::istringstream in(text);
     info.tests = validate::parse_nccl_tests_log(in, path);
     name_collective(info.tests, o.op);
-    for (const validate::LogTest& test : info.tests) {
-      const int line = test.rows.empty() ? 0 : test.rows.front().line;
-      if (!test.collective) {
-        throw InputError({path, line, 0}, "", "a log that names its collective", "'" + test.name + "'",
-                         "the log does not say which collective it measured; name it with --op");
-      }
-      const std::optional<int> n = o.ranks > 0 ? std::optional<int>(o.ranks) : test.nranks;
-      if (!n) throw InputError({path, line, 0}, "", "a log that gives its rank count", "none", "pass --ranks");
-      for (const validate::LogRow& row : test.rows) {
-        const auto element = validate::type_size(row.type);
-        if (!element) throw InputError({path, row.line, 0}, "type", "an nccl-tests data type (float, half, ...)", "'" + row.type + "'");
-        if (!(row.time_us > 0)) throw InputError({path, row.line, 0}, "time", "a measured time above 0 us", fmt::format("{}", row.time_us));
-        validate::CalibrationRow r;
-        r.log = path;
-        r.line = row.line;
-        r.test = test.name;
-        r.collective = *test.collective;
-        r.nranks = *n;
-        r.element = *element;
-        r.size = row.size;
-        r.measured = row.time_us * 1e-6;
-        rows.push_back(r);
-      }
-    }
+    const auto log_rows = validate::calibration_rows(path, info.tests, o.ranks > 0 ? std::optional<int>(o.ranks) : std::nullopt);
+    rows.insert(rows.end(), log_rows.begin(), log_rows.end());
     logs.push_back(std::move(info));
   }
   if (rows.empty()) throw InputError({o.logs.front(), 0, 0}, "", "logs with at least one measured size", "no table rows");
@@ -169,7 +152,11 @@ int run_calibrate(const CalibrateCliOptions& o) {
 
   const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
-  const std::string base_path = o.calibration.empty() ? planner::CostModel::default_path(cluster) : o.calibration;
+  const TableChoice table = collective_table(o.calibration, scenario, cluster);
+  const std::string base_path = table.path;
+  // The shipped default by its name (its absolute path depends on where ccsim is installed).
+  const std::string base_shown =
+      table.origin == TableOrigin::Default ? std::filesystem::path(base_path).filename().string() + " (default)" : base_path;
   const std::string base_text = models::read_input_file(base_path, {"a collective calibration table (like scenarios/calibration/nccl.yaml)"});
   const models::YamlSource base = models::load_yaml_map_file(base_path, {"a collective calibration table (like scenarios/calibration/nccl.yaml)"});
   for (const validate::CalibrationRow& r : rows) {
@@ -182,6 +169,7 @@ int run_calibrate(const CalibrateCliOptions& o) {
   try {
     validate::CalibrateOptions options;
     if (o.loss == "squares") options.robust_scale = 0;
+    options.separability = o.separability;
     fit = validate::calibrate(cluster, base, rows, options);
   } catch (const validate::CalibrationError& e) {
     throw InputError({o.logs.front(), 0, 0}, "", "logs that can support a fit", "too few rows", e.what());
@@ -274,7 +262,7 @@ int run_calibrate(const CalibrateCliOptions& o) {
   const int fitted_rows = static_cast<int>(std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.fit; }));
   text << fmt::format("# ccsim calibrate: scenario {}, {} log{}, {} rows ({} fitted, {} held out: {}); table {} (analytic engine)\n",
                       cluster.spec.name, logs.size(), logs.size() == 1 ? "" : "s", rows.size(), fitted_rows,
-                      static_cast<int>(rows.size()) - fitted_rows, o.holdout, base_path);
+                      static_cast<int>(rows.size()) - fitted_rows, o.holdout, base_shown);
   text << fmt::format("# {} of {} parameter groups fitted in {} iterations (table value -> fitted value)\n", fitted.size(),
                       fit.parameters.size(), fit.iterations);
   for (const auto* p : fitted) {

@@ -26,6 +26,7 @@ struct CalibrateCliOptions {
   std::string step_times;
   std::string gemm;
   std::string loss = "cauchy";
+  double separability = 0.2;
 };
 
 CLI::App* add_calibrate_command(CLI::App& app, CalibrateCliOptions& options);

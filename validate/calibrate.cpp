@@ -13,6 +13,7 @@
 #include <Eigen/Dense>
 #include <fmt/format.h>
 
+#include "models/input_error.hpp"
 #include "models/units.hpp"
 #include "planner/collective_runner.hpp"
 #include "planner/cost_model.hpp"
@@ -374,6 +375,37 @@ void parallel_for(std::size_t jobs, int threads, const std::function<void(std::s
 
 }  // namespace
 
+std::vector<CalibrationRow> calibration_rows(const std::string& log, const std::vector<LogTest>& tests, std::optional<int> ranks) {
+  std::vector<CalibrationRow> rows;
+  for (const LogTest& test : tests) {
+    const int line = test.rows.empty() ? 0 : test.rows.front().line;
+    if (!test.collective) {
+      throw models::InputError({log, line, 0}, "", "a log that names its collective", "'" + test.name + "'",
+                               "the log does not say which collective it measured; name it with --op");
+    }
+    const std::optional<int> n = ranks ? ranks : test.nranks;
+    if (!n) throw models::InputError({log, line, 0}, "", "a log that gives its rank count", "none", "pass --ranks");
+    for (const LogRow& row : test.rows) {
+      const auto element = type_size(row.type);
+      if (!element) throw models::InputError({log, row.line, 0}, "type", "an nccl-tests data type (float, half, ...)", "'" + row.type + "'");
+      if (!(row.time_us > 0) || !std::isfinite(row.time_us)) {
+        throw models::InputError({log, row.line, 0}, "time", "a measured time above 0 us", fmt::format("{}", row.time_us));
+      }
+      CalibrationRow r;
+      r.log = log;
+      r.line = row.line;
+      r.test = test.name;
+      r.collective = *test.collective;
+      r.nranks = *n;
+      r.element = *element;
+      r.size = row.size;
+      r.measured = row.time_us * 1e-6;
+      rows.push_back(r);
+    }
+  }
+  return rows;
+}
+
 void assign_holdout(std::vector<CalibrationRow>& rows, const Holdout& holdout) {
   if (holdout.mode == Holdout::Mode::None) {
     for (CalibrationRow& r : rows) r.fit = true;
@@ -452,7 +484,7 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
   // Robust loss: Cauchy's ρ(r) = c²/2 · ln(1 + (r/c)²) of the relative residual, minimised by
   // iteratively reweighted least squares (weights 1 / (1 + (r/c)²) each iteration), so a
   // warm-up row tens of percent off does not pull the fit; plain squares with c = +inf.
-  const double c2 = options.robust_scale > 0 ? options.robust_scale * options.robust_scale : 0.0;
+  double c2 = options.robust_scale > 0 ? options.robust_scale * options.robust_scale : 0.0;
   const auto loss = [&](const Eigen::VectorXd& res) {
     if (c2 == 0.0) return 0.5 * res.squaredNorm();
     double sum = 0;
@@ -532,6 +564,7 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
     }
     return keep;
   };
+  const auto levenberg_marquardt = [&] {
   double lambda = 1e-3;
   for (int it = 0; it < options.max_iterations; ++it) {
     result.iterations = it + 1;
@@ -575,6 +608,19 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
       }
     }
     if (!improved) break;
+  }
+  };
+  // Least squares first, then the robust loss from its solution (the usual start of iteratively
+  // reweighted least squares: from the table's values the reweighting alone can settle in a
+  // worse local minimum where NCCL's choice switches).
+  const double robust_c2 = c2;
+  c2 = 0.0;
+  cost = loss(r);
+  levenberg_marquardt();
+  if (robust_c2 > 0) {
+    c2 = robust_c2;
+    cost = loss(r);
+    levenberg_marquardt();
   }
   // Moves that do not pay: a group returned to its table value when that costs under 0.1 % of
   // the loss (last groups first) — a figure pushed to a bound only to change NCCL's choice at

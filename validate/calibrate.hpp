@@ -22,6 +22,7 @@
 // steps — is held at its table value and reported as such.
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "models/cluster.hpp"
 #include "models/collective.hpp"
 #include "models/yaml_fields.hpp"
+#include "validate/nccl_tests_log.hpp"
 
 namespace ccsim::validate {
 
@@ -44,6 +46,11 @@ struct CalibrationRow {
   double measured = 0;        ///< seconds
   bool fit = true;            ///< false: held out (predicted, not fitted)
 };
+
+/// The rows of a parsed log (`tests` of file `log`): out-of-place times, ranks from the log or
+/// `ranks`. Throws models::InputError (file:line) for a test without a collective (use --op)
+/// or rank count, an unknown data type, or a time that is not above 0.
+std::vector<CalibrationRow> calibration_rows(const std::string& log, const std::vector<LogTest>& tests, std::optional<int> ranks);
 
 /// Which rows are held out of the fit.
 struct Holdout {
@@ -90,7 +97,7 @@ struct CalibrateOptions {
   int max_iterations = 40;
   /// A group is separable when the part of its (normalised) effect on the fitted rows that the
   /// groups fitted before it cannot produce has norm ≥ this (sine of the angle to their span).
-  double separability = 0.05;
+  double separability = 0.2;
   int threads = 0;  ///< Jacobian columns evaluated in parallel; 0: hardware threads
   /// Scale c of the Cauchy loss on relative residuals (0.1: rows about 10 % off weigh half);
   /// 0 for plain least squares. nccl-tests' first sizes often carry warm-up effects.
