@@ -1,5 +1,6 @@
 #include "cli/calibrate_command.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -148,6 +149,11 @@ int run_calibrate(const CalibrateCliOptions& o) {
     logs.push_back(std::move(info));
   }
   if (rows.empty()) throw InputError({o.logs.front(), 0, 0}, "", "logs with at least one measured size", "no table rows");
+  for (std::uint64_t size : holdout.sizes) {
+    if (std::none_of(rows.begin(), rows.end(), [&](const validate::CalibrationRow& r) { return r.size == size; })) {
+      throw InputError({"<command line>", 0, 0}, "--holdout", "sizes the logs measured", fmt::format("{} bytes", size));
+    }
+  }
   validate::assign_holdout(rows, holdout);
 
   const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
@@ -235,6 +241,7 @@ int run_calibrate(const CalibrateCliOptions& o) {
   for (const auto* p : unconstrained) provenance["unconstrained"].push_back(p->name);
   provenance["iterations"] = fit.iterations;
   const auto pct = [](double v) { return v < 0 ? std::string("n/a") : fmt::format("{:.2f}", v); };
+  const auto pct_text = [](double v) { return v < 0 ? std::string("n/a") : fmt::format("{:.2f} %", v); };
   for (const LogInfo& info : logs) {
     YAML::Node m;
     m["log"] = info.path;
@@ -294,11 +301,11 @@ int run_calibrate(const CalibrateCliOptions& o) {
                             rows[i].fit ? "fit" : "held-out", fit.choice_before[i], fit.choice_after[i]);
       }
     }
-    text << fmt::format("# MAPE {}: fitted sizes {} % -> {} %; held-out sizes {} % -> {} %\n", info.path,
-                        pct(validate::calibration_mape(rows, fit.before, true, info.path)),
-                        pct(validate::calibration_mape(rows, fit.after, true, info.path)),
-                        pct(validate::calibration_mape(rows, fit.before, false, info.path)),
-                        pct(validate::calibration_mape(rows, fit.after, false, info.path)));
+    text << fmt::format("# MAPE {}: fitted sizes {} -> {}; held-out sizes {} -> {}\n", info.path,
+                        pct_text(validate::calibration_mape(rows, fit.before, true, info.path)),
+                        pct_text(validate::calibration_mape(rows, fit.after, true, info.path)),
+                        pct_text(validate::calibration_mape(rows, fit.before, false, info.path)),
+                        pct_text(validate::calibration_mape(rows, fit.after, false, info.path)));
   }
 
   if (!o.out.empty()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <map>
@@ -135,23 +136,25 @@ std::vector<Group> make_groups(const YAML::Node& table, const models::Cluster& c
     return static_cast<bool>(find_node(algorithms, {algo, "base_latency", std::string(planner::to_string(p))}));
   };
   const std::string family = planner::architecture_family(arch);
-  const auto latency_group = [&](const std::string& name, const std::vector<const char*>& algos, Protocol p,
-                                 const char* cls) {
+  const auto latency_group = [&](const std::string& name, const std::vector<const char*>& algos,
+                                 const std::vector<Protocol>& protocols, const char* cls) {
     Group g;
     g.name = name;
-    const std::string pn(planner::to_string(p));
-    for (const char* algo : algos) {
-      if (!has_protocol(algo, p)) continue;
-      Address a;
-      if (cls == nullptr) {
-        a.keys = {"algorithms", algo, "base_latency", pn};
-      } else {
-        if (!find_node(algorithms, {algo, "step_overhead", cls}).IsMap()) continue;
-        a.keys = {"algorithms", algo, "step_overhead", cls, pn};
+    for (Protocol p : protocols) {
+      const std::string pn(planner::to_string(p));
+      for (const char* algo : algos) {
+        if (!has_protocol(algo, p)) continue;
+        Address a;
+        if (cls == nullptr) {
+          a.keys = {"algorithms", algo, "base_latency", pn};
+        } else {
+          if (!find_node(algorithms, {algo, "step_overhead", cls}).IsMap()) continue;
+          a.keys = {"algorithms", algo, "step_overhead", cls, pn};
+        }
+        const YAML::Node v = find_node(table, a.keys);
+        g.members.push_back({a, v ? parse_value(v, Unit::Seconds) : 0.0});
+        g.used_by.emplace_back(algo, p);
       }
-      const YAML::Node v = find_node(table, a.keys);
-      g.members.push_back({a, v ? parse_value(v, Unit::Seconds) : 0.0});
-      g.used_by.emplace_back(algo, p);
     }
     if (g.members.empty()) return;
     double lowest = std::numeric_limits<double>::infinity();
@@ -161,12 +164,15 @@ std::vector<Group> make_groups(const YAML::Node& table, const models::Cluster& c
     groups.push_back(std::move(g));
   };
   std::vector<const char*> all(kAlgorithms.begin(), kAlgorithms.end());
-  // Shared latency groups first (one cause slows every algorithm), per-hop before base.
+  const std::vector<Protocol> every(kProtocols.begin(), kProtocols.end());
+  // Shared latency groups first (a slow hop or launch slows every algorithm alike), per-hop
+  // before base, per protocol (LL, LL128 and Simple pay different per-step costs).
+  (void)every;
   for (Protocol p : kProtocols) {
     for (const char* cls : kClasses) {
-      latency_group(fmt::format("step_overhead {} {} (all algorithms)", cls, planner::to_string(p)), all, p, cls);
+      latency_group(fmt::format("step_overhead {} {} (all algorithms)", cls, planner::to_string(p)), all, {p}, cls);
     }
-    latency_group(fmt::format("base_latency {} (all algorithms)", planner::to_string(p)), all, p, nullptr);
+    latency_group(fmt::format("base_latency {} (all algorithms)", planner::to_string(p)), all, {p}, nullptr);
   }
   // Link efficiencies of the cluster's link kinds.
   {
@@ -255,13 +261,13 @@ std::vector<Group> make_groups(const YAML::Node& table, const models::Cluster& c
     for (const char* algo : kAlgorithms) {
       if (!has_protocol(algo, p)) continue;
       for (const char* cls : kClasses) {
-        latency_group(fmt::format("step_overhead {} {} ({})", cls, planner::to_string(p), algo), {algo}, p, cls);
+        latency_group(fmt::format("step_overhead {} {} ({})", cls, planner::to_string(p), algo), {algo}, {p}, cls);
       }
-      latency_group(fmt::format("base_latency {} ({})", planner::to_string(p), algo), {algo}, p, nullptr);
+      latency_group(fmt::format("base_latency {} ({})", planner::to_string(p), algo), {algo}, {p}, nullptr);
     }
   }
   for (Group& g : groups)
-    if (g.offset && g.members.size() == 1 && g.name.find("(all algorithms)") == std::string::npos) g.refinement = true;
+    if (g.offset && g.name.find("(all ") == std::string::npos) g.refinement = true;
   return groups;
 }
 
@@ -496,7 +502,7 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
   std::vector<std::string> notes(G);
   std::vector<std::set<std::size_t>> moved(G);  // fitted rows each group moves at the fitted values
   // Columns of the Jacobian for the groups a fitted row uses at `at` (forward differences).
-  const auto jacobian = [&](const std::vector<double>& at, const Simulated& sim, std::vector<std::size_t>& active) {
+  const auto jacobian = [&](const std::vector<double>& at, const Simulated& sim, std::vector<std::size_t>& active, bool refinements) {
     std::set<std::pair<std::string, Protocol>> chosen;
     std::map<Protocol, std::set<std::string>> algorithms_of;
     for (std::size_t i : fit_rows) {
@@ -507,7 +513,7 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
     for (std::size_t g = 0; g < G; ++g) {
       bool used = groups[g].used_by.empty();
       for (const auto& u : groups[g].used_by) {
-        const bool separable = !groups[g].refinement || algorithms_of[u.second].size() > 1;
+        const bool separable = !groups[g].refinement || refinements || algorithms_of[u.second].size() > 1;
         used = used || (chosen.count(u) != 0 && separable);
       }
       if (used) active.push_back(g);
@@ -540,7 +546,11 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
       const std::size_t g = active[c];
       Eigen::VectorXd col = J.col(static_cast<Eigen::Index>(c));
       const double norm = col.norm();
-      if (norm == 0.0) continue;
+      // Material only: a typical move (1 us of latency, 10 % of a bandwidth figure) must change
+      // some fitted row by at least 0.1 % — an efficiency that tiny messages barely feel is not
+      // constrained by them, however distinct its (minute) effect.
+      const double typical = groups[g].offset ? 1e-6 : 0.1 * std::max(theta[g], 1e-3);
+      if (norm == 0.0 || col.cwiseAbs().maxCoeff() * typical < options.materiality) continue;
       col /= norm;
       Eigen::VectorXd rest = col;
       if (basis.cols() > 0) rest = col - basis * (basis.transpose() * col);
@@ -569,7 +579,7 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
   for (int it = 0; it < options.max_iterations; ++it) {
     result.iterations = it + 1;
     std::vector<std::size_t> active;
-    const Eigen::MatrixXd J = jacobian(theta, current, active);
+    const Eigen::MatrixXd J = jacobian(theta, current, active, false);
     const std::vector<std::size_t> free_cols = separable(J, active, false);
     if (free_cols.empty()) break;
     Eigen::VectorXd w(static_cast<Eigen::Index>(R));  // IRLS weights, square-rooted
@@ -643,7 +653,7 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
   // What the fitted table's rows depend on, and what the rows could not separate.
   {
     std::vector<std::size_t> active;
-    const Eigen::MatrixXd J = jacobian(theta, current, active);
+    const Eigen::MatrixXd J = jacobian(theta, current, active, true);
     (void)separable(J, active, true);
     for (std::size_t c = 0; c < active.size(); ++c) {
       for (std::size_t j = 0; j < R; ++j)
@@ -661,6 +671,10 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
   }
   int fitted_groups = 0;
   for (std::size_t g = 0; g < G; ++g) fitted_groups += status[g] == CalibrationParameter::Status::Fitted ? 1 : 0;
+  if (std::getenv("CCSIM_CALIBRATE_TRACE")) {
+    for (std::size_t g = 0; g < G; ++g)
+      if (status[g] == CalibrationParameter::Status::Fitted) fmt::print(stderr, "fitted {} = {} rows {}\n", groups[g].name, theta[g], moved[g].size());
+  }
   if (static_cast<std::size_t>(fitted_groups) > R) {
     throw CalibrationError(fmt::format("{} fitted rows cannot determine the {} parameters this fit needs; measure more sizes or hold out fewer",
                                        R, fitted_groups));

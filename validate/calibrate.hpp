@@ -98,6 +98,9 @@ struct CalibrateOptions {
   /// A group is separable when the part of its (normalised) effect on the fitted rows that the
   /// groups fitted before it cannot produce has norm ≥ this (sine of the angle to their span).
   double separability = 0.2;
+  /// A group is constrained by the rows only when a typical move of it (1 us of latency, 10 %
+  /// of a bandwidth figure) changes some fitted row's time by at least this fraction.
+  double materiality = 1e-3;
   int threads = 0;  ///< Jacobian columns evaluated in parallel; 0: hardware threads
   /// Scale c of the Cauchy loss on relative residuals (0.1: rows about 10 % off weigh half);
   /// 0 for plain least squares. nccl-tests' first sizes often carry warm-up effects.
