@@ -55,9 +55,20 @@ LeastSquaresResult fit_bounded_least_squares(const std::vector<BoundedParameter>
     bool accepted = false;
     while (!accepted && out.iterations < max_iterations && lambda < 1e12) {
       ++out.iterations;
+      // Unknowns held at a bound by the gradient are left out of the step (active set), so
+      // that projecting the others does not zig-zag along the bound.
       Eigen::MatrixXd damped = A;
-      for (Eigen::Index i = 0; i < n; ++i) damped(i, i) += lambda * std::max(A(i, i), 1e-12);
-      const Eigen::VectorXd step = damped.ldlt().solve(-g);
+      Eigen::VectorXd rhs = -g;
+      for (Eigen::Index i = 0; i < n; ++i) {
+        damped(i, i) += lambda * std::max(A(i, i), 1e-12);
+        if ((x(i) <= lo(i) && g(i) > 0) || (x(i) >= hi(i) && g(i) < 0)) {
+          damped.row(i).setZero();
+          damped.col(i).setZero();
+          damped(i, i) = 1.0;
+          rhs(i) = 0.0;
+        }
+      }
+      const Eigen::VectorXd step = damped.ldlt().solve(rhs);
       const Eigen::VectorXd trial = (x + step).cwiseMax(lo).cwiseMin(hi);
       const Eigen::VectorXd rt = eval(trial);
       const double trial_cost = 0.5 * rt.squaredNorm();
@@ -69,7 +80,7 @@ LeastSquaresResult fit_bounded_least_squares(const std::vector<BoundedParameter>
         cost = trial_cost;
         lambda = std::max(lambda / 3.0, 1e-9);
         accepted = true;
-        if (gain < 1e-12 || moved < 1e-10 * (1.0 + x.norm())) out.converged = true;
+        if (gain < 1e-10 || moved < 1e-9 * (1.0 + x.norm())) out.converged = true;
       } else {
         lambda *= 4.0;
       }

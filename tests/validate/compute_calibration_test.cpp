@@ -149,3 +149,64 @@ TEST_CASE("compute calibration: step times generated from known constants recove
     CHECK(r.steps.mape_fit_after < 5.0);
   }
 }
+
+namespace {
+
+/// GEMM shapes on H100 (132 SMs, 128x256 tiles): large square and MLP-like GEMMs (tile-math
+/// bound: gemm_efficiency), short k loops (gemm_k_overhead), and small ones (kernel_overhead).
+const std::vector<std::string> kGemmShapes = {"8192,8192,8192", "4096,4096,4096", "4096,14336,4096", "16384,4096,1024",
+                                              "2048,2048,512",  "1024,1024,256",  "512,512,128",     "128,128,128",
+                                              "2048,8192,256",  "8192,8192,192",  "256,256,64",      "4096,4096,128"};
+
+std::string synthetic_gemm(const test::TempDir& dir, const planner::ComputeCalibration& c, double amplitude) {
+  std::string csv = "m,n,k,dtype,seconds\n";
+  for (const auto& s : kGemmShapes) csv += s + ",bf16,1\n";
+  const std::vector<validate::GemmRow> rows = validate::read_gemm_table(dir.write("gemm.csv", csv));
+  const models::GpuSpec gpu = test::shipped_catalog().gpu(std::string("H100-SXM5"));
+  const std::vector<double> t = validate::gemm_times(rows, gpu, c);
+  csv = "# synthetic GEMM benchmark\nm,n,k,dtype,seconds\n";
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    csv += fmt::format("{},bf16,{:.17g}\n", kGemmShapes[i], t[i] * (1.0 + noise(static_cast<int>(i) + 100, amplitude)));
+  return dir.write("gemm.csv", csv);
+}
+
+}  // namespace
+
+TEST_CASE("compute calibration: a GEMM table generated from known constants recovers them", "[validate][calibration]") {
+  test::TempDir dir;
+  // GEMM truth: gemm_efficiency 0.75, gemm_k_overhead 96 elements, kernel_overhead 5 us (the
+  // table's H100 entry: 0.80, 128, 2 us); the step times come from the same GEMM constants.
+  // memory_efficiency stays the table's 0.8: the GEMM fit times its memory-bound shapes
+  // (256x256x64, 4096x4096x128) at the table's value.
+  planner::ComputeCalibration t = truth();
+  t.memory_efficiency = 0.8;
+  t.gemm_efficiency = 0.75;
+  t.gemm_k_overhead = 96;
+  t.kernel_overhead = 5e-6;
+  const auto fit = [&](double amplitude) {
+    validate::ComputeCalibrationRequest r = request_for(synthetic_steps(dir, kRows, t, 0.0));
+    r.gemm = synthetic_gemm(dir, t, amplitude);
+    return validate::fit_compute_calibration(r);
+  };
+  SECTION("noise-free: within 1 %, and the step times fit only the constants the GEMMs leave") {
+    const auto r = fit(0.0);
+    REQUIRE(r.gemm);
+    CHECK(constant(*r.gemm, ComputeConstant::GemmEfficiency).after == Approx(0.75).epsilon(0.01));
+    CHECK(constant(*r.gemm, ComputeConstant::GemmKOverhead).after == Approx(96).epsilon(0.01));
+    CHECK(constant(*r.gemm, ComputeConstant::KernelOverhead).after == Approx(5e-6).epsilon(0.01));
+    CHECK(r.gemm->mape_fit_after < 0.1);
+    CHECK_FALSE(constant(r.steps, ComputeConstant::GemmEfficiency).fitted);
+    CHECK(constant(r.steps, ComputeConstant::GemmEfficiency).reason == "fitted to the GEMM table instead");
+    CHECK(constant(r.steps, ComputeConstant::AttentionEfficiency).after == Approx(0.60).epsilon(0.01));
+    CHECK(constant(r.steps, ComputeConstant::MemoryEfficiency).after == Approx(0.80).epsilon(0.01));
+    CHECK(r.fitted.gemm_efficiency == constant(*r.gemm, ComputeConstant::GemmEfficiency).after);
+  }
+  SECTION("5 % deterministic noise: gemm_efficiency within 5 %, the overheads within 30 %") {
+    // Measured: gemm_efficiency 0.6 %, gemm_k_overhead 16 %, kernel_overhead 3 %; budgets about 2-8x.
+    const auto r = fit(0.05);
+
+    CHECK(constant(*r.gemm, ComputeConstant::GemmEfficiency).after == Approx(0.75).epsilon(0.05));
+    CHECK(constant(*r.gemm, ComputeConstant::GemmKOverhead).after == Approx(96).epsilon(0.30));
+    CHECK(constant(*r.gemm, ComputeConstant::KernelOverhead).after == Approx(5e-6).epsilon(0.30));
+  }
+}
