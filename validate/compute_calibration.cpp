@@ -89,12 +89,15 @@ double mape(const std::vector<RowResult>& rows, const std::vector<int>& which, b
 
 using Simulate = std::function<std::vector<double>(const ComputeCalibration&)>;
 
-/// Fits `candidates` (in order) of `start` to `measured` on rows `fit`; fills `table` and the
-/// fitted values into `fitted`.
+/// Fits `candidates` (in order) to `measured` on the table's fit rows; fills `table` and writes
+/// the fitted values into `fitted`.
+/// `table` is the starting table (the rows' "before"); `fitted` comes in with the constants
+/// fitted so far (by the GEMM table), which the sensitivities and the fit start from.
 void fit_table(const std::vector<ComputeConstant>& candidates, const Simulate& simulate, const std::vector<double>& measured,
-               const std::string& source, ComputeCalibration& fitted, TableFit& table) {
+               const std::string& source, const ComputeCalibration& table_start, ComputeCalibration& fitted, TableFit& table) {
   const ComputeCalibration start = fitted;
   const std::vector<double> base = simulate(start);
+  const std::vector<double> before = simulate(table_start);
   const auto nfit = static_cast<Eigen::Index>(table.fit_rows.size());
   // Sensitivity columns: relative change of each fitted row per relative change of the constant.
   std::vector<ComputeConstant> moving;
@@ -180,7 +183,7 @@ void fit_table(const std::vector<ComputeConstant>& candidates, const Simulate& s
   }
   const std::vector<double> after = simulate(fitted);
   for (std::size_t i = 0; i < table.rows.size(); ++i) {
-    table.rows[i].before = base[i];
+    table.rows[i].before = before[i];
     table.rows[i].after = after[i];
   }
   table.mape_fit_before = mape(table.rows, table.fit_rows, false);
@@ -407,7 +410,7 @@ ComputeCalibrationResult fit_compute_calibration(const ComputeCalibrationRequest
     }
     const models::GpuSpec gpu = model.gpu();
     fit_table({ComputeConstant::GemmEfficiency, ComputeConstant::GemmKOverhead, ComputeConstant::KernelOverhead},
-              [&](const ComputeCalibration& c) { return gemm_times(gemms, gpu, c); }, measured, "GEMM table", result.fitted, g);
+              [&](const ComputeCalibration& c) { return gemm_times(gemms, gpu, c); }, measured, "GEMM table", result.start, result.fitted, g);
     result.gemm = std::move(g);
     // The GEMM table fixed these; the step times fit the rest.
     step_candidates = {ComputeConstant::AttentionEfficiency, ComputeConstant::AttentionBackwardEfficiency, ComputeConstant::MemoryEfficiency};
@@ -424,7 +427,7 @@ ComputeCalibrationResult fit_compute_calibration(const ComputeCalibrationRequest
     s.rows.push_back({static_cast<int>(i), row.line, row.text.empty() ? "(scenario)" : row.text, row.seconds, 0, 0, held});
     measured.push_back(row.seconds);
   }
-  fit_table(step_candidates, std::ref(model), measured, "step times", result.fitted, s);
+  fit_table(step_candidates, std::ref(model), measured, "step times", result.start, result.fitted, s);
   if (result.gemm) {
     for (ComputeConstant k : {ComputeConstant::GemmEfficiency, ComputeConstant::GemmKOverhead, ComputeConstant::KernelOverhead}) {
       s.constants.push_back({k, constant_slot(result.start, k), constant_slot(result.fitted, k), false, "step times",
@@ -529,8 +532,9 @@ std::string compute_calibration_yaml(const ComputeCalibrationResult& result, con
   y += not_fitted.empty() ? "  not_fitted: {}\n" : "  not_fitted:\n" + not_fitted;
   y += "  mape:\n";
   const auto m = [&](const std::string& name, const TableFit& t) {
-    y += fmt::format("    {}: {{fit_before: {:.4g}, fit_after: {:.4g}, holdout_before: {:.4g}, holdout_after: {:.4g}}}  # percent\n", name,
-                     t.mape_fit_before, t.mape_fit_after, t.mape_holdout_before, t.mape_holdout_after);
+    y += fmt::format("    {}: {{fit_before: {:.4g}, fit_after: {:.4g}", name, t.mape_fit_before, t.mape_fit_after);
+    if (!t.holdout_rows.empty()) y += fmt::format(", holdout_before: {:.4g}, holdout_after: {:.4g}", t.mape_holdout_before, t.mape_holdout_after);
+    y += "}  # percent\n";
   };
   if (result.gemm) m("gemm", *result.gemm);
   m("step_times", result.steps);
