@@ -197,6 +197,7 @@ std::pair<std::vector<int>, std::vector<int>> split_holdout(const std::string& s
     }
   }
   for (int i = 0; i < rows; ++i) (chosen.count(i) != 0 ? held : fit).push_back(i);
+  if (fit.empty()) throw InputError({"<command line>", 0, 0}, "--holdout", "a holdout that leaves rows to fit", models::quote_token(spec));
   return {fit, held};
 }
 

@@ -11,9 +11,10 @@
 //   overrides  `key=value;key=value` (may be empty: the scenario as it is). A key is a dotted
 //              path into the scenario YAML, as Megatron-style configs are written
 //              (`strategy.tp`, `workload.micro_batch_size`, `cluster.fabric.oversubscription`);
-//              the value is read as a YAML scalar (`8`, `true`, `fp8`, `[mlp, core_attn]`).
-//              Setting strategy.tp, pp or cp without strategy.dp derives dp from the GPU count
-//              (Megatron: dp = world / (tp·pp·cp)).
+//              a number indexes a list (`cluster.nodes.0.count`); the value is read as YAML
+//              (`8`, `true`, `fp8`, `[mlp, core_attn]`). Setting strategy.tp, pp or cp or a
+//              cluster key without strategy.dp derives dp from the GPU count (Megatron:
+//              dp = world / (tp·pp·cp)); validate/step_time_model.hpp applies them.
 //   step_time  seconds: a plain number (`0.0123`) or a time with a unit (`12.3ms`, `850us`), > 0.
 // GEMM table (`m,n,k,dtype,seconds`): one GEMM C[m×n] = A[m×k]·B[k×n] per row, m, n, k positive
 //   integers, dtype bf16 | fp16 | fp8 | fp32, seconds as step_time.
@@ -56,7 +57,8 @@ double parse_measured_time(const std::string& text, const std::string& file, int
 /// Splits rows 0 .. rows−1 (0-based data rows, in file order) into (fit, holdout) by `spec`:
 /// "alternate" (fit 0, 2, 4, ...; hold out 1, 3, ...; with a single row it is fitted), "none"
 /// (fit all), or a comma-separated list of row numbers to hold out ("1,4"). Throws
-/// models::InputError (key `--holdout`) for an unknown word, a number out of range or repeated.
+/// models::InputError (key `--holdout`) for an unknown word, a number out of range or repeated,
+/// or a list that holds out every row.
 std::pair<std::vector<int>, std::vector<int>> split_holdout(const std::string& spec, int rows);
 
 /// Lowercase hex SHA-256 of the file's bytes (OpenSSL EVP). Throws models::InputError when the

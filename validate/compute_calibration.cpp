@@ -1,14 +1,9 @@
 #include "validate/compute_calibration.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
 
@@ -16,15 +11,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include "models/atomic_file.hpp"
-#include "models/catalog.hpp"
 #include "models/input_error.hpp"
 #include "models/numbers.hpp"
-#include "models/scenario.hpp"
-#include "models/temp_files.hpp"
 #include "models/text_table.hpp"
 #include "models/workload/builder.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/serving.hpp"
 #include "validate/calibration_inputs.hpp"
 #include "validate/least_squares.hpp"
 
@@ -192,95 +182,6 @@ void fit_table(const std::vector<ComputeConstant>& candidates, const Simulate& s
   table.mape_holdout_after = mape(table.rows, table.holdout_rows, true);
 }
 
-/// One step-times row's simulation: its scenario, cluster and runner (which keeps the lowered
-/// communication ops between candidate constants).
-struct StepCase {
-  models::Scenario scenario;
-  models::Cluster cluster;
-  planner::CostModel costs;
-  std::unique_ptr<planner::WorkloadRunner> runner;
-};
-
-/// Sets `key` (dotted path) in `doc` to the YAML scalar `value`.
-void apply_override(YAML::Node doc, const std::string& key, const std::string& value, const std::string& file, int line) {
-  YAML::Node node;
-  try {
-    node = YAML::Load(value);
-  } catch (const YAML::Exception& e) {
-    throw InputError({file, line, 0}, key, "a YAML scalar value", models::quote_token(value), e.msg);
-  }
-  if (value.empty() || !node || node.IsNull()) throw InputError({file, line, 0}, key, "a value after '='", "none");
-  std::vector<std::string> parts;
-  std::size_t pos = 0;
-  while (true) {
-    const std::size_t dot = key.find('.', pos);
-    parts.push_back(key.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos));
-    if (dot == std::string::npos) break;
-    pos = dot + 1;
-  }
-  YAML::Node cur = doc;
-  std::string path;
-  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-    path += (path.empty() ? "" : ".") + parts[i];
-    YAML::Node next = cur[parts[i]];
-    if (!next.IsDefined() || next.IsNull()) {
-      next = YAML::Node(YAML::NodeType::Map);
-      cur[parts[i]] = next;
-    }
-    if (!next.IsMap()) {
-      throw InputError({file, line, 0}, key, fmt::format("a key path through maps of the scenario ({} is not a map)", path),
-                       models::quote_token(key));
-    }
-    cur.reset(next);
-  }
-  cur[parts.back()] = node;
-}
-
-std::unique_ptr<StepCase> make_case(const YAML::Node& base, const StepTimeRow& row, const std::string& file, const models::Catalog& catalog,
-                                    const ComputeCalibration& start) {
-  YAML::Node doc = YAML::Clone(base);
-  bool layout = false, dp = false;
-  for (const auto& [key, value] : row.overrides) {
-    apply_override(doc, key, value, file, row.line);
-    layout = layout || key == "strategy.tp" || key == "strategy.pp" || key == "strategy.cp";
-    dp = dp || key == "strategy.dp";
-  }
-  // Megatron derives the data-parallel size: dp = world / (tp·pp·cp).
-  if (layout && !dp && doc["strategy"].IsMap()) doc["strategy"].remove("dp");
-  YAML::Emitter emitter;
-  emitter << doc;
-  static std::atomic<int> counter{0};
-  const std::string path =
-      (std::filesystem::temp_directory_path() / fmt::format("ccsim-calibrate-{}-{}.yaml", ::getpid(), counter++)).string();
-  auto c = std::make_unique<StepCase>();
-  {
-    const models::TempFileGuard guard(path);
-    {
-      std::ofstream out(path);
-      out << emitter.c_str() << "\n";
-      if (!out) throw models::OutputError("cannot write the temporary scenario " + path);
-    }
-    try {
-      c->scenario = models::load_scenario(path, catalog);
-    } catch (const InputError& e) {
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
-      throw InputError({file, row.line, 0}, e.key(), e.expected(), e.found(),
-                       fmt::format("in the scenario with this row's overrides ({}){}", row.text, e.hint().empty() ? "" : "; " + e.hint()));
-    }
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-  }
-  c->cluster = models::build_cluster(c->scenario.cluster);
-  c->costs = planner::CostModel::load(planner::CostModel::default_path(c->cluster));
-  c->runner = std::make_unique<planner::WorkloadRunner>(c->scenario, c->cluster, c->costs, start, c->scenario.simulation.engine);
-  if (c->scenario.workload->phase != "training_step") {
-    c->runner->set_serving(planner::ServingCalibration::load(planner::ServingCalibration::default_path(),
-                                                             c->cluster.spec.groups.front().node.gpu.name));
-  }
-  return c;
-}
-
 std::string seconds_text(double s) {
   if (s >= 1) return fmt::format("{:.4g} s", s);
   if (s >= 1e-3) return fmt::format("{:.4g} ms", s * 1e3);
@@ -293,76 +194,6 @@ std::string value_text(ComputeConstant k, double v) {
 }
 
 }  // namespace
-
-struct StepTimeModel::Impl {
-  models::Catalog catalog;
-  std::string file;
-  std::vector<StepTimeRow> rows;
-  std::vector<std::unique_ptr<StepCase>> cases;
-  models::GpuSpec gpu;
-};
-
-StepTimeModel::StepTimeModel(const std::string& scenario_path, const std::string& step_times) : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
-  m.file = step_times;
-  m.rows = read_step_times(step_times);
-  m.catalog = models::Catalog::load(models::Catalog::default_dir());
-  const models::Scenario scenario = models::load_scenario(scenario_path, m.catalog);
-  if (!scenario.workload) {
-    throw InputError({scenario_path, 0, 0}, "workload", "a workload section (model, phase, ...) to simulate the measured steps",
-                     "a scenario without one");
-  }
-  m.gpu = scenario.cluster.groups.front().node.gpu;
-  // The rows' base: the scenario merged with its includes (effective_yaml), keeping of the
-  // workload, strategy and simulation settings only those the user's files write, so that
-  // derived values (dp, global_batch_size) are derived again for each row's overrides.
-  YAML::Node base = YAML::Load(models::effective_yaml(scenario));
-  for (const char* section : {"workload", "strategy", "simulation"}) {
-    const YAML::Node& cbase = base;
-    if (!cbase[section].IsDefined() || !cbase[section].IsMap()) continue;
-    std::vector<std::string> derived;
-    for (const auto& kv : cbase[section]) {
-      const auto key = kv.first.as<std::string>();
-      const bool written = std::any_of(scenario.layers.begin(), scenario.layers.end(), [&](const models::YamlSource& layer) {
-        const YAML::Node& doc = layer.node;
-        if (!doc.IsMap()) return false;
-        const YAML::Node sec = doc[section];
-        return sec.IsDefined() && sec.IsMap() && sec[key].IsDefined();
-      });
-      if (!written) derived.push_back(key);
-    }
-    for (const auto& key : derived) base[section].remove(key);
-  }
-  for (const StepTimeRow& row : m.rows) {
-    m.cases.push_back(make_case(base, row, step_times, m.catalog, ComputeCalibration{}));
-    const std::string row_gpu = m.cases.back()->cluster.spec.groups.front().node.gpu.name;
-    if (row_gpu != m.gpu.name) {
-      throw InputError({step_times, row.line, 0}, "overrides", "a cluster of the scenario's GPU " + m.gpu.name, models::quote_token(row_gpu),
-                       "one calibration fits one GPU");
-    }
-  }
-}
-
-StepTimeModel::~StepTimeModel() = default;
-
-const std::vector<StepTimeRow>& StepTimeModel::rows() const { return impl_->rows; }
-
-const models::GpuSpec& StepTimeModel::gpu() const { return impl_->gpu; }
-
-std::vector<double> StepTimeModel::operator()(const ComputeCalibration& c) {
-  Impl& m = *impl_;
-  std::vector<double> t;
-  for (std::size_t i = 0; i < m.cases.size(); ++i) {
-    m.cases[i]->runner->set_compute(c);
-    const planner::WorkloadResult r = m.cases[i]->runner->run();
-    if (!r.feasible) {
-      throw InputError({m.file, m.rows[i].line, 0}, "overrides", "a layout whose memory fits the GPU",
-                       models::quote_token(m.rows[i].text) + " (out of memory)");
-    }
-    t.push_back(r.step_time);
-  }
-  return t;
-}
 
 std::vector<double> gemm_times(const std::vector<GemmRow>& rows, const models::GpuSpec& gpu, const ComputeCalibration& c) {
   std::vector<double> t;

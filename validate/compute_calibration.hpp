@@ -31,6 +31,7 @@
 
 #include "planner/workload_runner.hpp"
 #include "validate/calibration_inputs.hpp"
+#include "validate/step_time_model.hpp"
 
 namespace ccsim::validate {
 
@@ -95,31 +96,6 @@ struct ComputeCalibrationResult {
   planner::ComputeCalibration fitted;        ///< `start` with the fitted constants
   std::optional<TableFit> gemm;              ///< when a GEMM table was given
   TableFit steps;
-};
-
-/// The simulator as a function of the compute constants: every step-times row's step simulated
-/// on the scenario with the row's overrides (planner::WorkloadRunner, as `ccsim run`), its
-/// lowered communication kept between calls.
-class StepTimeModel {
- public:
-  /// Reads the rows and builds each row's scenario, cluster and runner. Throws models::InputError
-  /// for a bad CSV, a scenario without a workload, an override the scenario loader rejects (at
-  /// the CSV's file:line, with the loader's key, expected and found), or a row on another GPU.
-  StepTimeModel(const std::string& scenario, const std::string& step_times);
-  ~StepTimeModel();
-  StepTimeModel(const StepTimeModel&) = delete;
-  StepTimeModel& operator=(const StepTimeModel&) = delete;
-  const std::vector<StepTimeRow>& rows() const;
-  /// The scenario's (first node group's) GPU: the one the calibration is for.
-  const models::GpuSpec& gpu() const;
-  /// Simulated step time of every row with the constants `c`, seconds (TTFT for prefill, TPOT
-  /// for decode, as WorkloadResult::step_time). Throws models::InputError at the row's line when
-  /// its layout does not fit in the GPU's memory.
-  std::vector<double> operator()(const planner::ComputeCalibration& c);
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
 };
 
 /// Time of each GEMM row as one GEMM op (batch 1, 2·m·n·k FLOPs) through planner::estimate_compute, seconds.

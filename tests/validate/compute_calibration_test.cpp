@@ -226,6 +226,7 @@ TEST_CASE("compute calibration: holdout splits", "[validate][calibration]") {
     CHECK(e.key() == "--holdout");
     CHECK(e.expected() == "alternate, none, or a comma-separated list of row numbers 0..5 to hold out");
   }
+  CHECK(input_error([] { validate::split_holdout("0,1", 2); }).expected() == "a holdout that leaves rows to fit");
   SECTION("the fit sees only the fitted rows; the held-out rows are predicted") {
     // Noise-free rows from the truth: the held-out rows (1, 3, 5, ...) are reproduced by the
     // constants fitted on the others (MAPE < 0.1 %), though the starting table misses them by > 5 %.
@@ -338,6 +339,21 @@ TEST_CASE("compute calibration: bad CSV input names the file and line", "[valida
   }
   SECTION("an override value the scenario rejects") {
     const models::InputError e = steps_error("overrides,step_time\n\"strategy.tp=3\",1\n");
+    CHECK(e.where().line == 2);
+    CHECK_THAT(e.key(), Catch::StartsWith("strategy"));
+  }
+  SECTION("a list index: another GPU is refused, an index past the list is an error") {
+    // cluster.nodes.0.node = hgx-h200 (8 x H200-SXM): a calibration fits one GPU.
+    const models::InputError gpu = steps_error("overrides,step_time\n\"\",1\n\"cluster.nodes.0.node=hgx-h200\",1\n");
+    CHECK(gpu.where().line == 3);
+    CHECK(gpu.expected() == "a cluster of the scenario's GPU H100-SXM5");
+    CHECK(gpu.found() == "'H200-SXM'");
+    const models::InputError index = steps_error("overrides,step_time\n\"cluster.nodes.1.count=2\",1\n");
+    CHECK(index.key() == "cluster.nodes.1.count");
+    CHECK(index.expected() == "an index 0..0 into the list cluster.nodes");
+  }
+  SECTION("strategy.dp given with the layout stays as given (and must match the GPUs)") {
+    const models::InputError e = steps_error("overrides,step_time\n\"strategy.tp=4;strategy.dp=1\",1\n");
     CHECK(e.where().line == 2);
     CHECK_THAT(e.key(), Catch::StartsWith("strategy"));
   }
