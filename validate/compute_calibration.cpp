@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <numbers>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -79,15 +80,15 @@ double mape(const std::vector<RowResult>& rows, const std::vector<int>& which, b
 
 using Simulate = std::function<std::vector<double>(const ComputeCalibration&)>;
 
-/// Fits `candidates` (in order) to `measured` on the table's fit rows; fills `table` and writes
-/// the fitted values into `fitted`.
-/// `table` is the starting table (the rows' "before"); `fitted` comes in with the constants
-/// fitted so far (by the GEMM table), which the sensitivities and the fit start from.
+/// Fits `candidates` (in order) to `measured` (seconds per row) on `table.fit_rows`; fills
+/// `table` (constants, rows, MAPE) and writes the fitted values into `fitted`, which comes in
+/// with the constants fitted so far (by the GEMM table): the sensitivities and the fit start
+/// there. `shipped` is the starting table, the rows' "before".
 void fit_table(const std::vector<ComputeConstant>& candidates, const Simulate& simulate, const std::vector<double>& measured,
-               const std::string& source, const ComputeCalibration& table_start, ComputeCalibration& fitted, TableFit& table) {
+               const std::string& source, const ComputeCalibration& shipped, ComputeCalibration& fitted, TableFit& table) {
   const ComputeCalibration start = fitted;
   const std::vector<double> base = simulate(start);
-  const std::vector<double> before = simulate(table_start);
+  const std::vector<double> before = simulate(shipped);
   const auto nfit = static_cast<Eigen::Index>(table.fit_rows.size());
   // Sensitivity columns: relative change of each fitted row per relative change of the constant.
   std::vector<ComputeConstant> moving;
@@ -104,7 +105,7 @@ void fit_table(const std::vector<ComputeConstant>& candidates, const Simulate& s
     for (Eigen::Index j = 0; j < nfit; ++j) {
       const auto row = static_cast<std::size_t>(table.fit_rows[static_cast<std::size_t>(j)]);
       largest = std::max(largest, std::abs(t[row] - base[row]) / base[row]);
-      col(j) = (t[row] - base[row]) / base[row] / ((p - v) / std::max(std::abs(v), 1e-300));
+      col(j) = (t[row] - base[row]) / base[row] / (v != 0 ? (p - v) / std::abs(v) : 1.0);
     }
     if (!(largest > 1e-9)) {
       cf.reason = "no fitted row's simulated time moves when it changes by 10 %: the rows do not constrain it";
@@ -138,7 +139,7 @@ void fit_table(const std::vector<ComputeConstant>& candidates, const Simulate& s
       for (auto& cf : table.constants)
         if (cf.constant == moving[i])
           cf.reason = fmt::format("cannot be separated from {} by these rows (sensitivity within {:.1f}° of theirs); kept at its table value",
-                                  with, std::asin(std::min(1.0, rest.norm())) * 180.0 / M_PI);
+                                  with, std::asin(std::min(1.0, rest.norm())) * 180.0 / std::numbers::pi);
       continue;
     }
     basis.push_back(rest.normalized());

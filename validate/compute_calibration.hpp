@@ -5,7 +5,9 @@
 //
 // * a GEMM benchmark (`m,n,k,dtype,seconds`, validate/calibration_inputs.hpp) fits
 //   gemm_efficiency, gemm_k_overhead and kernel_overhead directly through
-//   planner::estimate_compute of one GEMM op per row (every row is fitted);
+//   planner::estimate_compute of one GEMM op per row (every row is fitted; the GPU is the
+//   scenario's). Memory-bound shapes (small k) are timed at the table's memory_efficiency,
+//   which only the step times fit: a GEMM table of compute-bound shapes fits best;
 // * measured step times (`overrides,step_time`) fit the constants the GEMM table did not:
 //   gemm_efficiency, attention_efficiency, attention_backward_efficiency, memory_efficiency and
 //   kernel_overhead (in that order); each row's step is simulated by planner::WorkloadRunner on
@@ -18,6 +20,10 @@
 // the constant) lies within kSeparationSine of the span of the columns of the constants before
 // it cannot be separated from them by these rows, and keeps its table value. Both are reported,
 // with the reason, in the report and in the written table's provenance.
+//
+// Least squares: residual of a row = simulated / measured − 1, minimized by
+// fit_bounded_least_squares from the table's values. The GEMM fit runs first, then the step fit
+// from its result. `kSeparationSine` and the 10 % probe are this file's choices, not sources.
 //
 // Bounds: efficiencies in [0.01, 1] (the loader's range; physically (0, 1]), kernel_overhead in
 // [0, 1 ms], gemm_k_overhead in [0, 65536] elements.
