@@ -36,7 +36,8 @@ struct CsvLine {
 std::vector<CsvLine> csv_lines(const std::string& text, const std::string& file) {
   std::vector<CsvLine> out;
   int line = 0;
-  std::size_t pos = 0;
+  // A UTF-8 byte order mark (spreadsheet exports) is not part of the header.
+  std::size_t pos = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
   while (pos < text.size()) {
     std::size_t end = text.find('\n', pos);
     if (end == std::string::npos) end = text.size();

@@ -26,6 +26,13 @@ using planner::ComputeCalibration;
 
 namespace {
 
+/// An error about the scenario with a row's overrides (its file is a removed temporary one),
+/// placed at the row's line of the CSV file.
+InputError at_row(const InputError& e, const std::string& file, const StepTimeRow& row) {
+  return InputError({file, row.line, 0}, e.key(), e.expected(), e.found(),
+                    fmt::format("in the scenario with this row's overrides ({}){}", row.text, e.hint().empty() ? "" : "; " + e.hint()));
+}
+
 /// One step-times row's simulation: its scenario, cluster and runner (which keeps the lowered
 /// communication ops between candidate constants).
 struct StepCase {
@@ -119,8 +126,7 @@ std::unique_ptr<StepCase> make_case(const YAML::Node& base, const StepTimeRow& r
     } catch (const InputError& e) {
       std::error_code ec;
       std::filesystem::remove(path, ec);
-      throw InputError({file, row.line, 0}, e.key(), e.expected(), e.found(),
-                       fmt::format("in the scenario with this row's overrides ({}){}", row.text, e.hint().empty() ? "" : "; " + e.hint()));
+      throw at_row(e, file, row);
     }
     std::error_code ec;
     std::filesystem::remove(path, ec);
@@ -198,7 +204,12 @@ std::vector<double> StepTimeModel::operator()(const ComputeCalibration& c) {
   std::vector<double> t;
   for (std::size_t i = 0; i < m.cases.size(); ++i) {
     m.cases[i]->runner->set_compute(c);
-    const planner::WorkloadResult r = m.cases[i]->runner->run();
+    planner::WorkloadResult r;
+    try {
+      r = m.cases[i]->runner->run();
+    } catch (const InputError& e) {
+      throw at_row(e, m.file, m.rows[i]);  // e.g. strategy.algorithms naming an algorithm the group cannot run
+    }
     if (!r.feasible) {
       throw InputError({m.file, m.rows[i].line, 0}, "overrides", "a layout whose memory fits the GPU",
                        models::quote_token(m.rows[i].text) + " (out of memory)");
@@ -207,6 +218,5 @@ std::vector<double> StepTimeModel::operator()(const ComputeCalibration& c) {
   }
   return t;
 }
-
 
 }  // namespace ccsim::validate

@@ -391,6 +391,8 @@ TEST_CASE("compute calibration: times, quoting and sha256", "[validate][calibrat
                                                                                {"workload.recompute_modules", "[mlp, core_attn]"}});
   CHECK(rows[0].seconds == Approx(1e-3));
   CHECK(rows[1].overrides.empty());
+  // A spreadsheet's UTF-8 byte order mark before the header is skipped.
+  CHECK(validate::read_step_times(dir.write("bom.csv", "\xEF\xBB\xBFoverrides,step_time\n\"\",3\n")).front().seconds == 3);
   // SHA-256 of "abc" (FIPS 180-2, appendix B.1).
   CHECK(validate::sha256_file(dir.write("abc", "abc")) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
