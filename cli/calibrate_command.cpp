@@ -24,6 +24,7 @@
 #include "models/input_file.hpp"
 #include "planner/cost_model.hpp"
 #include "validate/calibrate.hpp"
+#include "validate/compute_calibration.hpp"
 #include "validate/nccl_tests_log.hpp"
 
 namespace ccsim::cli {
@@ -50,6 +51,7 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateCliOptions& o) {
                 "(sine of the angle, default 0.2)")
       ->check(CLI::Range(1e-6, 1.0));
   c->add_option("--step-times", o.step_times, "CSV of scenario overrides -> measured step time: fit the compute model");
+  c->add_option("--compute-calibration", o.compute_calibration, "compute table the --step-times fit starts from (default: the scenario's, or compute.yaml)");
   c->add_option("--gemm", o.gemm, "CSV of GEMM timings (m,n,k,dtype,seconds): fit the compute model's GEMM constants");
   return c;
 }
@@ -127,7 +129,28 @@ struct LogInfo {
 
 int run_calibrate(const CalibrateCliOptions& o) {
   if (!o.step_times.empty() || !o.gemm.empty()) {
-    throw InputError({"<command line>", 0, 0}, "--step-times", "the compute calibration, which this build does not have yet", "a file");
+    // The compute model (validate/compute_calibration.hpp): one kind of fit per run, as the
+    // two write tables of different formats.
+    if (!o.logs.empty()) {
+      throw InputError({"<command line>", 0, 0}, "logs", "either nccl-tests logs or --step-times / --gemm (one table per run)",
+                       o.logs.front());
+    }
+    if (o.step_times.empty()) {
+      throw InputError({"<command line>", 0, 0}, "--gemm", "--step-times FILE with it (the GEMM table fits the GEMM constants, the step times the rest)",
+                       "--gemm alone");
+    }
+    validate::ComputeCalibrationRequest request;
+    request.scenario = o.scenario;
+    request.step_times = o.step_times;
+    request.gemm = o.gemm;
+    request.holdout = o.holdout;
+    request.out = o.out;
+    // --compute-calibration, else the scenario's simulation.compute_calibration, else compute.yaml.
+    request.compute_table = compute_table(o.compute_calibration, load_scenario_file(o.scenario, o.catalog)).path;
+    std::ostringstream report;
+    validate::calibrate_compute(request, report);
+    std::cout << report.str();
+    return 0;
   }
   if (o.logs.empty()) {
     throw InputError({"<command line>", 0, 0}, "logs", "one or more nccl-tests / rccl-tests logs (or --step-times FILE)", "none");
@@ -207,7 +230,7 @@ int run_calibrate(const CalibrateCliOptions& o) {
   std::vector<const validate::CalibrationParameter*> fitted, separable, unconstrained;
   for (const auto& p : fit.parameters) {
     if (p.status == validate::CalibrationParameter::Status::Fitted) fitted.push_back(&p);
-    else if (p.status == validate::CalibrationParameter::Status::NotSeparable) separable.push_back(&p);
+    else if (p.status == validate::CalibrationParameter::Status::NotSeparable || !p.rows.empty()) separable.push_back(&p);
     else unconstrained.push_back(&p);
   }
   const auto row_sizes = [&](const validate::CalibrationParameter& p) {

@@ -25,6 +25,7 @@ struct CalibrateCliOptions {
   std::string format = "text";
   std::string step_times;
   std::string gemm;
+  std::string compute_calibration;
   std::string loss = "cauchy";
   double separability = 0.2;
 };

@@ -109,7 +109,13 @@ std::string ComputeCalibration::default_path() {
 ComputeCalibration ComputeCalibration::load(const std::string& path, const std::string& gpu) {
   const models::YamlSource doc = models::load_yaml_map_file(path, {"a compute calibration table (like scenarios/calibration/compute.yaml)"});
   const models::Fields root({doc}, "");
-  root.reject_unknown({"source", "defaults", "gpus"});
+  root.reject_unknown({"source", "defaults", "gpus", "provenance"});
+  // A fitted table (`ccsim calibrate`, validate/compute_calibration.hpp) says where its numbers
+  // come from; the block is informational, but its keys are checked like the rest.
+  if (const auto provenance = root.optional_map("provenance")) {
+    provenance->reject_unknown({"tool", "date", "gpu", "inputs", "holdout", "fit_rows", "holdout_rows", "fitted", "not_fitted",
+                                "mape", "gemm_rows"});
+  }
   ComputeCalibration c;
   c.source = root.optional_string("source").value_or("");
   // Bounds: efficiencies of at least 1 % and launch overheads of at most 1 ms keep times sane;

@@ -85,7 +85,9 @@ struct ComputeCalibration {
   double kernel_overhead = 0.0;
   std::string source;
   /// Throws models::InputError (file:line:col, key, expected, found) on a bad table: unknown
-  /// keys, values outside the ranges above, a missing `defaults` map.
+  /// keys, values outside the ranges above, a missing `defaults` map. An optional `provenance`
+  /// map (written by validate::calibrate_compute) is accepted with the keys tool, date, gpu,
+  /// inputs, holdout, fit_rows, holdout_rows, gemm_rows, fitted, not_fitted, mape.
   static ComputeCalibration load(const std::string& path, const std::string& gpu);
   static std::string default_path();
 };
@@ -196,6 +198,9 @@ class WorkloadRunner {
   WorkloadResult run(const std::function<void(std::size_t, std::size_t)>& progress = {});
   /// The serving-engine figures for inference phases (default: ServingCalibration{}).
   void set_serving(ServingCalibration serving) { serving_ = std::move(serving); }
+  /// Replaces the compute constants for the next run(); lowered communication ops stay memoized
+  /// (they do not depend on them), so a calibration fit reruns a step cheaply.
+  void set_compute(ComputeCalibration compute) { compute_ = std::move(compute); }
 
  private:
   CommCost lower(const models::ProgramOp& op, int stage);

@@ -604,6 +604,7 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
       Simulated s = simulate(cluster, apply(base.node, groups, t), rows, want_fit);
       const Eigen::VectorXd rt = residuals(s);
       const double ct = loss(rt);
+      if (std::getenv("CCSIM_CALIBRATE_TRACE")) fmt::print(stderr, "it {} trial {} lambda {:.3g} cost {:.6g} -> {:.6g} free {}\n", it, trial, lambda, cost, ct, free_cols.size());
       if (ct < cost) {
         improved = true;
         const double gain = (cost - ct) / std::max(cost, 1e-30);
@@ -617,7 +618,37 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
         lambda *= 4.0;
       }
     }
-    if (!improved) break;
+    if (!improved) {
+      // The Jacobian of a piecewise-linear simulation is a poor guide at a kink (NCCL's choice
+      // or a pipeline's critical path switching): fall back to a compass search on the free
+      // groups (Kolda, Lewis, Torczon, "Optimization by direct search", SIAM Review 2003),
+      // steps halving from the difference step, and return to Levenberg-Marquardt if it helps.
+      bool moved_any = false;
+      for (double scale = 1.0; scale > 1.0 / 512 && !moved_any; scale /= 2) {
+        for (std::size_t c : free_cols) {
+          const std::size_t g = active[c];
+          const double step = scale * (groups[g].offset ? 0.5e-6 : 0.01 * theta[g]);
+          for (const double sign : {1.0, -1.0}) {
+            std::vector<double> t = theta;
+            t[g] = std::clamp(theta[g] + sign * step, groups[g].lo, groups[g].hi);
+            if (t[g] == theta[g]) continue;
+            Simulated s = simulate(cluster, apply(base.node, groups, t), rows, want_fit);
+            const Eigen::VectorXd rt = residuals(s);
+            const double ct = loss(rt);
+            if (ct < cost) {
+              theta = std::move(t);
+              current = std::move(s);
+              r = rt;
+              cost = ct;
+              moved_any = true;
+              break;
+            }
+          }
+        }
+      }
+      if (!moved_any) break;
+      lambda = 1e-3;
+    }
   }
   };
   // Least squares first, then the robust loss from its solution (the usual start of iteratively
@@ -690,7 +721,9 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
     p.status = status[g];
     p.value = status[g] == CalibrationParameter::Status::Fitted ? theta[g] : neutral_value;
     p.note = notes[g];
-    if (p.status == CalibrationParameter::Status::Unconstrained) p.note = "no fitted row depends on it";
+    if (p.status == CalibrationParameter::Status::Unconstrained) {
+      p.note = moved[g].empty() ? "no fitted row depends on it" : "the fit kept the table's value";
+    }
     for (const Member& m : groups[g].members) {
       // The figure the table holds (several groups may move one figure: shared and per-algorithm offsets).
       YAML::Node v = find_node(result.table, m.address.keys);

@@ -100,18 +100,22 @@ std::vector<CalibrationRow> synthetic_rows(const models::Cluster& cluster, const
 }  // namespace
 
 TEST_CASE("calibrate recovers known table figures from a synthetic log", "[calibrate]") {
-  // Truth: the shipped NCCL table with NVLink steps 3 us slower for LL and LL128 and Simple,
-  // and NVLink4 at 0.70 of its catalog bandwidth instead of 0.824 (a partly fitted bridge).
-  // One 8-GPU H100 NVSwitch node, AllReduce 8 B .. 1 GiB (every 8x): ring / tree / NVLS with
-  // all three protocols are NCCL's candidates.
+  // Truth: the shipped NCCL table with Simple's NVLink steps 3 us slower and NVLink4 at 0.70 of
+  // its catalog bandwidth instead of 0.824 (a partly fitted bridge). One 8-GPU H100 NVSwitch
+  // node, AllReduce 64 KiB .. 1 GiB (every 8x), where NCCL's choice is NVLS (Simple) with both
+  // tables, so the rows pin exactly these two figures.
   const models::Cluster cluster = test::shipped_cluster("dgx-h100-1node.yaml");
   const models::YamlSource base = shipped_table("nccl.yaml");
   models::YamlSource truth{YAML::Clone(base.node), nullptr};
-  add_step_overhead(truth.node, "scale-up", "LL", 3e-6);
-  add_step_overhead(truth.node, "scale-up", "LL128", 3e-6);
   add_step_overhead(truth.node, "scale-up", "Simple", 3e-6);
   truth.node["link_efficiency"]["nvlink4"] = 0.70;
-  const auto sizes = sizes_8B_to(std::uint64_t{1} << 30);
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t b = 64 << 10; b <= (std::uint64_t{1} << 30); b *= 8) sizes.push_back(b);
+  const auto simple_step = [](const validate::CalibrationResult& fit) {
+    const auto& step = parameter(fit, "step_overhead scale-up Simple (all algorithms)");
+    REQUIRE(step.status == CalibrationParameter::Status::Fitted);
+    return step.value;  // seconds added to every algorithm's figure
+  };
 
   SECTION("noise-free: within 1 %") {
     std::vector<CalibrationRow> rows = synthetic_rows(cluster, truth, 8, sizes, 0.0);
@@ -121,52 +125,57 @@ TEST_CASE("calibrate recovers known table figures from a synthetic log", "[calib
     const auto& nvlink = parameter(fit, "link_efficiency nvlink4");
     REQUIRE(nvlink.status == CalibrationParameter::Status::Fitted);
     CHECK(nvlink.members.at(0).after == Approx(0.70).epsilon(0.01));
-    // Every row the truth's protocols produce is predicted as the truth does.
+    CHECK(simple_step(fit) == Approx(3e-6).epsilon(0.01));
     const std::vector<double> truth_times = validate::simulate_rows(cluster, truth, rows);
     for (std::size_t i = 0; i < rows.size(); ++i) CHECK(fit.after[i] == Approx(truth_times[i]).epsilon(0.01));
-    CHECK(validate::calibration_mape(rows, fit.after, true) < 1.0);
-    // The per-step offsets of the protocols the rows chose are recovered where fitted.
-    for (const char* proto : {"LL", "LL128", "Simple"}) {
-      const auto& step = parameter(fit, fmt::format("step_overhead scale-up {} (all algorithms)", proto));
-      if (step.status == CalibrationParameter::Status::Fitted && !step.rows.empty()) {
-        CHECK(step.value == Approx(3e-6).epsilon(0.01));
-      }
-    }
   }
 
-  SECTION("5 % noise: within 5 % for the link, predictions within the noise") {
-    // Tolerance stated for this case: the NVLink4 efficiency within 5 % of 0.70 and the
-    // predictions (MAPE against the noise-free truth) under 3 % with rows off by up to 5 %.
+  SECTION("5 % noise: the link within 2 %, the step within 50 %, predictions within 2 %") {
+    // Stated tolerance: rows off by up to ±5 % (uniform) move the bandwidth figure little (many
+    // large rows pin it) and the 3 us step much more (it is under 1 % of most rows' time).
     std::vector<CalibrationRow> rows = synthetic_rows(cluster, truth, 8, sizes, 0.05);
     validate::assign_holdout(rows, {validate::Holdout::Mode::None, {}});
     const validate::CalibrationResult fit = validate::calibrate(cluster, base, rows);
+    INFO(describe(fit));
     const auto& nvlink = parameter(fit, "link_efficiency nvlink4");
     REQUIRE(nvlink.status == CalibrationParameter::Status::Fitted);
-    CHECK(nvlink.members.at(0).after == Approx(0.70).epsilon(0.05));
+    CHECK(nvlink.members.at(0).after == Approx(0.70).epsilon(0.02));
+    CHECK(simple_step(fit) == Approx(3e-6).epsilon(0.5));
     const std::vector<double> truth_times = validate::simulate_rows(cluster, truth, rows);
     double sum = 0;
     for (std::size_t i = 0; i < rows.size(); ++i) sum += std::fabs(fit.after[i] - truth_times[i]) / truth_times[i];
-    CHECK(sum / static_cast<double>(rows.size()) < 0.03);
+    CHECK(sum / static_cast<double>(rows.size()) < 0.02);
   }
 }
 
 TEST_CASE("calibrate fits only what the rows constrain and says what it cannot separate", "[calibrate]") {
-  // 8 A100s on NVSwitch (no NVLS): small AllReduces are NCCL's LL ring or tree.
+  // 8 A100s on NVSwitch (no NVLS), NVLink steps 5 us slower for every protocol. Three small
+  // sizes: every row is the same LL collective with the same number of steps, so base latency
+  // and per-step overhead move every row alike.
   const models::Cluster cluster = test::shipped_cluster("dgx-a100-1node.yaml");
   const models::YamlSource base = shipped_table("nccl.yaml");
   models::YamlSource truth{YAML::Clone(base.node), nullptr};
   for (const char* proto : {"LL", "LL128", "Simple"}) add_step_overhead(truth.node, "scale-up", proto, 5e-6);
-  // Two small sizes: every row is the same LL ring (or tree) with the same number of steps, so
-  // base latency and per-step overhead move every row alike (relative to its time, nearly so).
-  std::vector<CalibrationRow> rows = synthetic_rows(cluster, truth, 8, {8, 64}, 0.0);
+  std::vector<CalibrationRow> rows = synthetic_rows(cluster, truth, 8, {8, 64, 512}, 0.0);
   validate::assign_holdout(rows, {validate::Holdout::Mode::None, {}});
   const validate::CalibrationResult fit = validate::calibrate(cluster, base, rows);
   INFO(describe(fit));
   CHECK(fit.fitted <= static_cast<int>(rows.size()));
-  const auto& base_ll = parameter(fit, "base_latency LL (all algorithms)");
-  CHECK(base_ll.status == CalibrationParameter::Status::NotSeparable);
-  CHECK(base_ll.note.find("cannot separate") != std::string::npos);
-  // Nothing the rows do not use moves: Simple's figures and the NVLS efficiency stay.
+  // The protocol NCCL's choice lands on (LL or LL128: equal times, the rows cannot tell) has
+  // its per-step overhead fitted and its base latency kept at the table's value, not split
+  // off the same time (the report says why: not separable, or not moved).
+  int protocols_used = 0;
+  for (const char* proto : {"LL", "LL128", "Simple"}) {
+    const auto& step = parameter(fit, fmt::format("step_overhead scale-up {} (all algorithms)", proto));
+    if (step.status != CalibrationParameter::Status::Fitted || step.rows.empty()) continue;
+    ++protocols_used;
+    const auto& base_latency = parameter(fit, fmt::format("base_latency {} (all algorithms)", proto));
+    CHECK(base_latency.status != CalibrationParameter::Status::Fitted);
+    CHECK_FALSE(base_latency.note.empty());
+    for (const auto& m : base_latency.members) CHECK(m.after == m.before);
+  }
+  CHECK(protocols_used == 1);
+  // Nothing the rows do not use moves: Simple's bandwidth factor stays.
   CHECK(parameter(fit, "bandwidth_factor Simple (all algorithms)").status == CalibrationParameter::Status::Unconstrained);
   for (const auto& m : parameter(fit, "bandwidth_factor Simple (all algorithms)").members) CHECK(m.after == m.before);
   // The predictions match the truth (the time the fit could not split is still explained).
