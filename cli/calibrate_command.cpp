@@ -209,7 +209,7 @@ int run_calibrate(const CalibrateCliOptions& o) {
   provenance["tool"] = "ccsim calibrate";
   provenance["date"] = iso_now();
   provenance["scenario"] = o.scenario;
-  provenance["base_table"] = base_path;
+  provenance["base_table"] = base_shown;
   provenance["base_table_sha256"] = models::sha256_hex(base_text);
   provenance["engine"] = "analytic";
   provenance["holdout"] = o.holdout;
