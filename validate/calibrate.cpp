@@ -577,7 +577,7 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
   const auto levenberg_marquardt = [&] {
   double lambda = 1e-3;
   for (int it = 0; it < options.max_iterations; ++it) {
-    result.iterations = it + 1;
+    ++result.iterations;
     std::vector<std::size_t> active;
     const Eigen::MatrixXd J = jacobian(theta, current, active, false);
     const std::vector<std::size_t> free_cols = separable(J, active, false);
@@ -613,7 +613,8 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
         r = rt;
         cost = ct;
         lambda = std::max(lambda / 3.0, 1e-9);
-        if (gain < 1e-7) it = options.max_iterations;  // converged
+        // Converged: progress under 0.1 % of the loss per step, or rows within 0.01 % (RMS).
+        if (gain < 1e-3 || cost < 0.5 * static_cast<double>(R) * 1e-8) it = options.max_iterations;
       } else {
         lambda *= 4.0;
       }
