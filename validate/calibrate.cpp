@@ -163,6 +163,32 @@ std::vector<Group> make_groups(const YAML::Node& table, const models::Cluster& c
     g.hi = 1.0;  // a second per step: far beyond any transport
     groups.push_back(std::move(g));
   };
+  // A multiplier of the plain-number figures at algorithms.ALGO.<keys> (bandwidth factors,
+  // NVLS efficiency), bounded so every member stays in [0.01, 1].
+  const auto fraction_group = [&](const std::string& name, Protocol p, const std::vector<const char*>& algos,
+                                  const std::vector<std::string>& keys) {
+    Group g;
+    g.name = name;
+    g.offset = false;
+    g.unit = Unit::Fraction;
+    double highest = 0, lowest = 1;
+    for (const char* algo : algos) {
+      Address a;
+      a.keys = {"algorithms", algo};
+      a.keys.insert(a.keys.end(), keys.begin(), keys.end());
+      const YAML::Node v = find_node(table, a.keys);
+      if (!v || !v.IsScalar()) continue;
+      const double base = parse_value(v, Unit::Fraction);
+      g.members.push_back({a, base});
+      g.used_by.emplace_back(algo, p);
+      highest = std::max(highest, base);
+      lowest = std::min(lowest, base);
+    }
+    if (g.members.empty()) return;
+    g.lo = 0.01 / lowest;
+    g.hi = 1.0 / highest;
+    groups.push_back(std::move(g));
+  };
   std::vector<const char*> all(kAlgorithms.begin(), kAlgorithms.end());
   const std::vector<Protocol> every(kProtocols.begin(), kProtocols.end());
   // Shared latency groups first (a slow hop or launch slows every algorithm alike), per-hop
@@ -196,25 +222,8 @@ std::vector<Group> make_groups(const YAML::Node& table, const models::Cluster& c
   // Protocol bandwidth factors and throughput caps, as multipliers.
   for (Protocol p : kProtocols) {
     const std::string pn(planner::to_string(p));
-    Group g;
-    g.name = fmt::format("bandwidth_factor {} (all algorithms)", pn);
-    g.offset = false;
-    g.unit = Unit::Fraction;
-    double highest = 0, lowest = 1;
-    for (const char* algo : kAlgorithms) {
-      const YAML::Node v = find_node(algorithms, {algo, "bandwidth_factor", pn});
-      if (!v || !v.IsScalar()) continue;
-      const double base = parse_value(v, Unit::Fraction);
-      g.members.push_back({Address{{"algorithms", algo, "bandwidth_factor", pn}, -1}, base});
-      g.used_by.emplace_back(algo, p);
-      highest = std::max(highest, base);
-      lowest = std::min(lowest, base);
-    }
-    if (!g.members.empty()) {
-      g.lo = 0.01 / lowest;
-      g.hi = 1.0 / highest;
-      groups.push_back(std::move(g));
-    }
+    fraction_group(fmt::format("bandwidth_factor {} (all algorithms)", pn), p, {"ring", "tree", "nvls", "nvls-tree", "default"},
+                   {"bandwidth_factor", pn});
     Group cap;
     cap.name = fmt::format("bandwidth_caps {} {} (all algorithms)", pn, family);
     cap.offset = false;
@@ -234,27 +243,8 @@ std::vector<Group> make_groups(const YAML::Node& table, const models::Cluster& c
     }
   }
   // NVLS efficiency (nvlsEfficiency), keyed by family.
-  {
-    Group g;
-    g.name = "NVLS efficiency (nvls, nvls-tree) " + family;
-    g.offset = false;
-    g.unit = Unit::Fraction;
-    double highest = 0, lowest = 1;
-    for (const char* algo : {"nvls", "nvls-tree"}) {
-      const YAML::Node v = find_node(algorithms, {algo, "bandwidth_factor", "Simple", family});
-      if (!v) continue;
-      const double base = parse_value(v, Unit::Fraction);
-      g.members.push_back({Address{{"algorithms", algo, "bandwidth_factor", "Simple", family}, -1}, base});
-      g.used_by.emplace_back(algo, Protocol::Simple);
-      highest = std::max(highest, base);
-      lowest = std::min(lowest, base);
-    }
-    if (!g.members.empty()) {
-      g.lo = 0.01 / lowest;
-      g.hi = 1.0 / highest;
-      groups.push_back(std::move(g));
-    }
-  }
+  fraction_group("NVLS efficiency (nvls, nvls-tree) " + family, Protocol::Simple, {"nvls", "nvls-tree"},
+                 {"bandwidth_factor", "Simple", family});
   // Per-algorithm latency offsets: separable from the shared ones only with rows of two
   // algorithms, so they come last.
   for (Protocol p : kProtocols) {

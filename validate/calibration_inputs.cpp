@@ -1,6 +1,7 @@
 #include "validate/calibration_inputs.hpp"
 
-#include <openssl/evp.h>
+#include "models/digest.hpp"
+
 
 #include <algorithm>
 #include <cctype>
@@ -203,17 +204,7 @@ std::pair<std::vector<int>, std::vector<int>> split_holdout(const std::string& s
 }
 
 std::string sha256_file(const std::string& path) {
-  const std::string bytes = models::read_input_file(path, {"an input file"});
-  const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1 ||
-      EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 || EVP_DigestFinal_ex(ctx.get(), digest, &size) != 1) {
-    throw std::runtime_error("sha256_file: OpenSSL's SHA-256 failed");
-  }
-  std::string hex;
-  for (unsigned int i = 0; i < size; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
+  return models::sha256_hex(models::read_input_file(path, {"an input file"}));
 }
 
 }  // namespace ccsim::validate
