@@ -50,6 +50,9 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateCliOptions& o) {
                 "how distinct a parameter's effect on the fitted rows must be from those fitted before it to be fitted "
                 "(sine of the angle, default 0.2)")
       ->check(CLI::Range(1e-6, 1.0));
+  c->add_flag("--only-used-figures", o.only_used_figures,
+              "keep at the table's value every figure no fitted row uses at the end (figures moved only to change NCCL's "
+              "choice), at the price of a worse fit of the logs");
   c->add_option("--step-times", o.step_times, "CSV of scenario overrides -> measured step time: fit the compute model");
   c->add_option("--compute-calibration", o.compute_calibration, "compute table the --step-times fit starts from (default: the scenario's, or compute.yaml)");
   c->add_option("--gemm", o.gemm, "CSV of GEMM timings (m,n,k,dtype,seconds): fit the compute model's GEMM constants");
@@ -199,6 +202,7 @@ int run_calibrate(const CalibrateCliOptions& o) {
     validate::CalibrateOptions options;
     if (o.loss == "squares") options.robust_scale = 0;
     options.separability = o.separability;
+    options.only_used_figures = o.only_used_figures;
     fit = validate::calibrate(cluster, base, rows, options);
   } catch (const validate::CalibrationError& e) {
     throw InputError({o.logs.front(), 0, 0}, "", "logs that can support a fit", "too few rows", e.what());
@@ -230,7 +234,9 @@ int run_calibrate(const CalibrateCliOptions& o) {
   std::vector<const validate::CalibrationParameter*> fitted, separable, unconstrained;
   for (const auto& p : fit.parameters) {
     if (p.status == validate::CalibrationParameter::Status::Fitted) fitted.push_back(&p);
-    else if (p.status == validate::CalibrationParameter::Status::NotSeparable || !p.rows.empty()) separable.push_back(&p);
+    else if (p.status == validate::CalibrationParameter::Status::NotSeparable || !p.rows.empty() ||
+             p.note != "no fitted row depends on it")
+      separable.push_back(&p);
     else unconstrained.push_back(&p);
   }
   const auto row_sizes = [&](const validate::CalibrationParameter& p) {
@@ -299,7 +305,7 @@ int run_calibrate(const CalibrateCliOptions& o) {
     const auto sizes = row_sizes(*p);
     text << fmt::format("{}: {}  ({} fitted rows{})\n", p->name, group_change(*p), p->rows.size(),
                         sizes.empty() ? std::string() : fmt::format(", {} .. {} B", *sizes.begin(), *sizes.rbegin()));
-    if (!p->note.empty()) text << "    (" << p->note << ")\n";
+    if (!p->note.empty()) text << "    (" << p->note << "; they change layouts the logs did not measure; --only-used-figures keeps them at the table's value)\n";
     for (const auto& m : p->members) {
       text << fmt::format("    {:<52} {:>12} -> {}\n", m.path, show_value(m.before, m.path, p->offset), show_value(m.after, m.path, p->offset));
     }

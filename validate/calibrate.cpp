@@ -491,6 +491,7 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
   std::vector<CalibrationParameter::Status> status(G, CalibrationParameter::Status::Unconstrained);
   std::vector<std::string> notes(G);
   std::vector<std::set<std::size_t>> moved(G);  // fitted rows each group moves at the fitted values
+  std::vector<char> frozen(G, 0);                 // held at the table's value (see below)
   // Columns of the Jacobian for the groups a fitted row uses at `at` (forward differences).
   const auto jacobian = [&](const std::vector<double>& at, const Simulated& sim, std::vector<std::size_t>& active, bool refinements) {
     std::set<std::pair<std::string, Protocol>> chosen;
@@ -501,6 +502,7 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
     }
     active.clear();
     for (std::size_t g = 0; g < G; ++g) {
+      if (frozen[g]) continue;
       bool used = groups[g].used_by.empty();
       for (const auto& u : groups[g].used_by) {
         const bool separable = !groups[g].refinement || refinements || algorithms_of[u.second].size() > 1;
@@ -564,8 +566,8 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
     }
     return keep;
   };
-  const auto levenberg_marquardt = [&] {
   double lambda = 1e-3;
+  const auto levenberg_marquardt = [&] {
   for (int it = 0; it < options.max_iterations; ++it) {
     ++result.iterations;
     std::vector<std::size_t> active;
@@ -642,36 +644,71 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
     }
   }
   };
-  // Least squares first, then the robust loss from its solution (the usual start of iteratively
-  // reweighted least squares: from the table's values the reweighting alone can settle in a
-  // worse local minimum where NCCL's choice switches).
-  const double robust_c2 = c2;
-  c2 = 0.0;
-  cost = loss(r);
-  levenberg_marquardt();
-  if (robust_c2 > 0) {
-    c2 = robust_c2;
+  const std::vector<double> start = neutral(groups);
+  // Which fitted rows each group moves at `theta` (all groups a chosen pair uses).
+  const auto rows_moved = [&]() {
+    std::vector<std::size_t> active;
+    const Eigen::MatrixXd J = jacobian(theta, current, active, true);
+    std::vector<std::set<std::size_t>> out(G);
+    for (std::size_t c = 0; c < active.size(); ++c) {
+      for (std::size_t j = 0; j < R; ++j)
+        if (J(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(c)) != 0.0) out[active[c]].insert(fit_rows[j]);
+    }
+    return out;
+  };
+  const auto resimulate = [&]() {
+    current = simulate(cluster, apply(base.node, groups, theta), rows, want_fit);
+    r = residuals(current);
+    cost = loss(r);
+  };
+  // With options.only_used_figures, every figure the fit writes is one some fitted row rests
+  // on. A group moved only so that NCCL's choice lands elsewhere (no fitted row uses it at the
+  // fitted values — an NVLS efficiency pushed to 1 %, a Simple step raised until LL wins)
+  // changes other layouts the table is used for: it is returned to the table's value and
+  // frozen, and the fit resumes, explaining those rows with the figures of the choice they
+  // then take (usually a worse fit of the measured log).
+  for (int round = 0; round < 4; ++round) {
+    // Least squares first, then the robust loss from its solution (the usual start of iteratively
+    // reweighted least squares: from the table's values the reweighting alone can settle in a
+    // worse local minimum where NCCL's choice switches).
+    const double robust_c2 = c2;
+    c2 = 0.0;
     cost = loss(r);
     levenberg_marquardt();
-  }
-  // Moves that do not pay: a group returned to its table value when that costs under 0.1 % of
-  // the loss (last groups first) — a figure pushed to a bound only to change NCCL's choice at
-  // some iterate, an offset of a few nanoseconds.
-  const std::vector<double> start = neutral(groups);
-  for (std::size_t g = G; g-- > 0;) {
-    if (theta[g] == start[g]) continue;
-    std::vector<double> t = theta;
-    t[g] = start[g];
-    Simulated s = simulate(cluster, apply(base.node, groups, t), rows, want_fit);
-    const Eigen::VectorXd rt = residuals(s);
-    const double ct = loss(rt);
-    if (ct <= cost + 1e-3 * cost + 1e-12) {
-      theta = std::move(t);
-      current = std::move(s);
-      r = rt;
-      cost = std::min(cost, ct);
+    c2 = robust_c2;
+    cost = loss(r);
+    if (c2 > 0) levenberg_marquardt();
+    // Moves that do not pay: a group returned to its table value when that costs under 0.1 % of
+    // the loss (last groups first) — an offset of a few nanoseconds.
+    for (std::size_t g = G; g-- > 0;) {
+      if (theta[g] == start[g]) continue;
+      std::vector<double> t = theta;
+      t[g] = start[g];
+      Simulated s = simulate(cluster, apply(base.node, groups, t), rows, want_fit);
+      const Eigen::VectorXd rt = residuals(s);
+      const double ct = loss(rt);
+      if (ct <= cost + 1e-3 * cost + 1e-12) {
+        theta = std::move(t);
+        current = std::move(s);
+        r = rt;
+        cost = std::min(cost, ct);
+      }
     }
+    if (!options.only_used_figures) break;
+    const std::vector<std::set<std::size_t>> uses = rows_moved();
+    bool reverted = false;
+    for (std::size_t g = 0; g < G; ++g) {
+      if (theta[g] == start[g] || !uses[g].empty()) continue;
+      theta[g] = start[g];
+      frozen[g] = 1;
+      notes[g] = "no fitted row uses these figures once NCCL's choice is fitted: kept at the table's value";
+      reverted = true;
+    }
+    if (!reverted) break;
+    resimulate();
+    lambda = 1e-3;
   }
+
   // What the fitted table's rows depend on, and what the rows could not separate.
   {
     std::vector<std::size_t> active;
@@ -682,6 +719,10 @@ CalibrationResult calibrate(const models::Cluster& cluster, const models::YamlSo
         if (J(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(c)) != 0.0) moved[active[c]].insert(fit_rows[j]);
     }
     for (std::size_t g = 0; g < G; ++g) {
+      if (frozen[g] && status[g] != CalibrationParameter::Status::NotSeparable) {
+        status[g] = CalibrationParameter::Status::Unconstrained;
+        notes[g] = "no fitted row uses these figures once NCCL's choice is fitted: kept at the table's value";
+      }
       if (theta[g] == start[g]) continue;
       status[g] = CalibrationParameter::Status::Fitted;
       if (moved[g].empty()) {

@@ -101,6 +101,10 @@ struct CalibrateOptions {
   /// A group is constrained by the rows only when a typical move of it (1 us of latency, 10 %
   /// of a bandwidth figure) changes some fitted row's time by at least this fraction.
   double materiality = 1e-3;
+  /// Return to the table's value, and refit without, every group that no fitted row uses at the
+  /// end (moved only so that NCCL's choice is another one). Off: such groups stay moved and
+  /// are reported (CalibrationParameter::note) — they change layouts the logs did not measure.
+  bool only_used_figures = false;
   int threads = 0;  ///< Jacobian columns evaluated in parallel; 0: hardware threads
   /// Scale c of the Cauchy loss on relative residuals (0.1: rows about 10 % off weigh half);
   /// 0 for plain least squares. nccl-tests' first sizes often carry warm-up effects.

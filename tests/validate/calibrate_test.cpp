@@ -272,3 +272,24 @@ TEST_CASE("calibrating on alternate sizes predicts the others: A100 SendRecv", "
 TEST_CASE("calibrating on alternate sizes predicts the others: 2 x 8 H100, Ethernet GPUDirect", "[calibrate][heavy]") {
   CHECK(held_out_mape("h100-2x8-ethernet-gpudirect-all_reduce.log", "h100-2x8-200g.yaml", "nccl.yaml") <= 3.0);
 }
+
+TEST_CASE("calibrate with only_used_figures writes no figure that no fitted row uses", "[calibrate]") {
+  // 2 x RTX 2080 Ti (PCIe, no P2P): by default the fit moves ring's Simple step only so that
+  // ring rather than tree is NCCL's choice at 64-128 KiB (no fitted row uses it at the end).
+  const models::Cluster cluster = test::shipped_cluster("pcie-2gpu-nop2p.yaml");
+  std::ifstream in(test::source_path("tests/data/nccl-tests/rtx2080ti-1x2-pcie3-nop2p-all_reduce.log"));
+  std::vector<CalibrationRow> rows = validate::calibration_rows("rtx", validate::parse_nccl_tests_log(in, "rtx"), std::nullopt);
+  validate::assign_holdout(rows, {});
+  validate::CalibrateOptions options;
+  options.only_used_figures = true;
+  const validate::CalibrationResult fit = validate::calibrate(cluster, shipped_table("nccl.yaml"), rows, options);
+  INFO(describe(fit));
+  int fitted = 0;
+  for (const auto& p : fit.parameters) {
+    if (p.status != CalibrationParameter::Status::Fitted) continue;  // (its figures may be moved by a shared group)
+    ++fitted;
+    CHECK_FALSE(p.rows.empty());
+  }
+  CHECK(fitted > 0);
+  CHECK(validate::calibration_mape(rows, fit.after, true) < validate::calibration_mape(rows, fit.before, true));
+}
