@@ -36,7 +36,7 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateCliOptions& o) {
       "calibrate", "Fit the cost model to your own nccl-tests / rccl-tests logs (or the compute model to measured step times)");
   c->add_option("logs", o.logs, "nccl-tests / rccl-tests stdout logs measured on the scenario's cluster");
   c->add_option("--scenario", o.scenario, "scenario describing the measured system")->required();
-  c->add_option("--out", o.out, "write the fitted table here (the format of scenarios/calibration/nccl.yaml, with provenance)");
+  c->add_option_function<std::string>("--out", [&o](const std::string& v) { o.out = v; o.out_given = true; }, "write the fitted table here (the format of scenarios/calibration/nccl.yaml, with provenance)");
   c->add_option("--holdout", o.holdout,
                 "sizes predicted but not fitted: alternate (every other size, the default), none, or a list such as 1M,64M");
   c->add_option("--calibration", o.calibration, "table the fit starts from (default: the scenario's, or nccl.yaml / rccl.yaml)");
@@ -71,11 +71,15 @@ validate::Holdout parse_holdout_option(const std::string& text) {
   h.mode = validate::Holdout::Mode::Sizes;
   std::stringstream in(text);
   std::string item;
+  bool empty_item = false;
   while (std::getline(in, item, ',')) {
-    if (item.empty()) break;
+    if (item.empty()) {
+      empty_item = true;
+      break;
+    }
     h.sizes.push_back(parse_size(item, "--holdout"));
   }
-  if (h.sizes.empty() || text.back() == ',') {
+  if (empty_item || h.sizes.empty() || text.back() == ',') {
     throw InputError({"<command line>", 0, 0}, "--holdout", "alternate, none, or a comma-separated list of sizes such as 1M,64M",
                      "'" + text + "'");
   }
@@ -130,13 +134,43 @@ struct LogInfo {
 
 }  // namespace
 
+namespace {
+
+/// `--out` must name a new table, not one of the inputs (it would be overwritten).
+void check_out(const CalibrateCliOptions& o) {
+  if (o.out.empty()) return;
+  std::vector<std::string> inputs = o.logs;
+  for (const std::string* p : {&o.scenario, &o.calibration, &o.step_times, &o.gemm, &o.compute_calibration}) {
+    if (!p->empty()) inputs.push_back(*p);
+  }
+  std::error_code ec;
+  for (const std::string& in : inputs) {
+    if (std::filesystem::exists(o.out, ec) && std::filesystem::equivalent(o.out, in, ec)) {
+      throw InputError({"<command line>", 0, 0}, "--out", "a file other than the command's inputs", "'" + o.out + "', which is an input");
+    }
+  }
+}
+
+}  // namespace
+
 int run_calibrate(const CalibrateCliOptions& o) {
+  if (o.out_given && o.out.empty()) throw InputError({"<command line>", 0, 0}, "--out", "a file name", "''");
+  if (!std::isfinite(o.separability)) {
+    throw InputError({"<command line>", 0, 0}, "--separability", "a number in [1e-6, 1]", fmt::format("{}", o.separability));
+  }
+  check_out(o);
   if (!o.step_times.empty() || !o.gemm.empty()) {
     // The compute model (validate/compute_calibration.hpp): one kind of fit per run, as the
     // two write tables of different formats.
     if (!o.logs.empty()) {
       throw InputError({"<command line>", 0, 0}, "logs", "either nccl-tests logs or --step-times / --gemm (one table per run)",
                        o.logs.front());
+    }
+    if (!o.calibration.empty()) {
+      throw InputError({"<command line>", 0, 0}, "--calibration",
+                       "no --calibration with --step-times (the step times are simulated with the scenario's simulation.calibration, "
+                       "as ccsim run does; name the collective table there)",
+                       o.calibration);
     }
     if (o.step_times.empty()) {
       throw InputError({"<command line>", 0, 0}, "--gemm", "--step-times FILE with it (the GEMM table fits the GEMM constants, the step times the rest)",
@@ -206,6 +240,8 @@ int run_calibrate(const CalibrateCliOptions& o) {
     fit = validate::calibrate(cluster, base, rows, options);
   } catch (const validate::CalibrationError& e) {
     throw InputError({o.logs.front(), 0, 0}, "", "logs that can support a fit", "too few rows", e.what());
+  } catch (const validate::RowError& e) {
+    throw InputError({e.log, e.line, 0}, "", "a row ccsim can simulate on this scenario", "'" + e.test + "'", e.what());
   }
 
   // Provenance and report.
@@ -316,14 +352,15 @@ int run_calibrate(const CalibrateCliOptions& o) {
   }
   text << fmt::format("# {} other groups: no fitted row depends on them (kept at the table's values)\n", unconstrained.size());
   for (const LogInfo& info : logs) {
-    for (const validate::LogTest& t : info.tests) {
+    for (std::size_t ti = 0; ti < info.tests.size(); ++ti) {
+      const validate::LogTest& t = info.tests[ti];
       text << fmt::format("#\n# log {}: {} ({})\n", info.path, t.name, models::to_string(*t.collective));
       text << fmt::format("#{:>11}  {:>10}  {:>10}  {:>10}  {:>7}  {:<8}  {:<14}  {:<14}\n", "size", "measured", "before", "after", "error",
                           "set", "before", "after");
       text << fmt::format("#{:>11}  {:>10}  {:>10}  {:>10}  {:>7}  {:<8}  {:<14}  {:<14}\n", "(B)", "(us)", "(us)", "(us)", "(%)", "",
                           "(algo/proto)", "(algo/proto)");
       for (std::size_t i = 0; i < rows.size(); ++i) {
-        if (rows[i].log != info.path || rows[i].test != t.name) continue;
+        if (rows[i].log != info.path || rows[i].test_index != static_cast<int>(ti)) continue;
         text << fmt::format("{:>12}  {:>10}  {:>10}  {:>10}  {:>+7.1f}  {:<8}  {:<14}  {:<14}\n", rows[i].size,
                             format_time_us(rows[i].measured * 1e6), format_time_us(fit.before[i] * 1e6),
                             format_time_us(fit.after[i] * 1e6), (fit.after[i] - rows[i].measured) / rows[i].measured * 100,

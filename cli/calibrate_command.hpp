@@ -17,6 +17,7 @@ struct CalibrateCliOptions {
   std::vector<std::string> logs;
   std::string scenario;
   std::string out;
+  bool out_given = false;  ///< --out was given (an empty name is an error)
   std::string holdout = "alternate";
   std::string calibration;  ///< the table fitting starts from (default: the scenario's)
   std::string catalog;

@@ -333,9 +333,18 @@ Simulated simulate(const models::Cluster& cluster, const YAML::Node& table, cons
       opts.element_size = r.element;
       opts.check_bound = false;
       opts.gpus.assign(gpus.begin(), gpus.begin() + r.nranks);
-      runner = std::make_unique<planner::CollectiveRunner>(cluster, costs, opts);
+      try {
+        runner = std::make_unique<planner::CollectiveRunner>(cluster, costs, opts);
+      } catch (const std::invalid_argument& e) {
+        throw RowError(e.what(), r.log, r.line, r.test);
+      }
     }
-    const planner::CollectiveResult result = runner->run(r.size);
+    planner::CollectiveResult result;
+    try {
+      result = runner->run(r.size);
+    } catch (const std::invalid_argument& e) {
+      throw RowError(e.what(), r.log, r.line, r.test);
+    }
     out.time[i] = result.time;
     out.choice[i] = {std::string(planner::CostModel::table_name(result.algorithm)), result.protocol};
     out.label[i] = fmt::format("{}/{}", planner::to_string(result.algorithm), planner::to_string(result.protocol));
@@ -373,11 +382,15 @@ void parallel_for(std::size_t jobs, int threads, const std::function<void(std::s
 
 std::vector<CalibrationRow> calibration_rows(const std::string& log, const std::vector<LogTest>& tests, std::optional<int> ranks) {
   std::vector<CalibrationRow> rows;
+  int index = -1;
   for (const LogTest& test : tests) {
+    ++index;
     const int line = test.rows.empty() ? 0 : test.rows.front().line;
     if (!test.collective) {
-      throw models::InputError({log, line, 0}, "", "a log that names its collective", "'" + test.name + "'",
-                               "the log does not say which collective it measured; name it with --op");
+      throw models::InputError({log, line, 0}, "", "a log of a collective ccsim simulates", "'" + test.name + "'",
+                               test.name.empty() ? "the log does not say which collective it measured; name it with --op"
+                                                 : "ccsim simulates AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, "
+                                                   "AlltoAll and SendRecv; --op names the collective of a log saved without one");
     }
     const std::optional<int> n = ranks ? ranks : test.nranks;
     if (!n) throw models::InputError({log, line, 0}, "", "a log that gives its rank count", "none", "pass --ranks");
@@ -391,6 +404,7 @@ std::vector<CalibrationRow> calibration_rows(const std::string& log, const std::
       r.log = log;
       r.line = row.line;
       r.test = test.name;
+      r.test_index = index;
       r.collective = *test.collective;
       r.nranks = *n;
       r.element = *element;

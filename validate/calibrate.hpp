@@ -39,6 +39,7 @@ struct CalibrationRow {
   std::string log;    ///< file the row came from
   int line = 0;       ///< line in that file
   std::string test;   ///< "all_reduce_perf"
+  int test_index = 0;  ///< which test of the log (a log may hold the same test twice)
   models::Collective collective = models::Collective::AllReduce;
   int nranks = 0;
   std::uint32_t element = 4;  ///< bytes per element
@@ -109,6 +110,16 @@ struct CalibrateOptions {
   /// Scale c of the Cauchy loss on relative residuals (0.1: rows about 10 % off weigh half);
   /// 0 for plain least squares. nccl-tests' first sizes often carry warm-up effects.
   double robust_scale = 0.1;
+};
+
+/// Thrown when a row cannot be simulated on the cluster (a collective no algorithm runs at that
+/// size or rank count): names the row.
+struct RowError : std::invalid_argument {
+  RowError(const std::string& what, std::string log_, int line_, std::string test_)
+      : std::invalid_argument(what), log(std::move(log_)), line(line_), test(std::move(test_)) {}
+  std::string log;
+  int line = 0;
+  std::string test;
 };
 
 /// Thrown when the rows cannot support a fit (no fitted rows, fewer rows than parameters).

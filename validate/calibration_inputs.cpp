@@ -111,7 +111,9 @@ bool dotted_key(const std::string& key) {
 }  // namespace
 
 double parse_measured_time(const std::string& text, const std::string& file, int line, const std::string& column) {
-  const std::string expected = "a positive time in seconds (0.0123) or with a unit (12.3ms, 850us)";
+  // 1 ns .. 1e6 s: no GPU kernel or step is shorter than a nanosecond, none a fortnight long;
+  // outside, a unit was lost (a time that would make the fit's relative residuals overflow).
+  const std::string expected = "a positive time in seconds (0.0123) or with a unit (12.3ms, 850us), from 1ns to 1e6 s";
   double seconds = -1;
   if (const models::Parsed<double> plain = models::parse_decimal(text); plain) {
     seconds = plain.value;
@@ -122,7 +124,7 @@ double parse_measured_time(const std::string& text, const std::string& file, int
       throw InputError({file, line, 0}, column, expected, models::quote_token(text));
     }
   }
-  if (!(seconds > 0)) throw InputError({file, line, 0}, column, expected, models::quote_token(text));
+  if (!(seconds >= 1e-9 && seconds <= 1e6)) throw InputError({file, line, 0}, column, expected, models::quote_token(text));
   return seconds;
 }
 

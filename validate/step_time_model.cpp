@@ -132,7 +132,9 @@ std::unique_ptr<StepCase> make_case(const YAML::Node& base, const StepTimeRow& r
     std::filesystem::remove(path, ec);
   }
   c->cluster = models::build_cluster(c->scenario.cluster);
-  c->costs = planner::CostModel::load(planner::CostModel::default_path(c->cluster));
+  // The collective costs `ccsim run` would use: the scenario's simulation.calibration, else the default.
+  c->costs = planner::CostModel::load(c->scenario.simulation.calibration.empty() ? planner::CostModel::default_path(c->cluster)
+                                                                                 : c->scenario.simulation.calibration);
   c->runner = std::make_unique<planner::WorkloadRunner>(c->scenario, c->cluster, c->costs, start, c->scenario.simulation.engine);
   if (c->scenario.workload->phase != "training_step") {
     c->runner->set_serving(planner::ServingCalibration::load(planner::ServingCalibration::default_path(),

@@ -363,7 +363,7 @@ TEST_CASE("compute calibration: bad CSV input names the file and line", "[valida
       const models::InputError e = steps_error(std::string("overrides,step_time\n\"\",") + t + "\n");
       CHECK(e.where().line == 2);
       CHECK(e.key() == "step_time");
-      CHECK(e.expected() == "a positive time in seconds (0.0123) or with a unit (12.3ms, 850us)");
+      CHECK(e.expected() == "a positive time in seconds (0.0123) or with a unit (12.3ms, 850us), from 1ns to 1e6 s");
     }
   }
   SECTION("a file without rows") { CHECK(steps_error("# nothing\noverrides,step_time\n").key() == "rows"); }
