@@ -19,15 +19,7 @@ set(dir tests/data/calibration)
 #   hundreds of GB/s, well under 0.001 us. The + 100 us table: 115.0 us.
 set(ring_ll --op allreduce --algo ring --protocol LL -b 8 -e 8)
 
-function(ccsim out)
-  execute_process(COMMAND "${CCSIM}" ${ARGN} WORKING_DIRECTORY "${SOURCE_DIR}"
-    OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    string(JOIN " " args ${ARGN})
-    message(FATAL_ERROR "ccsim ${args} exited with ${rc}:\n${stderr}")
-  endif()
-  set(${out} "${stdout}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/ccsim_run.cmake)
 
 # The time of the first row of `ccsim collective ... --format json`, microseconds, as printed.
 function(collective_us out)

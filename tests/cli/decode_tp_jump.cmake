@@ -29,15 +29,7 @@ set(two scenarios/workloads/llama31-8b-decode-tp8-2x4-eth.yaml)
 set(allreduces 64)
 set(tolerance_us 1)
 
-function(ccsim out)
-  execute_process(COMMAND "${CCSIM}" ${ARGN} WORKING_DIRECTORY "${SOURCE_DIR}"
-    OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    string(JOIN " " args ${ARGN})
-    message(FATAL_ERROR "ccsim ${args} exited with ${rc}:\n${stderr}")
-  endif()
-  set(${out} "${stdout}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/ccsim_run.cmake)
 
 # The time of an 8 KiB AllReduce on the scenario's TP8 group, microseconds.
 function(floor_us out scenario)
