@@ -249,6 +249,35 @@ ComputeEstimate estimate_compute(const ProgramOp& op, const models::GpuSpec& gpu
 }
 
 // ---------------------------------------------------------------------------------------------
+// Shared communication costs
+
+std::optional<CommCost> CommCostCache::find(const std::string& key) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = costs_.find(key);
+  if (it == costs_.end()) {
+    ++misses_;
+    return std::nullopt;
+  }
+  ++hits_;
+  return it->second;
+}
+
+void CommCostCache::insert(const std::string& key, const CommCost& cost) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  costs_.emplace(key, cost);
+}
+
+std::size_t CommCostCache::size() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return costs_.size();
+}
+
+std::pair<std::size_t, std::size_t> CommCostCache::hits_misses() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return {hits_, misses_};
+}
+
+// ---------------------------------------------------------------------------------------------
 // Runner
 
 WorkloadRunner::WorkloadRunner(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
@@ -312,6 +341,29 @@ CommCost WorkloadRunner::lower(const ProgramOp& op, int stage) {
     covered.insert(g.begin(), g.end());
     others.push_back(std::move(g));
   }
+  if (!shared_) return simulate(op, group, others);
+  // Candidates of a layout search share what they simulate: the key is everything simulate()
+  // reads that differs between scenarios on one cluster (the groups as GPUs, the op, the
+  // phase and the strategy's collective choices).
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|", static_cast<int>(op.kind), static_cast<int>(op.collective),
+                                static_cast<int>(op.dim), op.bytes, scenario_.workload->phase,
+                                scenario_.strategy->disable_custom_all_reduce, scenario_.simulation.granularity, engine_);
+  for (const auto& [c, a] : scenario_.strategy->algorithms) key += c + "=" + a + ",";
+  const auto add_ranks = [&](const std::vector<int>& ranks) {
+    key += '/';
+    for (int r : ranks) key += std::to_string(gpus[static_cast<std::size_t>(r)]) + ",";
+  };
+  add_ranks(group);
+  for (const auto& g : others) add_ranks(g);
+  if (auto hit = shared_->find(key)) return *hit;
+  CommCost cost = simulate(op, group, others);
+  shared_->insert(key, cost);
+  return cost;
+}
+
+CommCost WorkloadRunner::simulate(const ProgramOp& op, const std::vector<int>& group, const std::vector<std::vector<int>>& others) {
+  const models::Topology& topo = cluster_.topology;
+  const auto gpus = topo.gpus();
   const auto to_gpus = [&](const std::vector<int>& ranks) {
     std::vector<models::DeviceId> out;
     for (int r : ranks) out.push_back(gpus[static_cast<std::size_t>(r)]);
@@ -568,6 +620,8 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
   std::size_t comm_ops = 0;
   for (const auto& op : p.ops) comm_ops += op.kind == ProgramOpKind::Collective || op.kind == ProgramOpKind::SendRecv;
   std::size_t done = 0;
+  using ComputeKey = std::tuple<int, int, int, int, double, double, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+  std::map<ComputeKey, ComputeEstimate> compute_memo;
   for (std::size_t i = 0; i < n; ++i) {
     const ProgramOp& op = p.ops[i];
     const int stage = p.op_rank[i];
@@ -583,7 +637,13 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
       duration[i] = costs_list_[static_cast<std::size_t>(it->second)].time;
       if (progress) progress(++done, comm_ops);
     } else {
-      out.op_compute[i] = compute_time(op, gpu_spec(cluster_, compute_gpu[static_cast<std::size_t>(stage)]));
+      // Every layer and micro-batch repeats the same few shapes: estimate each once per stage.
+      const ComputeKey key{stage, static_cast<int>(op.kind), static_cast<int>(op.pass), op.comm_sms, op.flops, op.bytes, op.m, op.n, op.k, op.batch};
+      auto it = compute_memo.find(key);
+      if (it == compute_memo.end()) {
+        it = compute_memo.emplace(key, compute_time(op, gpu_spec(cluster_, compute_gpu[static_cast<std::size_t>(stage)]))).first;
+      }
+      out.op_compute[i] = it->second;
       duration[i] = out.op_compute[i].time;
     }
   }
@@ -599,16 +659,22 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
       l = id;
     }
   }
-  std::vector<std::vector<std::uint32_t>> succ(n);
+  // Successors in compressed rows (first[i] .. first[i + 1] of succ), in the order the ops
+  // name them: no allocation per op.
+  std::vector<std::uint32_t> first(n + 1, 0);
   std::vector<std::uint32_t> pending(n, 0);
   for (std::uint32_t i = 0; i < n; ++i) {
-    for (std::uint32_t d : p.ops[i].deps) {
-      succ[d].push_back(i);
-      ++pending[i];
-    }
-    if (stream_pred[i] != ~0U) {
-      succ[stream_pred[i]].push_back(i);
-      ++pending[i];
+    for (std::uint32_t d : p.ops[i].deps) ++first[d + 1];
+    if (stream_pred[i] != ~0U) ++first[stream_pred[i] + 1];
+    pending[i] = static_cast<std::uint32_t>(p.ops[i].deps.size()) + (stream_pred[i] != ~0U ? 1U : 0U);
+  }
+  for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+  std::vector<std::uint32_t> succ(first[n]);
+  {
+    std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      for (std::uint32_t d : p.ops[i].deps) succ[fill[d]++] = i;
+      if (stream_pred[i] != ~0U) succ[fill[stream_pred[i]]++] = i;
     }
   }
   out.timing.assign(n, {});
@@ -623,7 +689,8 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
     ++processed;
     out.timing[i].start = ready[i];
     out.timing[i].end = ready[i] + duration[i];
-    for (std::uint32_t j : succ[i]) {
+    for (std::uint32_t e = first[i]; e < first[i + 1]; ++e) {
+      const std::uint32_t j = succ[e];
       ready[j] = std::max(ready[j], out.timing[i].end);
       if (--pending[j] == 0) queue.push_back(j);
     }
@@ -636,6 +703,10 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
   if (w.phase == "decode") out.engine_overhead = serving_.decode_step_overhead;
   out.step_time += out.engine_overhead;
 
+  if (detail_ == Detail::StepOnly) {
+    out.mfu = p.model_flops / (out.step_time * out.world * out.peak_flops);
+    return out;
+  }
   // Per stage: compute busy time, communication and its exposed part, idle time.
   for (const auto& rank : p.ranks) {
     StageBreakdown b;
@@ -689,6 +760,7 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
     out.stages.push_back(b);
   }
   out.mfu = p.model_flops / (out.step_time * out.world * out.peak_flops);
+  if (detail_ == Detail::NoLinks) return out;
 
   // Links: every communication op instance adds its simulated groups' traffic.
   std::map<models::LinkId, LinkLoad> links;

@@ -9,10 +9,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "models/cluster.hpp"
@@ -189,6 +191,24 @@ struct WorkloadResult {
   std::optional<ServingResult> serving;          ///< phase serving: the request-level result (the rest describes its middle decode step)
 };
 
+/// Lowered communication ops shared between WorkloadRunners of one cluster, cost table and
+/// compute table (the candidates of `ccsim plan`): the same collective of the same size on the
+/// same GPUs, with the same concurrent groups, is simulated once. Thread-safe. Keys are built
+/// by WorkloadRunner (op, phase, collective choices, engine, the groups as GPU ids).
+class CommCostCache {
+ public:
+  std::optional<CommCost> find(const std::string& key) const;
+  void insert(const std::string& key, const CommCost& cost);
+  std::size_t size() const;
+  /// Lookups that found a cost, and lookups that did not.
+  std::pair<std::size_t, std::size_t> hits_misses() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, CommCost> costs_;
+  mutable std::size_t hits_ = 0, misses_ = 0;
+};
+
 class WorkloadRunner {
  public:
   /// `scenario` must have a workload, a strategy and a model (load_scenario guarantees it).
@@ -201,9 +221,20 @@ class WorkloadRunner {
   /// Replaces the compute constants for the next run(); lowered communication ops stay memoized
   /// (they do not depend on them), so a calibration fit reruns a step cheaply.
   void set_compute(ComputeCalibration compute) { compute_ = std::move(compute); }
+  /// Looks lowered communication ops up in (and adds them to) `cache`, shared with other
+  /// runners on the same cluster and cost table; results are identical to a run without it.
+  void set_shared_costs(std::shared_ptr<CommCostCache> cache) { shared_ = std::move(cache); }
+  /// What run() computes beyond the timing of every op: Full (default) the per-stage breakdown
+  /// and the per-link loads; NoLinks leaves WorkloadResult::links empty; StepOnly also leaves
+  /// ::stages empty (step time and MFU only). A layout search screens candidates by their step
+  /// time, and the link loads summed over every op instance are a large part of a big run.
+  enum class Detail : std::uint8_t { Full, NoLinks, StepOnly };
+  void set_detail(Detail d) { detail_ = d; }
 
  private:
   CommCost lower(const models::ProgramOp& op, int stage);
+  /// Simulates one communication op of `group` with the `others` running beside it.
+  CommCost simulate(const models::ProgramOp& op, const std::vector<int>& group, const std::vector<std::vector<int>>& others);
   /// vLLM's custom all-reduce for an inference TP AllReduce when vLLM would pick it, else nullopt.
   std::optional<CommCost> lower_vllm_allreduce(const models::ProgramOp& op, const std::vector<int>& group,
                                                const std::vector<std::vector<int>>& others);
@@ -223,6 +254,8 @@ class WorkloadRunner {
   std::vector<int> stage_rep_;             ///< representative rank of each stage (set by run)
   std::unique_ptr<sim::Engine> analytic_;  ///< shared by every lowering (its route cache too)
   std::unique_ptr<sim::Engine> chosen_;    ///< the scenario's engine when it is not analytic
+  std::shared_ptr<CommCostCache> shared_;  ///< costs shared with other runners (ccsim plan), or null
+  Detail detail_ = Detail::Full;
 };
 
 }  // namespace ccsim::planner

@@ -1,0 +1,125 @@
+#include "cli/plan_command.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/common.hpp"
+#include "models/atomic_file.hpp"
+#include "models/input_error.hpp"
+#include "models/units.hpp"
+#include "planner/layout_plan.hpp"
+#include "planner/plan_report.hpp"
+
+namespace ccsim::cli {
+
+namespace fs = std::filesystem;
+
+CLI::App* add_plan_command(CLI::App& app, PlanCliOptions& o) {
+  CLI::App* c = app.add_subcommand("plan", "search the parallel layouts (TP, PP, DP, CP, EP, SP, ZeRO, micro-batch, schedule, recompute, "
+                                           "rank order; inference: TP x PP x DP and batch) and rank them");
+  c->add_option("scenario", o.scenario, "scenario file with cluster, workload and (optionally) strategy sections")->required();
+  c->add_option("--fix", o.fix, "pin a knob: KNOB=VALUE (tp, pp, cp, ep, zero, mbs, v, sp, tp_overlap, recompute, order, batch); repeatable");
+  c->add_option("--space", o.space, "values to try for a knob: KNOB=A,B,C or KNOB=A..B (every integer); repeatable");
+  c->add_option("--objective", o.objective, "step-time (default), tokens-per-s, mfu or cost (needs --price-per-gpu-hour)");
+  c->add_option("--price-per-gpu-hour", o.price_per_gpu_hour, "USD per GPU-hour, for the cost column and objective")
+      ->check(CLI::Range(1e-9, 1e6));
+  c->add_option("--top", o.top, "candidates to print and write (default 10)")->check(CLI::Range(1, 100000));
+  c->add_option("--rerank", o.rerank, "flow: re-simulate the top candidates with the flow engine (link contention) and rank by it");
+  c->add_option("--max-tpot", o.max_tpot, "inference: keep layouts whose TPOT (decode step) is at most this (e.g. 50ms)");
+  c->add_option("--max-ttft", o.max_ttft, "inference: keep layouts whose TTFT (prefill step) is at most this (e.g. 2s)");
+  c->add_flag("--exact", o.exact, "simulate every candidate's whole step (no screening from shorter steps)");
+  c->add_option("--jobs", o.jobs, "worker threads (default: the machine's)")->check(CLI::Range(1, 1024));
+  c->add_option("--out", o.out, "directory for plan.json and best.yaml (the best layout as a scenario ccsim run takes)")
+      ->check([](const std::string& v) { return v.empty() ? std::string("--out: an empty path") : std::string(); });
+  c->add_option("--format", o.format, "text (default) or json (plan.json on stdout)");
+  c->add_option("--calibration", o.calibration, "collective calibration table (default: the scenario's, else the shipped one)");
+  c->add_option("--compute-calibration", o.compute_calibration, "compute efficiency table (default: the scenario's, else the shipped one)");
+  c->add_option("--serving-calibration", o.serving_calibration, "serving engine table for inference phases");
+  c->add_option("--catalog", o.catalog, "hardware catalog directory");
+  return c;
+}
+
+namespace {
+
+std::optional<double> time_option(const std::string& text, const std::string& option) {
+  if (text.empty()) return std::nullopt;
+  double v = 0;
+  try {
+    std::size_t used = 0;
+    v = std::stod(text, &used);
+    if (used != text.size()) v = models::parse_quantity(text, models::Quantity::Time);
+  } catch (const std::exception&) {
+    try {
+      v = models::parse_quantity(text, models::Quantity::Time);
+    } catch (const std::exception&) {
+      v = -1;
+    }
+  }
+  if (!(v > 0) || !std::isfinite(v) || v > 86400) {
+    throw models::InputError({"<command line>", 0, 0}, option, "a time above 0 and at most a day, e.g. 50ms or 0.05 (seconds)",
+                             "'" + text + "'");
+  }
+  return v;
+}
+
+}  // namespace
+
+int run_plan(const PlanCliOptions& o) {
+  const models::SourceLocation cmd{"<command line>", 0, 0};
+  if (o.format != "text" && o.format != "json") throw models::InputError(cmd, "--format", "text or json", "'" + o.format + "'");
+  planner::PlanOptions po;
+  po.objective = o.objective;
+  po.price_per_gpu_hour = o.price_per_gpu_hour;
+  po.top = o.top;
+  po.rerank = o.rerank;
+  po.max_tpot = time_option(o.max_tpot, "--max-tpot");
+  po.max_ttft = time_option(o.max_ttft, "--max-ttft");
+  po.exact = o.exact;
+  po.jobs = o.jobs;
+  const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  if (!scenario.workload) {
+    throw models::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim plan", "a scenario without one");
+  }
+  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  planner::SearchSpace space = planner::default_space(scenario, cluster);
+  for (const auto& s : o.space) planner::apply_space_option(space, s, false);
+  for (const auto& f : o.fix) planner::apply_space_option(space, f, true);
+  if (!o.out.empty()) {
+    std::error_code ec;
+    if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) throw models::OutputError(fmt::format("--out {}: exists and is not a directory", o.out));
+  }
+  const planner::CostModel costs = planner::CostModel::load(collective_table(o.calibration, scenario, cluster).path);
+  const auto& gpu0 = cluster.spec.groups.front().node.gpu;
+  const planner::ComputeCalibration compute = planner::ComputeCalibration::load(compute_table(o.compute_calibration, scenario).path, gpu0.name);
+  const planner::ServingCalibration serving = planner::ServingCalibration::load(
+      o.serving_calibration.empty() ? planner::ServingCalibration::default_path() : o.serving_calibration, gpu0.name);
+  const bool tty = ::isatty(2) != 0;
+  if (tty) {
+    po.progress = [](std::size_t done, std::size_t total) {
+      std::cerr << fmt::format("\rccsim plan: {}/{} candidates", done, total) << std::flush;
+    };
+  }
+  const planner::PlanResult result = planner::plan_layouts(scenario, cluster, costs, compute, serving, space, po);
+  if (tty) std::cerr << "\r\033[K" << std::flush;
+  std::cerr << fmt::format("ccsim plan: {} candidates simulated in {:.2f} s ({:.0f}/s, {} full runs); communication lowerings: {} simulated, {} shared\n",
+                           result.evaluated, result.seconds, result.seconds > 0 ? result.evaluated / result.seconds : 0.0,
+                           result.exact_runs, result.shared_misses, result.shared_hits);
+  const planner::PlanContext ctx{scenario, cluster, space, po, result};
+  if (!o.out.empty()) {
+    std::error_code ec;
+    fs::create_directories(o.out, ec);
+    if (ec || !fs::is_directory(o.out)) throw models::OutputError(fmt::format("--out {}: cannot create the directory ({})", o.out, ec ? ec.message() : "unknown"));
+    const fs::path dir(o.out);
+    if (!result.ranked.empty()) models::write_file_atomic((dir / "best.yaml").string(), planner::candidate_yaml(ctx, 0));
+    models::write_file_atomic((dir / "plan.json").string(), planner::plan_json(ctx));
+  }
+  std::cout << (o.format == "json" ? planner::plan_json(ctx) : planner::plan_summary(ctx));
+  return result.ranked.empty() ? 3 : 0;
+}
+
+}  // namespace ccsim::cli
