@@ -293,10 +293,6 @@ Enumeration enumerate_layouts(const models::Scenario& scenario, const models::Cl
                               continue;
                             }
                           }
-                          if (v > 1 && m.layers % (pp * v) != 0) {
-                            prune(kPruneInterleave);
-                            continue;
-                          }
                           if (ep > 1 && (static_cast<std::int64_t>(l.dp) * cp) % ep != 0) {
                             prune(kPruneModel);
                             continue;
