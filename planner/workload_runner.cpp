@@ -328,10 +328,20 @@ CommCost WorkloadRunner::lower(const ProgramOp& op, int stage) {
   for (int r : group) nodes.insert(topo.device(gpus[static_cast<std::size_t>(r)]).node);
   std::vector<std::vector<int>> others;
   std::set<int> covered(group.begin(), group.end());
-  for (int q = 0; q < placement_.world(); ++q) {
+  // The ranks on those nodes, ascending (a rank runs on the GPU of its index).
+  if (node_ranks_.empty()) {
+    node_ranks_.resize(cluster_.nodes.size());
+    for (int q = 0; q < placement_.world(); ++q) {
+      node_ranks_[static_cast<std::size_t>(topo.device(gpus[static_cast<std::size_t>(q)]).node)].push_back(q);
+    }
+  }
+  std::vector<int> candidates;
+  for (int nd : nodes) candidates.insert(candidates.end(), node_ranks_[static_cast<std::size_t>(nd)].begin(), node_ranks_[static_cast<std::size_t>(nd)].end());
+  std::sort(candidates.begin(), candidates.end());
+  for (int q : candidates) {
     if (covered.count(q) != 0) continue;
     const Placement::Coords c = placement_.coords(q);
-    if (c.pp != stage || nodes.count(topo.device(gpus[static_cast<std::size_t>(q)]).node) == 0) continue;
+    if (c.pp != stage) continue;
     std::vector<int> g = op.kind == ProgramOpKind::SendRecv ? std::vector<int>{q, placement_.rank({c.tp, c.cp, c.dp, op.peer})}
                          : op.expert                        ? placement_.expert_dp_group(q)
                                                             : placement_.group(op.dim, q);

@@ -254,6 +254,7 @@ class WorkloadRunner {
   std::vector<int> stage_rep_;             ///< representative rank of each stage (set by run)
   std::unique_ptr<sim::Engine> analytic_;  ///< shared by every lowering (its route cache too)
   std::unique_ptr<sim::Engine> chosen_;    ///< the scenario's engine when it is not analytic
+  std::vector<std::vector<int>> node_ranks_;  ///< ranks on each node, ascending (built by lower())
   std::shared_ptr<CommCostCache> shared_;  ///< costs shared with other runners (ccsim plan), or null
   Detail detail_ = Detail::Full;
 };
