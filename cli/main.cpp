@@ -1,7 +1,7 @@
 // ccsim: collective-communication simulator and what-if planner for GPU clusters.
 // Exit codes: 0 success, 2 bad input (scenario, catalog, command line, unwritable output path),
 // 1 internal error or failure to write standard output, 3 `run`: the layout does not fit in
-// GPU memory (reported, not simulated).
+// GPU memory (reported, not simulated); `sweep`: no point of the grid is feasible.
 
 #include <iostream>
 
@@ -11,6 +11,7 @@
 #include "cli/collective_command.hpp"
 #include "cli/compare_command.hpp"
 #include "cli/run_command.hpp"
+#include "cli/sweep_command.hpp"
 #include "cli/topo_command.hpp"
 #include "models/atomic_file.hpp"
 #include "models/input_error.hpp"
@@ -32,6 +33,8 @@ int main(int argc, char** argv) {
   CLI::App* run_cmd = ccsim::cli::add_run_command(app, run);
   ccsim::cli::CalibrateCliOptions calibrate;
   CLI::App* calibrate_cmd = ccsim::cli::add_calibrate_command(app, calibrate);
+  ccsim::cli::SweepCliOptions sweep;
+  CLI::App* sweep_cmd = ccsim::cli::add_sweep_command(app, sweep);
 
   try {
     app.parse(argc, argv);
@@ -46,7 +49,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "ccsim: a subcommand is required (topo, collective, compare, run, calibrate); see ccsim --help\n";
+    std::cerr << "ccsim: a subcommand is required (topo, collective, compare, run, sweep, calibrate); see ccsim --help\n";
     return 2;
   }
   try {
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
     if (compare_cmd->parsed()) rc = ccsim::cli::run_compare(compare);
     if (run_cmd->parsed()) rc = ccsim::cli::run_run(run);
     if (calibrate_cmd->parsed()) rc = ccsim::cli::run_calibrate(calibrate);
+    if (sweep_cmd->parsed()) rc = ccsim::cli::run_sweep(sweep);
     std::cout.flush();
     if (!std::cout) {
       std::cerr << "ccsim: error: cannot write to standard output\n";
