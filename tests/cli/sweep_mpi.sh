@@ -37,4 +37,13 @@ n=$(grep -c -- "--set cluster.nodes\[3\].count" "$work/bad.stderr")
 [ "$n" -eq 1 ] || { echo "the message should be printed once, found $n times:"; cat "$work/bad.stderr"; exit 1; }
 [ ! -e "$work/bad" ] || { echo "--out written despite the error"; exit 1; }
 [ ! -s "$work/bad.stdout" ] || { echo "stdout not empty"; exit 1; }
+# An error while the points run (a collective table that is not one, read by every rank):
+# exit 2, printed once, nothing written.
+"${mpi[@]}" "$ccsim" sweep scenarios/workloads/llama31-8b-decode-tp2.yaml --set workload.batch_size=1,2,4 --calibration README.md \
+  --out "$work/bad2" >"$work/bad2.stdout" 2>"$work/bad2.stderr"
+rc=$?
+[ $rc -eq 2 ] || { echo "bad table under mpirun: expected exit 2, got $rc"; cat "$work/bad2.stderr"; exit 1; }
+n=$(grep -c "README.md" "$work/bad2.stderr")
+[ "$n" -eq 1 ] || { echo "the table error should be printed once, found $n times:"; cat "$work/bad2.stderr"; exit 1; }
+[ ! -e "$work/bad2" ] || { echo "--out written despite the error"; exit 1; }
 echo "serial and mpirun outputs identical"
