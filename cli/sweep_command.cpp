@@ -95,6 +95,10 @@ Prepared prepare(const SweepCliOptions& o) {
       p.scenarios[i] = std::move(sc);
     } catch (const models::RuleError& e) {
       p.result.rows[i] = planner::rule_row(e);
+      // The scenario's own dp no longer fits a swept cluster or layout: say how to derive it.
+      if (e.key() == "strategy.dp" && keys.count("strategy.dp") == 0) {
+        p.result.rows[i].reason += " (--set strategy.dp=auto derives dp from the GPUs)";
+      }
     } catch (const models::InputError& e) {
       const std::string hint = (e.hint().empty() ? "" : e.hint() + "; ") + point_note(p.result, i);
       if (e.where().file == planner::kSetLayerFile) {

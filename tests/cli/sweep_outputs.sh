@@ -28,6 +28,10 @@ rc=$?
 grep -q "no" "$work/none.txt" || fail "the infeasible row is not printed"
 grep -q "strategy.tp: expected tp·pp·cp dividing the cluster's 4 GPUs" "$work/none/sweep.csv" || fail "the reason is not in sweep.csv"
 
+# A swept node count against the scenario's own dp: an infeasible row that says how to derive dp.
+"$ccsim" sweep scenarios/workloads/llama3-70b-train-64xh100.yaml --set cluster.nodes[0].count=4,8 >"$work/dp.txt" || fail "dp sweep failed"
+grep -q "found '4' (--set strategy.dp=auto derives dp from the GPUs)" "$work/dp.txt" || fail "no dp hint: $(cat "$work/dp.txt")"
+
 # Bad input in the last point: exit 2 before anything runs, --out not created.
 "$ccsim" sweep $scen --set strategy.tp=2,4,four --out "$work/bad" >"$work/bad.txt" 2>"$work/bad.err"
 rc=$?

@@ -199,3 +199,37 @@ TEST_CASE("sweep point: cost per million tokens is price × GPUs / 3600 × step 
   CHECK(*row.memory_gib > 0);
   CHECK(*row.memory_gib < *row.hbm_gib);
 }
+
+TEST_CASE("sweep overrides: relative paths resolve from the file that writes them, as in the scenario", "[sweep]") {
+  // base/common.yaml names a model config and a calibration table relative to base/; the
+  // scenario in top/ includes it. A point that changes other keys (a list element, a map key,
+  // an auto) must still read both from base/, not from the working directory or top/.
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.path / "base" / "cfg");
+  std::filesystem::create_directories(dir.path / "top");
+  std::filesystem::copy_file(test::source_path("scenarios/models/llama-3.1-8b.json"), dir.path / "base" / "cfg" / "model.json");
+  std::filesystem::copy_file(test::source_path("scenarios/calibration/nccl.yaml"), dir.path / "base" / "cfg" / "table.yaml");
+  dir.write("base/common.yaml", R"(
+cluster:
+  nodes:
+    - node: hgx-h100-4gpu
+      count: 1
+workload:
+  model: cfg/model.json
+  phase: decode
+  batch_size: 1
+  context_length: 1024
+simulation:
+  calibration: cfg/table.yaml
+)");
+  const std::string top = dir.write("top/scenario.yaml", "include: ../base/common.yaml\nstrategy: {tp: 2, dp: 2}\n");
+  const auto layers = planner::point_layers(models::load_scenario_layers(top),
+                                            {{"cluster.nodes[0].count", "2"}, {"strategy.dp", "auto"},
+                                             {"cluster.fabric.kind", "single-switch"}, {"workload.batch_size", "8"}});
+  const models::Scenario s = models::load_scenario(layers, top, test::shipped_catalog());
+  CHECK(std::filesystem::equivalent(s.model->source_path, dir.path / "base" / "cfg" / "model.json"));
+  CHECK(std::filesystem::equivalent(s.simulation.calibration, dir.path / "base" / "cfg" / "table.yaml"));
+  CHECK(s.strategy->dp == 4);  // 8 GPUs / tp 2
+  CHECK(s.workload->batch_size == 8);
+  CHECK(s.cluster.total_gpus() == 8);
+}
