@@ -11,6 +11,7 @@
 #include "cli/collective_command.hpp"
 #include "cli/compare_command.hpp"
 #include "cli/run_command.hpp"
+#include "cli/sweep_mpi.hpp"
 #include "cli/sweep_command.hpp"
 #include "cli/topo_command.hpp"
 #include "models/atomic_file.hpp"
@@ -45,7 +46,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);  // 0, like --help (it used to fall into ParseError: exit 2)
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // Under mpirun every rank parses the same command line: rank 0 alone says what is wrong.
+    if (ccsim::cli::launched_rank() == 0) app.exit(e);
     return 2;
   }
   if (app.get_subcommands().empty()) {

@@ -184,8 +184,9 @@ int run_sweep(const SweepCliOptions& o) {
   try {
     ranks.emplace();
   } catch (...) {
-    std::cerr << failure().second << "\n";
-    return 2;
+    const auto [code, message] = failure();
+    if (launched_rank() == 0) std::cerr << message << "\n";
+    return code;
   }
   const bool root = ranks->rank() == 0;
 

@@ -28,6 +28,17 @@ int launcher_size() {
   return std::getenv("PMIX_RANK") != nullptr ? 1 : 0;
 }
 
+}  // namespace
+
+int launched_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  }
+  return 0;
+}
+
+namespace {
+
 #ifdef CCSIM_HAVE_MPI
 void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) throw std::runtime_error(std::string("MPI: ") + what + " failed");

@@ -11,6 +11,11 @@
 
 namespace ccsim::cli {
 
+/// This process's rank as an MPI launcher announced it in the environment (OMPI_COMM_WORLD_RANK,
+/// PMI_RANK, PMIX_RANK), 0 when none did. Lets errors found before MPI starts (a bad command
+/// line) be printed by rank 0 only.
+int launched_rank();
+
 class SweepRanks {
  public:
   /// Initialises MPI when launched by an MPI launcher. Throws models::InputError when launched

@@ -46,4 +46,11 @@ rc=$?
 n=$(grep -c "README.md" "$work/bad2.stderr")
 [ "$n" -eq 1 ] || { echo "the table error should be printed once, found $n times:"; cat "$work/bad2.stderr"; exit 1; }
 [ ! -e "$work/bad2" ] || { echo "--out written despite the error"; exit 1; }
+# A command-line error (found before MPI starts): exit 2, printed by rank 0 only.
+"${mpi[@]}" "$ccsim" sweep scenarios/workloads/llama31-8b-decode-tp2.yaml --set workload.batch_size=1 --no-such-flag \
+  >"$work/bad3.stdout" 2>"$work/bad3.stderr"
+rc=$?
+[ $rc -eq 2 ] || { echo "bad flag under mpirun: expected exit 2, got $rc"; cat "$work/bad3.stderr"; exit 1; }
+n=$(grep -c -- "--no-such-flag" "$work/bad3.stderr")
+[ "$n" -eq 1 ] || { echo "the flag error should be printed once, found $n times:"; cat "$work/bad3.stderr"; exit 1; }
 echo "serial and mpirun outputs identical"
