@@ -6,7 +6,8 @@
 //
 // Bad input (exit 2, before any point is simulated, nothing written): a malformed --set, a key
 // the scenario format does not have, a value of the wrong type or out of its range, an unknown
-// catalog or model name, an index past the end of a list, a bad table. An infeasible point (a
+// catalog or model name, an index past the end of a list, a key that does not apply to the
+// point's phase (input_len outside serving), a bad table. An infeasible point (a
 // row saying why, not a failure): a layout that does not divide the GPUs or the model, a
 // global batch that is no multiple of micro_batch_size·dp, a cluster too large or without a
 // fabric, a layout that does not fit in GPU memory (models::RuleError, WorkloadResult::feasible).
