@@ -1,7 +1,7 @@
 // ccsim: collective-communication simulator and what-if planner for GPU clusters.
 // Exit codes: 0 success, 2 bad input (scenario, catalog, command line, unwritable output path),
 // 1 internal error or failure to write standard output, 3 `run`: the layout does not fit in
-// GPU memory (reported, not simulated); `plan`: no layout is feasible.
+// GPU memory (reported, not simulated); `plan`: no layout is feasible; `sweep`: no point of the grid is feasible.
 
 #include <iostream>
 
@@ -12,6 +12,8 @@
 #include "cli/compare_command.hpp"
 #include "cli/plan_command.hpp"
 #include "cli/run_command.hpp"
+#include "cli/sweep_mpi.hpp"
+#include "cli/sweep_command.hpp"
 #include "cli/topo_command.hpp"
 #include "models/atomic_file.hpp"
 #include "models/input_error.hpp"
@@ -35,6 +37,8 @@ int main(int argc, char** argv) {
   CLI::App* calibrate_cmd = ccsim::cli::add_calibrate_command(app, calibrate);
   ccsim::cli::PlanCliOptions plan;
   CLI::App* plan_cmd = ccsim::cli::add_plan_command(app, plan);
+  ccsim::cli::SweepCliOptions sweep;
+  CLI::App* sweep_cmd = ccsim::cli::add_sweep_command(app, sweep);
 
   try {
     app.parse(argc, argv);
@@ -45,11 +49,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);  // 0, like --help (it used to fall into ParseError: exit 2)
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // Under mpirun every rank parses the same command line: rank 0 alone says what is wrong.
+    if (ccsim::cli::launched_rank() == 0) app.exit(e);
     return 2;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "ccsim: a subcommand is required (topo, collective, compare, run, calibrate, plan); see ccsim --help\n";
+    std::cerr << "ccsim: a subcommand is required (topo, collective, compare, run, plan, sweep, calibrate); see ccsim --help\n";
     return 2;
   }
   try {
@@ -60,6 +65,7 @@ int main(int argc, char** argv) {
     if (run_cmd->parsed()) rc = ccsim::cli::run_run(run);
     if (calibrate_cmd->parsed()) rc = ccsim::cli::run_calibrate(calibrate);
     if (plan_cmd->parsed()) rc = ccsim::cli::run_plan(plan);
+    if (sweep_cmd->parsed()) rc = ccsim::cli::run_sweep(sweep);
     std::cout.flush();
     if (!std::cout) {
       std::cerr << "ccsim: error: cannot write to standard output\n";

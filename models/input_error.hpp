@@ -38,6 +38,17 @@ class InputError : public std::runtime_error {
   std::string hint_;
 };
 
+/// Well-formed input that breaks a rule tying several settings together: a layout that does not
+/// divide the GPUs or the model (tp·pp·cp·dp against the cluster, heads, layers, experts), a
+/// global batch that is no multiple of micro_batch_size·dp, a cluster too large or without a
+/// fabric for its nodes. `ccsim run` treats it as any InputError (exit 2); `ccsim sweep` reports
+/// the point as infeasible (a row with the message) rather than as bad input.
+class RuleError : public InputError {
+ public:
+  using InputError::InputError;
+  explicit RuleError(const InputError& e) : InputError(e) {}
+};
+
 /// Edit distance (Levenshtein) between two ASCII strings, case-insensitive; used for
 /// "did you mean" suggestions.
 std::size_t edit_distance(const std::string& a, const std::string& b);

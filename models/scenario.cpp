@@ -164,7 +164,7 @@ ClusterSpec parse_cluster(const Fields& root, const Catalog& catalog, const std:
     group.count = g.count("count", 1, kMaxNodes, 1);
     gpus += static_cast<std::int64_t>(group.count) * group.node.gpus;
     if (gpus > kMaxClusterGpus) {
-      throw InputError(g.location(g.has("count") ? "count" : "node"), g.key_path(g.has("count") ? "count" : "node"),
+      throw RuleError(g.location(g.has("count") ? "count" : "node"), g.key_path(g.has("count") ? "count" : "node"),
                        fmt::format("a cluster of at most {} GPUs", kMaxClusterGpus),
                        fmt::format("{} GPUs in all ({} node{} of {} GPUs here)", gpus, group.count,
                                    group.count == 1 ? "" : "s", group.node.gpus));
@@ -176,7 +176,7 @@ ClusterSpec parse_cluster(const Fields& root, const Catalog& catalog, const std:
     for (std::size_t i = 0; i < groups.size(); ++i) {
       if (spec.groups[i].node.nics == 0) {
         const Fields g({groups[i]}, element_path(c.key_path("nodes"), i));
-        throw g.error("node", "a node with NICs to join the fabric (this template has none)");
+        throw RuleError(g.error("node", "a node with NICs to join the fabric (this template has none)"));
       }
     }
     // Every leaf is cabled to every spine: bound the leaf-spine links before anything is
@@ -195,7 +195,7 @@ ClusterSpec parse_cluster(const Fields& root, const Catalog& catalog, const std:
                                       : std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(
                                                                       static_cast<double>(down_ports) / spec.fabric.oversubscription)));
       if (leaves > 1 && leaves * spines > kMaxLeafSpineLinks) {
-        throw InputError(fabric->location(), c.key_path("fabric"),
+        throw RuleError(fabric->location(), c.key_path("fabric"),
                          fmt::format("a fat tree of at most {} leaf-spine links (every leaf is cabled to every spine)",
                                      kMaxLeafSpineLinks),
                          fmt::format("{} leaves x {} spines = {}", leaves, spines, leaves * spines),
@@ -206,8 +206,8 @@ ClusterSpec parse_cluster(const Fields& root, const Catalog& catalog, const std:
         // and cabled as a full one. Every spine of every pod is cabled to every core.
         const std::int64_t pods = (nodes + spec.fabric.nodes_per_pod - 1) / spec.fabric.nodes_per_pod;
         if (pods < 2) {
-          throw fabric->error("nodes_per_pod",
-                              fmt::format("fewer nodes per pod than the cluster's {} nodes (one pod needs no core tier)", nodes));
+          throw RuleError(fabric->error("nodes_per_pod",
+                              fmt::format("fewer nodes per pod than the cluster's {} nodes (one pod needs no core tier)", nodes)));
         }
         const std::int64_t leaves_per_pod = spec.fabric.nodes_per_pod / per_leaf * (rail ? max_nics : 1);
         const std::int64_t lanes = std::max<std::int64_t>(
@@ -217,7 +217,7 @@ ClusterSpec parse_cluster(const Fields& root, const Catalog& catalog, const std:
                                   : std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(static_cast<double>(leaves_per_pod * lanes) /
                                                                                                   spec.fabric.pod_oversubscription)));
         if (pods * spines * cores > kMaxLeafSpineLinks) {
-          throw InputError(fabric->location(), c.key_path("fabric"),
+          throw RuleError(fabric->location(), c.key_path("fabric"),
                            fmt::format("a fat tree of at most {} spine-core links (every spine is cabled to every core)",
                                        kMaxLeafSpineLinks),
                            fmt::format("{} pods x {} spines x {} cores = {}", pods, spines, cores, pods * spines * cores),
@@ -226,7 +226,7 @@ ClusterSpec parse_cluster(const Fields& root, const Catalog& catalog, const std:
       }
     }
   } else if (spec.total_nodes() > 1) {
-    throw c.missing("fabric", fmt::format("a fabric section joining the {} nodes", spec.total_nodes()));
+    throw RuleError(c.missing("fabric", fmt::format("a fabric section joining the {} nodes", spec.total_nodes())));
   }
   return spec;
 }
@@ -312,25 +312,29 @@ StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
   if (s.has("dp")) {
     spec.dp = s.count("dp", 1, kMaxGpus);
     if (model_parallel * spec.dp != cluster_gpus) {
-      throw s.error("dp", fmt::format("tp·pp·cp·dp equal to the cluster's {} GPUs (tp·pp·cp·dp = {}·{}·{}·{} = {})",
-                                      cluster_gpus, spec.tp, spec.pp, spec.cp, spec.dp, model_parallel * spec.dp));
+      throw RuleError(s.error("dp", fmt::format("tp·pp·cp·dp equal to the cluster's {} GPUs (tp·pp·cp·dp = {}·{}·{}·{} = {})",
+                                                cluster_gpus, spec.tp, spec.pp, spec.cp, spec.dp, model_parallel * spec.dp)));
     }
   } else {
     if (cluster_gpus % model_parallel != 0) {
-      throw s.error("tp", fmt::format("tp·pp·cp dividing the cluster's {} GPUs (tp·pp·cp = {}·{}·{} = {})", cluster_gpus,
-                                      spec.tp, spec.pp, spec.cp, model_parallel));
+      throw RuleError(s.error("tp", fmt::format("tp·pp·cp dividing the cluster's {} GPUs (tp·pp·cp = {}·{}·{} = {})", cluster_gpus,
+                                                spec.tp, spec.pp, spec.cp, model_parallel)));
     }
     spec.dp = static_cast<int>(cluster_gpus / model_parallel);
   }
   if ((static_cast<std::int64_t>(spec.dp) * spec.cp) % spec.ep != 0) {
-    throw s.error("ep", fmt::format("an expert-parallel size dividing dp·cp = {}", spec.dp * spec.cp));
+    throw RuleError(s.error("ep", fmt::format("an expert-parallel size dividing dp·cp = {}", spec.dp * spec.cp)));
   }
   spec.sequence_parallel = s.boolean("sequence_parallel", false);
-  if (spec.sequence_parallel && spec.tp == 1) throw s.error("sequence_parallel", "false when tp is 1 (sequence parallelism splits along TP)");
+  if (spec.sequence_parallel && spec.tp == 1) {
+    throw RuleError(s.error("sequence_parallel", "false when tp is 1 (sequence parallelism splits along TP)"));
+  }
   spec.zero_stage = s.count("zero_stage", 0, kMaxGpus, 0);
   if (spec.zero_stage > 3) throw s.error("zero_stage", "a ZeRO stage of 0, 1, 2 or 3");
   spec.tp_comm_overlap = s.boolean("tp_comm_overlap", false);
-  if (spec.tp_comm_overlap && spec.tp == 1) throw s.error("tp_comm_overlap", "false when tp is 1 (there is no TP communication)");
+  if (spec.tp_comm_overlap && spec.tp == 1) {
+    throw RuleError(s.error("tp_comm_overlap", "false when tp is 1 (there is no TP communication)"));
+  }
   spec.overlap_grad_reduce = s.boolean("overlap_grad_reduce", false);
   spec.overlap_param_gather = s.boolean("overlap_param_gather", false);
   if (spec.overlap_param_gather && spec.zero_stage != 1 && spec.zero_stage != 2) {
@@ -349,7 +353,7 @@ StrategySpec parse_strategy(const Fields& s, int cluster_gpus) {
     throw s.error("virtual_stages", "at least 2 model chunks per pipeline rank for the interleaved schedule");
   }
   if (spec.pipeline_schedule == "interleaved" && spec.pp < 2) {
-    throw s.error("pipeline_schedule", "1f1b when pp is 1 (the interleaved schedule splits a pipeline of at least 2 stages)");
+    throw RuleError(s.error("pipeline_schedule", "1f1b when pp is 1 (the interleaved schedule splits a pipeline of at least 2 stages)"));
   }
   if (spec.pipeline_schedule == "1f1b" && spec.virtual_stages != 1) {
     throw s.error("virtual_stages", "1 for the 1f1b schedule (use pipeline_schedule: interleaved)");
@@ -421,11 +425,19 @@ SimulationSpec parse_simulation(const Fields& f) {
 
 }  // namespace
 
-Scenario load_scenario(const std::string& path, const Catalog& catalog) {
+std::vector<YamlSource> load_scenario_layers(const std::string& path) {
   std::vector<YamlSource> layers;
   std::vector<std::string> stack;
   std::set<std::string> loaded;
   load_with_includes(path, {path, 0, 0}, stack, loaded, layers);
+  return layers;
+}
+
+Scenario load_scenario(const std::string& path, const Catalog& catalog) {
+  return load_scenario(load_scenario_layers(path), path, catalog);
+}
+
+Scenario load_scenario(const std::vector<YamlSource>& layers, const std::string& path, const Catalog& catalog) {
   const Fields root(layers, "");
   root.reject_unknown({"include", "name", "description", "cluster", "workload", "strategy", "simulation"});
 
@@ -463,22 +475,22 @@ Scenario load_scenario(const std::string& path, const Catalog& catalog) {
     const std::int64_t per_step = scenario.workload->micro_batch_size * scenario.strategy->dp;
     if (scenario.workload->global_batch_size % per_step != 0) {
       const Fields w = root.map("workload");
-      throw w.error("global_batch_size", fmt::format("a multiple of micro_batch_size·dp = {}·{} = {}",
-                                                     scenario.workload->micro_batch_size, scenario.strategy->dp, per_step));
+      throw RuleError(w.error("global_batch_size", fmt::format("a multiple of micro_batch_size·dp = {}·{} = {}",
+                                                               scenario.workload->micro_batch_size, scenario.strategy->dp, per_step)));
     }
   }
   if (scenario.workload && scenario.workload->dtype == "fp8") {
     for (const auto& group : scenario.cluster.groups) {
       if (group.node.gpu.fp8_flops <= 0) {
-        throw root.map("workload").error("dtype", "a dtype every GPU of the cluster computes in (" + group.node.gpu.name +
-                                                      " has no FP8 tensor cores)");
+        throw RuleError(root.map("workload").error("dtype", "a dtype every GPU of the cluster computes in (" + group.node.gpu.name +
+                                                                " has no FP8 tensor cores)"));
       }
     }
   }
   if (scenario.model) {
     if (const auto problem = check_layout(*scenario.model, *scenario.workload, *scenario.strategy)) {
       const Fields section = root.has(problem->section) ? root.map(problem->section) : root;
-      throw section.error(problem->key, problem->expected);
+      throw RuleError(section.error(problem->key, problem->expected));
     }
   }
   return scenario;

@@ -108,4 +108,14 @@ std::string effective_yaml(const Scenario& scenario);
 /// planner::ComputeCalibration::load).
 Scenario load_scenario(const std::string& path, const Catalog& catalog);
 
+/// The YAML documents of a scenario file and everything it includes, most specific first (the
+/// file itself, then its includes in order). Throws InputError as load_scenario does.
+std::vector<YamlSource> load_scenario_layers(const std::string& path);
+
+/// load_scenario on layers already read (most specific first): `ccsim sweep` puts a layer of
+/// --set overrides in front of a scenario's own. `path` is the scenario's file (its name and
+/// messages). Throws InputError; RuleError (a subclass) when well-formed values break a rule
+/// tying settings together (layout, world size, global batch, cluster size, fabric).
+Scenario load_scenario(const std::vector<YamlSource>& layers, const std::string& path, const Catalog& catalog);
+
 }  // namespace ccsim::models

@@ -1,0 +1,187 @@
+#include "planner/sweep/sweep_output.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "models/text_table.hpp"
+
+namespace ccsim::planner {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+std::string number(const std::optional<double>& v) { return v ? fmt::format("{:.9g}", *v) : std::string(); }
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// Seconds for people: s, ms or us with three decimals.
+std::string duration(const std::optional<double>& v) {
+  if (!v) return "-";
+  if (*v >= 1) return fmt::format("{:.3f} s", *v);
+  if (*v >= 1e-3) return fmt::format("{:.3f} ms", *v * 1e3);
+  return fmt::format("{:.3f} us", *v * 1e6);
+}
+
+std::vector<std::string> point_values(const SweepResult& r, std::size_t point) {
+  const std::vector<std::size_t> idx = grid_point(r.axes, point);
+  std::vector<std::string> out;
+  for (std::size_t k = 0; k < r.axes.size(); ++k) out.push_back(r.axes[k].values[idx[k]]);
+  return out;
+}
+
+ordered_json optional_json(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
+
+ordered_json row_json(const SweepRow& row) {
+  ordered_json j;
+  j["feasible"] = row.feasible;
+  j["reason"] = row.reason;
+  j["gpus"] = row.gpus;
+  j["phase"] = row.phase;
+  j["step_time_s"] = optional_json(row.step_time_s);
+  j["tokens_per_s"] = optional_json(row.tokens_per_s);
+  j["mfu"] = optional_json(row.mfu);
+  j["memory_per_gpu_gib"] = optional_json(row.memory_gib);
+  j["hbm_gib"] = optional_json(row.hbm_gib);
+  j["ttft_s"] = optional_json(row.ttft_s);
+  j["tpot_s"] = optional_json(row.tpot_s);
+  j["cost_per_mtok_usd"] = optional_json(row.cost_per_mtok);
+  return j;
+}
+
+std::optional<double> optional_double(const ordered_json& j, const char* key) {
+  const auto& v = j.at(key);
+  if (v.is_null()) return std::nullopt;
+  return v.get<double>();
+}
+
+}  // namespace
+
+std::string sweep_text(const SweepResult& r) {
+  std::size_t feasible = 0;
+  bool ttft = false;
+  bool tpot = false;
+  for (const auto& row : r.rows) {
+    feasible += row.feasible ? 1 : 0;
+    ttft = ttft || row.ttft_s;
+    tpot = tpot || row.tpot_s;
+  }
+  std::string out = fmt::format("# ccsim sweep: {} — {} point{}, {} feasible\n", r.scenario, r.rows.size(),
+                                r.rows.size() == 1 ? "" : "s", feasible);
+  std::vector<std::string> headers{"#"};
+  std::vector<bool> right{true};
+  for (const auto& a : r.axes) {
+    headers.push_back(a.key);
+    right.push_back(true);
+  }
+  for (const char* h : {"feasible", "GPUs", "step time", "tokens/s", "MFU", "mem/GPU GiB"}) {
+    headers.emplace_back(h);
+    right.push_back(true);
+  }
+  if (ttft) {
+    headers.emplace_back("TTFT");
+    right.push_back(true);
+  }
+  if (tpot) {
+    headers.emplace_back("TPOT");
+    right.push_back(true);
+  }
+  if (r.price_per_gpu_hour) {
+    headers.emplace_back("USD/Mtok");
+    right.push_back(true);
+  }
+  headers.emplace_back("reason");
+  right.push_back(false);
+  models::TextTable table(headers, right);
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    const SweepRow& row = r.rows[i];
+    std::vector<std::string> cells{std::to_string(i)};
+    for (auto& v : point_values(r, i)) cells.push_back(v);
+    cells.emplace_back(row.feasible ? "yes" : "no");
+    cells.push_back(row.gpus > 0 ? std::to_string(row.gpus) : "-");
+    cells.push_back(duration(row.step_time_s));
+    cells.push_back(row.tokens_per_s ? fmt::format("{:.0f}", *row.tokens_per_s) : "-");
+    cells.push_back(row.mfu ? fmt::format("{:.1f} %", 100 * *row.mfu) : "-");
+    cells.push_back(row.memory_gib ? fmt::format("{:.2f}", *row.memory_gib) : "-");
+    if (ttft) cells.push_back(duration(row.ttft_s));
+    if (tpot) cells.push_back(duration(row.tpot_s));
+    if (r.price_per_gpu_hour) cells.push_back(row.cost_per_mtok ? fmt::format("{:.3f}", *row.cost_per_mtok) : "-");
+    cells.push_back(row.reason);
+    table.add_row(std::move(cells));
+  }
+  return out + table.render(0);
+}
+
+std::string sweep_csv(const SweepResult& r) {
+  std::string out = "point";
+  for (const auto& a : r.axes) out += "," + csv_cell(a.key);
+  out += ",feasible,reason,gpus,phase,step_time_s,tokens_per_s,mfu,memory_per_gpu_gib,hbm_gib,ttft_s,tpot_s,cost_per_mtok_usd\n";
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    const SweepRow& row = r.rows[i];
+    out += std::to_string(i);
+    for (const auto& v : point_values(r, i)) out += "," + csv_cell(v);
+    out += fmt::format(",{},{},{},{}", row.feasible ? "yes" : "no", csv_cell(row.reason), row.gpus > 0 ? std::to_string(row.gpus) : "",
+                       row.phase);
+    for (const auto* v : {&row.step_time_s, &row.tokens_per_s, &row.mfu, &row.memory_gib, &row.hbm_gib, &row.ttft_s, &row.tpot_s,
+                          &row.cost_per_mtok}) {
+      out += "," + number(*v);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string sweep_json(const SweepResult& r) {
+  ordered_json j;
+  j["schema"] = "ccsim.sweep/1";
+  j["scenario"] = r.scenario;
+  ordered_json keys = ordered_json::array();
+  for (const auto& a : r.axes) keys.push_back({{"key", a.key}, {"values", a.values}});
+  j["keys"] = keys;
+  j["price_per_gpu_hour"] = optional_json(r.price_per_gpu_hour);
+  ordered_json points = ordered_json::array();
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    ordered_json p;
+    p["point"] = i;
+    ordered_json values;
+    const auto v = point_values(r, i);
+    for (std::size_t k = 0; k < r.axes.size(); ++k) values[r.axes[k].key] = v[k];
+    p["values"] = values.is_null() ? ordered_json::object() : values;
+    p.update(row_json(r.rows[i]));
+    points.push_back(p);
+  }
+  j["points"] = points;
+  return j.dump(2) + "\n";
+}
+
+std::string encode_row(const SweepRow& row) { return row_json(row).dump(); }
+
+SweepRow decode_row(const std::string& text) {
+  const ordered_json j = ordered_json::parse(text);
+  SweepRow row;
+  row.feasible = j.at("feasible").get<bool>();
+  row.reason = j.at("reason").get<std::string>();
+  row.gpus = j.at("gpus").get<int>();
+  row.phase = j.at("phase").get<std::string>();
+  row.step_time_s = optional_double(j, "step_time_s");
+  row.tokens_per_s = optional_double(j, "tokens_per_s");
+  row.mfu = optional_double(j, "mfu");
+  row.memory_gib = optional_double(j, "memory_per_gpu_gib");
+  row.hbm_gib = optional_double(j, "hbm_gib");
+  row.ttft_s = optional_double(j, "ttft_s");
+  row.tpot_s = optional_double(j, "tpot_s");
+  row.cost_per_mtok = optional_double(j, "cost_per_mtok_usd");
+  return row;
+}
+
+}  // namespace ccsim::planner

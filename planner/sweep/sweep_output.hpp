@@ -1,0 +1,41 @@
+#pragma once
+// What `ccsim sweep` writes: the text table (stdout), sweep.csv and sweep.json (--out), and the
+// row encoding ranks send to rank 0 under MPI. Every writer is a pure function of the
+// SweepResult: same points, same bytes, whichever rank evaluated them.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/sweep/overrides.hpp"
+#include "planner/sweep/sweep_point.hpp"
+
+namespace ccsim::planner {
+
+struct SweepResult {
+  std::string scenario;                       ///< the scenario path as given
+  std::vector<SweepAxis> axes;                ///< --set options, in order
+  std::optional<double> price_per_gpu_hour;   ///< USD, when given
+  std::vector<SweepRow> rows;                 ///< one per point, in point order (overrides.hpp grid_point)
+};
+
+/// A header line, then one table row per point: point, each key's value, feasible, GPUs, step
+/// time, tokens/s, MFU, memory (GiB), TTFT and TPOT (each when a point has it), USD per million
+/// tokens (with a price), and the reason of an infeasible point.
+std::string sweep_text(const SweepResult& r);
+
+/// The columns point, each key, feasible, reason, gpus, phase, step_time_s, tokens_per_s, mfu,
+/// memory_per_gpu_gib, hbm_gib, ttft_s, tpot_s, cost_per_mtok_usd (empty cells where a figure does
+/// not apply); numbers as %.9g, text quoted as RFC 4180 when it holds a comma or quote.
+std::string sweep_csv(const SweepResult& r);
+
+/// The same content as JSON (schema "ccsim.sweep/1"): scenario, keys, price, points with their
+/// values (strings as given) and figures (null where a figure does not apply).
+std::string sweep_json(const SweepResult& r);
+
+/// A row as one line of JSON, and back (exact: doubles round-trip). Throws std::runtime_error on
+/// text this function did not write.
+std::string encode_row(const SweepRow& row);
+SweepRow decode_row(const std::string& text);
+
+}  // namespace ccsim::planner

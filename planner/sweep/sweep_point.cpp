@@ -1,0 +1,84 @@
+#include "planner/sweep/sweep_point.hpp"
+
+#include <fmt/format.h>
+
+#include "planner/cost_model.hpp"
+#include "planner/serving.hpp"
+#include "planner/workload_runner.hpp"
+
+namespace ccsim::planner {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/// The rule of cli::choose_table: the command line's table, else the scenario's, else the default.
+std::string choose(const std::string& option, const std::string& scenario, const std::string& fallback) {
+  if (!option.empty()) return option;
+  if (!scenario.empty()) return scenario;
+  return fallback;
+}
+
+}  // namespace
+
+SweepRow rule_row(const models::InputError& e) {
+  SweepRow row;
+  row.feasible = false;
+  row.reason = (e.key().empty() ? std::string() : e.key() + ": ") + "expected " + e.expected() + ", found " + e.found();
+  if (!e.hint().empty()) row.reason += "; " + e.hint();
+  return row;
+}
+
+SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& o) {
+  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  const CostModel costs =
+      CostModel::load(choose(o.calibration, scenario.simulation.calibration, CostModel::default_path(cluster)));
+  const auto& gpu0 = cluster.spec.groups.front().node.gpu;
+  ComputeCalibration compute = ComputeCalibration::load(
+      choose(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path()), gpu0.name);
+  const std::string engine = o.engine.empty() ? scenario.simulation.engine : o.engine;
+  WorkloadRunner runner(scenario, cluster, costs, compute, engine);
+  const std::string& phase = scenario.workload->phase;
+  if (phase != "training_step") {
+    runner.set_serving(ServingCalibration::load(
+        o.serving_calibration.empty() ? ServingCalibration::default_path() : o.serving_calibration, gpu0.name));
+  }
+  const WorkloadResult r = runner.run();
+
+  SweepRow row;
+  row.gpus = r.world;
+  row.phase = phase;
+  double worst = 0;
+  int worst_stage = 0;
+  for (const auto& f : r.memory) {
+    if (f.total() > worst) {
+      worst = f.total();
+      worst_stage = f.stage;
+    }
+  }
+  row.memory_gib = worst / kGiB;
+  row.hbm_gib = r.hbm_capacity / kGiB;
+  if (!r.feasible) {
+    row.feasible = false;
+    row.reason = fmt::format("out of memory: stage {} needs {:.2f} GiB per GPU, more than the {:.2f} GiB of HBM", worst_stage,
+                             worst / kGiB, r.hbm_capacity / kGiB);
+    return row;
+  }
+  row.feasible = true;
+  row.step_time_s = r.step_time;
+  row.tokens_per_s = r.program.tokens / r.step_time;
+  row.mfu = r.mfu;
+  if (phase == "prefill") row.ttft_s = r.step_time;
+  if (phase == "decode") row.tpot_s = r.step_time;
+  if (r.serving) {
+    row.ttft_s = r.serving->ttft;
+    row.tpot_s = r.serving->tpot;
+  }
+  if (o.price_per_gpu_hour) {
+    // USD per GPU-second × GPUs × seconds per token × 1e6 tokens.
+    row.cost_per_mtok = *o.price_per_gpu_hour * r.world / 3600.0 * r.step_time / r.program.tokens * 1e6;
+  }
+  return row;
+}
+
+}  // namespace ccsim::planner

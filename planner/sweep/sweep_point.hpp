@@ -1,0 +1,49 @@
+#pragma once
+// One point of `ccsim sweep`: a scenario in, the row of figures out. The sweep calls
+// evaluate_point for every feasible-looking point; `--plan` (the layout search) is meant to
+// replace it by "plan the best layout for this point" behind the same signature.
+
+#include <optional>
+#include <string>
+
+#include "models/scenario.hpp"
+
+namespace ccsim::planner {
+
+/// The command-line choices every point is run with (as `ccsim run` takes them).
+struct PointOptions {
+  std::string engine;               ///< analytic | flow; empty: the scenario's simulation.engine
+  std::string calibration;          ///< collective table; empty: the scenario's, else the default
+  std::string compute_calibration;  ///< compute table; empty: the scenario's, else the default
+  std::string serving_calibration;  ///< serving table (inference); empty: the default
+  std::optional<double> price_per_gpu_hour;  ///< USD per GPU-hour, for cost_per_mtok
+};
+
+/// The figures of one point. Times in seconds, memory in GiB (2^30 bytes, as `ccsim run`
+/// prints it), cost in USD per million tokens.
+struct SweepRow {
+  bool feasible = false;
+  std::string reason;                ///< why not, when !feasible (one line)
+  int gpus = 0;                      ///< world size; 0 when the scenario did not load
+  std::string phase;                 ///< training_step | prefill | decode | serving; empty when not loaded
+  std::optional<double> step_time_s; ///< the step (TTFT for prefill, TPOT for decode, the middle decode step for serving)
+  std::optional<double> tokens_per_s;///< tokens of the step / step time (report.json's tokens_per_s)
+  std::optional<double> mfu;         ///< model FLOPs / (step time × GPUs × dense peak), 0..1
+  std::optional<double> memory_gib;  ///< largest per-GPU footprint over pipeline stages
+  std::optional<double> hbm_gib;     ///< HBM of the smallest GPU of the placement
+  std::optional<double> ttft_s;      ///< prefill: the step; serving: the request's TTFT
+  std::optional<double> tpot_s;      ///< decode: the step; serving: the request's TPOT
+  std::optional<double> cost_per_mtok;  ///< price × GPUs / 3600 × step / tokens per step × 1e6
+};
+
+/// The row of an infeasible point whose scenario broke a rule (models::RuleError): the key, what
+/// was expected and what was found, without the file position.
+SweepRow rule_row(const models::InputError& e);
+
+/// Runs `scenario` exactly as `ccsim run` would (same tables, engine, serving figures) and
+/// returns its row; a layout that does not fit in memory is an infeasible row ("out of memory:
+/// stage S needs X GiB per GPU, more than the Y GiB of HBM"). Throws models::InputError for bad
+/// calibration tables (as `ccsim run` does). `scenario` must have a workload.
+SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& options);
+
+}  // namespace ccsim::planner
