@@ -20,9 +20,9 @@ namespace ccsim::cli {
 
 using models::InputError;
 
-models::Scenario load_scenario_file(const std::string& path, const std::string& catalog_dir) {
+models::Scenario load_scenario_file(const std::string& path, const std::string& catalog_dir, bool layout_rules) {
   const models::Catalog catalog = models::Catalog::load(catalog_dir.empty() ? models::Catalog::default_dir() : catalog_dir);
-  return models::load_scenario(path, catalog);
+  return models::load_scenario(models::load_scenario_layers(path), path, catalog, layout_rules);
 }
 
 std::string TableChoice::note(const std::string& option, const std::string& scenario_key) const {

@@ -13,7 +13,7 @@
 namespace ccsim::cli {
 
 /// Loads the catalog (`catalog_dir`, or the default) and the scenario. Throws InputError.
-models::Scenario load_scenario_file(const std::string& path, const std::string& catalog_dir);
+models::Scenario load_scenario_file(const std::string& path, const std::string& catalog_dir, bool layout_rules = true);
 
 /// Where the calibration table a command loads comes from, in the order it is looked for.
 enum class TableOrigin : std::uint8_t { CommandLine, Scenario, Default };

@@ -81,7 +81,8 @@ int run_plan(const PlanCliOptions& o) {
   po.max_ttft = time_option(o.max_ttft, "--max-ttft");
   po.exact = o.exact;
   po.jobs = o.jobs;
-  const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  // The strategy only seeds the search: one that does not fit the cluster is replaced.
+  const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog, false);
   if (!scenario.workload) {
     throw models::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim plan", "a scenario without one");
   }

@@ -19,6 +19,7 @@
 #include "models/scenario.hpp"
 #include "planner/sweep/overrides.hpp"
 #include "planner/sweep/sweep_output.hpp"
+#include "planner/layout_space.hpp"
 #include "planner/sweep/sweep_point.hpp"
 
 namespace ccsim::cli {
@@ -66,6 +67,28 @@ Prepared prepare(const SweepCliOptions& o) {
     }
   }
   p.point = {o.engine, o.calibration, o.compute_calibration, o.serving_calibration, o.price_per_gpu_hour};
+  p.point.plan = o.plan;
+  p.point.fix = o.fix;
+  p.point.space = o.space;
+  p.point.objective = o.objective;
+  p.point.jobs = o.jobs;
+  p.result.planned = o.plan;
+  if (!o.plan && (!o.fix.empty() || !o.space.empty() || o.objective != "step-time" || o.jobs != 0)) {
+    throw models::InputError(kCommandLine, !o.fix.empty() ? "--fix" : !o.space.empty() ? "--space" : o.objective != "step-time" ? "--objective" : "--jobs",
+                             "--plan as well (it sets the layout search)", "no --plan");
+  }
+  if (o.plan) {
+    // The search options are checked before any point runs (a space of its own for the syntax).
+    if (o.objective != "step-time" && o.objective != "tokens-per-s" && o.objective != "mfu" && o.objective != "cost") {
+      throw models::InputError(kCommandLine, "--objective", "step-time, tokens-per-s, mfu or cost", "'" + o.objective + "'");
+    }
+    if (o.objective == "cost" && !o.price_per_gpu_hour) {
+      throw models::InputError(kCommandLine, "--objective cost", "--price-per-gpu-hour USD as well", "no price");
+    }
+    planner::SearchSpace check;
+    for (const auto& s : o.space) planner::apply_space_option(check, s, false);
+    for (const auto& f : o.fix) planner::apply_space_option(check, f, true);
+  }
   p.result.scenario = o.scenario;
   p.result.price_per_gpu_hour = o.price_per_gpu_hour;
   std::set<std::string> keys;
@@ -87,7 +110,7 @@ Prepared prepare(const SweepCliOptions& o) {
     std::vector<planner::Assignment> assignments;
     for (std::size_t k = 0; k < idx.size(); ++k) assignments.push_back({p.result.axes[k].key, p.result.axes[k].values[idx[k]]});
     try {
-      models::Scenario sc = models::load_scenario(planner::point_layers(base, assignments), o.scenario, catalog);
+      models::Scenario sc = models::load_scenario(planner::point_layers(base, assignments), o.scenario, catalog, !o.plan);
       if (!sc.workload) {
         throw models::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim sweep",
                                  "a scenario without one");
@@ -175,6 +198,11 @@ CLI::App* add_sweep_command(CLI::App& app, SweepCliOptions& o) {
   c->add_option("--compute-calibration", o.compute_calibration, "compute efficiency table (as ccsim run)");
   c->add_option("--serving-calibration", o.serving_calibration, "serving engine table for inference phases (as ccsim run)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
+  c->add_flag("--plan", o.plan, "plan each point: the best layout of `ccsim plan` (and its figures) instead of the scenario's strategy");
+  c->add_option("--fix", o.fix, "with --plan: pin a layout knob (as ccsim plan --fix); repeatable");
+  c->add_option("--space", o.space, "with --plan: values of a layout knob (as ccsim plan --space); repeatable");
+  c->add_option("--objective", o.objective, "with --plan: step-time (default), tokens-per-s, mfu or cost");
+  c->add_option("--jobs", o.jobs, "with --plan: threads of each point's search (default: the machine's)")->check(CLI::Range(1, 1024));
   c->add_option("--format", o.format, "stdout: text (a table), csv or json (the contents of sweep.csv / sweep.json)");
   return c;
 }

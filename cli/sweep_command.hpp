@@ -37,6 +37,10 @@ struct SweepCliOptions {
   std::string serving_calibration;
   std::string catalog;
   std::string format = "text";
+  bool plan = false;               ///< each point: the best layout of a search
+  std::vector<std::string> fix, space;
+  std::string objective = "step-time";
+  int jobs = 0;
 };
 
 CLI::App* add_sweep_command(CLI::App& app, SweepCliOptions& options);

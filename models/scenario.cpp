@@ -437,7 +437,7 @@ Scenario load_scenario(const std::string& path, const Catalog& catalog) {
   return load_scenario(load_scenario_layers(path), path, catalog);
 }
 
-Scenario load_scenario(const std::vector<YamlSource>& layers, const std::string& path, const Catalog& catalog) {
+Scenario load_scenario(const std::vector<YamlSource>& layers, const std::string& path, const Catalog& catalog, bool layout_rules) {
   const Fields root(layers, "");
   root.reject_unknown({"include", "name", "description", "cluster", "workload", "strategy", "simulation"});
 
@@ -448,7 +448,14 @@ Scenario load_scenario(const std::vector<YamlSource>& layers, const std::string&
   if (!root.has("cluster")) throw root.missing("cluster", "a cluster section");
   scenario.cluster = parse_cluster(root, catalog, path);
   if (const auto w = root.optional_map("workload")) scenario.workload = parse_workload(*w);
-  if (const auto s = root.optional_map("strategy")) scenario.strategy = parse_strategy(*s, scenario.cluster.total_gpus());
+  if (const auto s = root.optional_map("strategy")) {
+    try {
+      scenario.strategy = parse_strategy(*s, scenario.cluster.total_gpus());
+    } catch (const RuleError&) {
+      // A layout search replaces the layout: one that does not fit the cluster is dropped.
+      if (layout_rules) throw;
+    }
+  }
   if (const auto sim = root.optional_map("simulation")) scenario.simulation = parse_simulation(*sim);
   if (scenario.workload) {
     const Fields w = root.map("workload");
@@ -470,7 +477,7 @@ Scenario load_scenario(const std::vector<YamlSource>& layers, const std::string&
     scenario.model = load_transformer(name, base.empty() ? "." : base.string());
     if (!scenario.strategy) scenario.strategy = parse_strategy(Fields({}, "strategy"), scenario.cluster.total_gpus());
   }
-  if (scenario.workload && scenario.strategy && scenario.workload->phase == "training_step" &&
+  if (layout_rules && scenario.workload && scenario.strategy && scenario.workload->phase == "training_step" &&
       scenario.workload->global_batch_size > 0) {
     const std::int64_t per_step = scenario.workload->micro_batch_size * scenario.strategy->dp;
     if (scenario.workload->global_batch_size % per_step != 0) {
@@ -487,7 +494,7 @@ Scenario load_scenario(const std::vector<YamlSource>& layers, const std::string&
       }
     }
   }
-  if (scenario.model) {
+  if (layout_rules && scenario.model) {
     if (const auto problem = check_layout(*scenario.model, *scenario.workload, *scenario.strategy)) {
       const Fields section = root.has(problem->section) ? root.map(problem->section) : root;
       throw RuleError(section.error(problem->key, problem->expected));

@@ -116,6 +116,11 @@ std::vector<YamlSource> load_scenario_layers(const std::string& path);
 /// --set overrides in front of a scenario's own. `path` is the scenario's file (its name and
 /// messages). Throws InputError; RuleError (a subclass) when well-formed values break a rule
 /// tying settings together (layout, world size, global batch, cluster size, fabric).
-Scenario load_scenario(const std::vector<YamlSource>& layers, const std::string& path, const Catalog& catalog);
+/// `layout_rules` false (`ccsim plan`, `ccsim sweep --plan`, which search the layout): the
+/// strategy's layout rules are not applied — a strategy that breaks one (tp·pp·cp not dividing
+/// the GPUs, ...) is replaced by the default one (every setting at its default, dp = GPUs), and
+/// the global-batch and model divisibility rules (check_layout) are left to the search.
+Scenario load_scenario(const std::vector<YamlSource>& layers, const std::string& path, const Catalog& catalog,
+                       bool layout_rules = true);
 
 }  // namespace ccsim::models

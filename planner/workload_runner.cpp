@@ -359,9 +359,18 @@ CommCost WorkloadRunner::lower(const ProgramOp& op, int stage) {
                                 static_cast<int>(op.dim), op.bytes, scenario_.workload->phase,
                                 scenario_.strategy->disable_custom_all_reduce, scenario_.simulation.granularity, engine_);
   for (const auto& [c, a] : scenario_.strategy->algorithms) key += c + "=" + a + ",";
+  // Inside one node every node of the same template is alike: such an op is keyed by the
+  // node's template and the GPUs' local indices, so the same TP op on another stage's node
+  // is found too. Ops that leave the node are keyed by their GPUs.
+  bool one_node = nodes.size() == 1;
+  const int node = *nodes.begin();
+  const int base = node_ranks_[static_cast<std::size_t>(node)].front();
+  for (const auto& g : others)
+    for (int r : g) one_node = one_node && topo.device(gpus[static_cast<std::size_t>(r)]).node == node;
+  if (one_node) key += fmt::format("node template {}", cluster_.node_group[static_cast<std::size_t>(node)]);
   const auto add_ranks = [&](const std::vector<int>& ranks) {
     key += '/';
-    for (int r : ranks) key += std::to_string(gpus[static_cast<std::size_t>(r)]) + ",";
+    for (int r : ranks) key += std::to_string(one_node ? r - base : static_cast<int>(gpus[static_cast<std::size_t>(r)])) + ",";
   };
   add_ranks(group);
   for (const auto& g : others) add_ranks(g);

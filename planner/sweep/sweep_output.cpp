@@ -56,6 +56,7 @@ ordered_json row_json(const SweepRow& row) {
   j["ttft_s"] = optional_json(row.ttft_s);
   j["tpot_s"] = optional_json(row.tpot_s);
   j["cost_per_mtok_usd"] = optional_json(row.cost_per_mtok);
+  if (!row.layout.empty()) j["layout"] = row.layout;
   return j;
 }
 
@@ -84,6 +85,10 @@ std::string sweep_text(const SweepResult& r) {
     headers.push_back(a.key);
     right.push_back(true);
   }
+  if (r.planned) {
+    headers.emplace_back("best layout");
+    right.push_back(false);
+  }
   for (const char* h : {"feasible", "GPUs", "step time", "tokens/s", "MFU", "mem/GPU GiB"}) {
     headers.emplace_back(h);
     right.push_back(true);
@@ -107,6 +112,7 @@ std::string sweep_text(const SweepResult& r) {
     const SweepRow& row = r.rows[i];
     std::vector<std::string> cells{std::to_string(i)};
     for (auto& v : point_values(r, i)) cells.push_back(v);
+    if (r.planned) cells.push_back(row.layout.empty() ? "-" : row.layout);
     cells.emplace_back(row.feasible ? "yes" : "no");
     cells.push_back(row.gpus > 0 ? std::to_string(row.gpus) : "-");
     cells.push_back(duration(row.step_time_s));
@@ -125,7 +131,8 @@ std::string sweep_text(const SweepResult& r) {
 std::string sweep_csv(const SweepResult& r) {
   std::string out = "point";
   for (const auto& a : r.axes) out += "," + csv_cell(a.key);
-  out += ",feasible,reason,gpus,phase,step_time_s,tokens_per_s,mfu,memory_per_gpu_gib,hbm_gib,ttft_s,tpot_s,cost_per_mtok_usd\n";
+  out += ",feasible,reason,gpus,phase,step_time_s,tokens_per_s,mfu,memory_per_gpu_gib,hbm_gib,ttft_s,tpot_s,cost_per_mtok_usd";
+  out += r.planned ? ",layout\n" : "\n";
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const SweepRow& row = r.rows[i];
     out += std::to_string(i);
@@ -136,6 +143,7 @@ std::string sweep_csv(const SweepResult& r) {
                           &row.cost_per_mtok}) {
       out += "," + number(*v);
     }
+    if (r.planned) out += "," + csv_cell(row.layout);
     out += "\n";
   }
   return out;
@@ -149,6 +157,7 @@ std::string sweep_json(const SweepResult& r) {
   for (const auto& a : r.axes) keys.push_back({{"key", a.key}, {"values", a.values}});
   j["keys"] = keys;
   j["price_per_gpu_hour"] = optional_json(r.price_per_gpu_hour);
+  j["planned"] = r.planned;
   ordered_json points = ordered_json::array();
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     ordered_json p;
@@ -181,6 +190,7 @@ SweepRow decode_row(const std::string& text) {
   row.ttft_s = optional_double(j, "ttft_s");
   row.tpot_s = optional_double(j, "tpot_s");
   row.cost_per_mtok = optional_double(j, "cost_per_mtok_usd");
+  if (j.contains("layout")) row.layout = j.at("layout").get<std::string>();
   return row;
 }
 

@@ -17,6 +17,7 @@ struct SweepResult {
   std::vector<SweepAxis> axes;                ///< --set options, in order
   std::optional<double> price_per_gpu_hour;   ///< USD, when given
   std::vector<SweepRow> rows;                 ///< one per point, in point order (overrides.hpp grid_point)
+  bool planned = false;                       ///< --plan: rows carry the best layout (a "layout" column)
 };
 
 /// A header line, then one table row per point: point, each key's value, feasible, GPUs, step

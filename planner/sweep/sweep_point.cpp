@@ -1,8 +1,11 @@
 #include "planner/sweep/sweep_point.hpp"
 
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "planner/cost_model.hpp"
+#include "planner/layout_plan.hpp"
 #include "planner/serving.hpp"
 #include "planner/workload_runner.hpp"
 
@@ -30,6 +33,7 @@ SweepRow rule_row(const models::InputError& e) {
 }
 
 SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& o) {
+  if (o.plan) return plan_point(scenario, o);
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
   const CostModel costs =
       CostModel::load(choose(o.calibration, scenario.simulation.calibration, CostModel::default_path(cluster)));
@@ -78,6 +82,49 @@ SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& o)
     // USD per GPU-second × GPUs × seconds per token × 1e6 tokens.
     row.cost_per_mtok = *o.price_per_gpu_hour * r.world / 3600.0 * r.step_time / r.program.tokens * 1e6;
   }
+  return row;
+}
+
+SweepRow plan_point(const models::Scenario& scenario, const PointOptions& o) {
+  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  const CostModel costs =
+      CostModel::load(choose(o.calibration, scenario.simulation.calibration, CostModel::default_path(cluster)));
+  const auto& gpu0 = cluster.spec.groups.front().node.gpu;
+  const ComputeCalibration compute = ComputeCalibration::load(
+      choose(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path()), gpu0.name);
+  const ServingCalibration serving =
+      ServingCalibration::load(o.serving_calibration.empty() ? ServingCalibration::default_path() : o.serving_calibration, gpu0.name);
+  SearchSpace space = default_space(scenario, cluster);
+  for (const auto& s : o.space) apply_space_option(space, s, false);
+  for (const auto& f : o.fix) apply_space_option(space, f, true);
+  PlanOptions po;
+  po.objective = o.objective;
+  po.price_per_gpu_hour = o.price_per_gpu_hour.value_or(0);
+  po.top = 1;
+  po.jobs = o.jobs;
+  const PlanResult plan = plan_layouts(scenario, cluster, costs, compute, serving, space, po);
+  SweepRow row;
+  row.gpus = cluster.spec.total_gpus();
+  row.phase = scenario.workload->phase;
+  double hbm = std::numeric_limits<double>::infinity();
+  for (const auto& g : cluster.spec.groups) hbm = std::min(hbm, g.node.gpu.hbm_capacity);
+  row.hbm_gib = hbm / kGiB;
+  if (plan.ranked.empty()) {
+    std::string counts;
+    for (const auto& [reason, n] : plan.pruned) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, reason);
+    row.reason = fmt::format("no feasible layout among {} ({})", plan.enumerated, counts.empty() ? "none enumerated" : counts);
+    return row;
+  }
+  const CandidateResult& best = plan.ranked.front();
+  row.feasible = true;
+  row.layout = layout_name(best.candidate.layout, row.phase);
+  row.step_time_s = best.step_time;
+  row.tokens_per_s = best.tokens_per_s;
+  row.mfu = best.mfu;
+  row.memory_gib = best.candidate.memory / kGiB;
+  if (row.phase == "prefill" || row.phase == "serving") row.ttft_s = best.ttft;
+  if (row.phase == "decode" || row.phase == "serving") row.tpot_s = best.tpot;
+  if (o.price_per_gpu_hour) row.cost_per_mtok = best.cost_per_mtok;
   return row;
 }
 

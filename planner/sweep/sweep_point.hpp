@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/scenario.hpp"
 
@@ -17,6 +18,12 @@ struct PointOptions {
   std::string compute_calibration;  ///< compute table; empty: the scenario's, else the default
   std::string serving_calibration;  ///< serving table (inference); empty: the default
   std::optional<double> price_per_gpu_hour;  ///< USD per GPU-hour, for cost_per_mtok
+  /// --plan: each point is the best layout of a search (planner/layout_plan.hpp) instead of
+  /// the scenario's own strategy; fix / space are `ccsim plan`'s --fix / --space options.
+  bool plan = false;
+  std::vector<std::string> fix, space;
+  std::string objective = "step-time";
+  int jobs = 0;  ///< the search's worker threads (0: the machine's)
 };
 
 /// The figures of one point. Times in seconds, memory in GiB (2^30 bytes, as `ccsim run`
@@ -34,6 +41,7 @@ struct SweepRow {
   std::optional<double> ttft_s;      ///< prefill: the step; serving: the request's TTFT
   std::optional<double> tpot_s;      ///< decode: the step; serving: the request's TPOT
   std::optional<double> cost_per_mtok;  ///< price × GPUs / 3600 × step / tokens per step × 1e6
+  std::string layout;                ///< --plan: the best layout (planner::layout_name); else empty
 };
 
 /// The row of an infeasible point whose scenario broke a rule (models::RuleError): the key, what
@@ -45,5 +53,10 @@ SweepRow rule_row(const models::InputError& e);
 /// stage S needs X GiB per GPU, more than the Y GiB of HBM"). Throws models::InputError for bad
 /// calibration tables (as `ccsim run` does). `scenario` must have a workload.
 SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& options);
+
+/// `--plan`: the row of the best layout `ccsim plan` finds for `scenario` (figures of its full
+/// run, as `ccsim run` on it gives them), or an infeasible row when every layout is pruned
+/// (the reason gives the counts). Throws models::InputError for bad --fix / --space options.
+SweepRow plan_point(const models::Scenario& scenario, const PointOptions& options);
 
 }  // namespace ccsim::planner
