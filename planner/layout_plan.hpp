@@ -75,6 +75,10 @@ struct PlanResult {
   std::vector<CandidateResult> ranked;         ///< the best first: full runs, then screened ones
   std::size_t shared_hits = 0, shared_misses = 0;  ///< communication lowerings reused / simulated
   double seconds = 0;                          ///< wall time of the search
+  /// The scenario's own layout when it is among the candidates: its rank (0 = best) and its
+  /// figures from a full run; nullopt when the search pruned it or its space lacks it.
+  std::optional<std::size_t> scenario_rank;
+  std::optional<CandidateResult> scenario_layout;
 };
 
 /// Runs the search. Throws models::InputError for option values that cannot work (cost

@@ -109,6 +109,8 @@ bool valid_order(const std::string& order) {
   return parts.size() == 5 && seen == std::set<std::string>{"tp", "cp", "ep", "pp", "dp"};
 }
 
+bool inference_batch_only(const Layout& a, const Layout& b) { return a.batch > 0 && b.batch > 0; }
+
 }  // namespace
 
 std::string layout_name(const Layout& l, const std::string& phase) {
@@ -124,6 +126,30 @@ std::string layout_name(const Layout& l, const std::string& phase) {
   out += " rc:" + short_recompute(l.recompute);
   if (l.order != "tp-cp-ep-pp-dp") out += " order:" + l.order;
   return out;
+}
+
+Layout layout_of(const models::Scenario& scenario) {
+  const models::StrategySpec& s = *scenario.strategy;
+  const models::WorkloadSpec& w = *scenario.workload;
+  Layout l;
+  l.tp = s.tp, l.pp = s.pp, l.dp = s.dp, l.cp = s.cp, l.ep = s.ep;
+  l.sp = s.sequence_parallel, l.tp_overlap = s.tp_comm_overlap, l.zero = s.zero_stage;
+  l.v = s.pipeline_schedule == "interleaved" ? s.virtual_stages : 1;
+  l.order = s.order;
+  if (inference(w.phase)) {
+    l.batch = w.phase == "prefill" ? w.micro_batch_size : w.batch_size;
+    l.mbs = w.micro_batch_size;
+  } else {
+    l.mbs = w.micro_batch_size;
+    l.recompute = w.recompute;
+  }
+  return l;
+}
+
+bool same_layout(const Layout& a, const Layout& b) {
+  return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.cp == b.cp && a.ep == b.ep && a.sp == b.sp && a.tp_overlap == b.tp_overlap &&
+         a.zero == b.zero && a.v == b.v && a.recompute == b.recompute && a.batch == b.batch &&
+         (inference_batch_only(a, b) || a.mbs == b.mbs) && order_signature(a.order, a) == order_signature(b.order, b);
 }
 
 SearchSpace default_space(const models::Scenario& scenario, const models::Cluster& cluster) {

@@ -33,6 +33,12 @@ struct Layout {
 /// "TP8 PP2 DP4 mbs1 SP ZeRO-1 1F1B sel" — the short name the plan table prints.
 std::string layout_name(const Layout& l, const std::string& phase);
 
+/// The layout a scenario's strategy and workload set (dp as the strategy says).
+Layout layout_of(const models::Scenario& scenario);
+/// Whether two layouts place and run the same way (rank orders compared by the placement they
+/// give: dimensions of size 1 do not count).
+bool same_layout(const Layout& a, const Layout& b);
+
 /// Values to try per knob (each list in the order it is enumerated).
 struct SearchSpace {
   std::vector<int> tp, pp, cp, ep, zero, v;

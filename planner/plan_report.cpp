@@ -154,6 +154,13 @@ std::string plan_summary(const PlanContext& c) {
     t.add_row(row);
   }
   out += t.render(0);
+  if (r.scenario_rank) {
+    const auto& x = *r.scenario_layout;
+    out += fmt::format("the scenario's own layout ({}) ranks {} of {}: {}\n", layout_name(x.candidate.layout, w.phase), *r.scenario_rank + 1,
+                       r.ranked.size(), objective_text(x, c.options, w.phase));
+  } else {
+    out += "the scenario's own layout is not among the candidates (outside the space, pruned, or the scenario sets none)\n";
+  }
   if (flow) out += "(ranked by the flow engine's figures; the other columns are the analytic engine's)\n";
   out += explain_best(c);
   return out;
@@ -215,6 +222,13 @@ std::string plan_json(const PlanContext& c) {
     list.push_back(e);
   }
   j["candidates"] = list;
+  if (r.scenario_rank) {
+    j["scenario_layout"] = {{"rank", *r.scenario_rank + 1}, {"layout", layout_name(r.scenario_layout->candidate.layout, w.phase)},
+                            {"step_time_s", r.scenario_layout->step_time}, {"tokens_per_s", r.scenario_layout->tokens_per_s},
+                            {"mfu", r.scenario_layout->mfu}};
+  } else {
+    j["scenario_layout"] = nullptr;
+  }
   return j.dump(2) + "\n";
 }
 
