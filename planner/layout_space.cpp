@@ -289,7 +289,8 @@ Enumeration enumerate_layouts(const models::Scenario& scenario, const models::Cl
                           l.tp = tp, l.pp = pp, l.cp = cp, l.ep = ep, l.sp = sp && tp > 1, l.tp_overlap = overlap && tp > 1;
                           l.zero = zero, l.mbs = mbs, l.v = v, l.recompute = rc, l.order = order, l.batch = batch;
                           l.dp = world % tpc == 0 ? static_cast<int>(world / tpc) : 0;
-                          if (l.dp > 0 && !orders_seen.insert(order_signature(order, l)).second) continue;
+                          // A layout that does not divide the GPUs is one layout, whatever its order.
+                          if (!orders_seen.insert(l.dp > 0 ? order_signature(order, l) : std::string()).second) continue;
                           ++out.total;
                           if (l.dp == 0) {
                             prune(kPruneGpus);

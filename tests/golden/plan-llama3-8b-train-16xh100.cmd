@@ -1,0 +1,1 @@
+plan tests/data/plan/llama3-8b-train-16xh100.yaml --space tp=1,2,4,8 --space pp=1,2 --space mbs=1,2 --space v=1,2 --fix zero=1 --fix recompute=selective --fix tp_overlap=false --fix order=tp-cp-ep-pp-dp --top 6 --price-per-gpu-hour 2.5
