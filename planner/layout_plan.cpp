@@ -185,6 +185,7 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
   std::vector<CandidateResult> results = run_all(all, o.exact, "analytic");
   out.evaluated = results.size();
+  for (const auto& r : results) out.exact_runs += r.exact ? 1 : 0;
   // Latency targets (inference phases are simulated in full: one step each).
   std::vector<CandidateResult> kept;
   for (auto& r : results) {
@@ -207,8 +208,7 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
   for (std::size_t i = 0; i < full_runs; ++i)
     if (!kept[i].exact) redo.push_back(kept[i].index);
   std::vector<CandidateResult> again = run_all(redo, true, "analytic");
-  out.exact_runs = redo.size();
-  for (const auto& r : kept) out.exact_runs += r.exact ? 1 : 0;
+  out.exact_runs += redo.size();
   std::map<std::size_t, CandidateResult*> by_index;
   for (auto& r : again) by_index[r.index] = &r;
   for (std::size_t i = 0; i < full_runs; ++i) {

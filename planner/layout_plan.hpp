@@ -7,10 +7,11 @@
 // shared between candidates (CommCostCache: the same collective of the same size on the same
 // GPUs with the same concurrent groups is simulated once). A training step of m micro-batches
 // is screened from two shorter steps of m_a < m_b micro-batches: every further micro-batch
-// (1F1B) or group of g micro-batches (interleaved) adds the same time to every figure, so each
-// figure f(m) = f(m_b) + (m − m_b)/g · (f(m_b) − f(m_a)), with m_a = 1, m_b = 2 (g = 1) for
+// (1F1B) or group of g micro-batches (interleaved) adds the same time to the step, so
+// f(m) = f(m_b) + (m − m_b)/g · (f(m_b) − f(m_a)), with m_a = 1, m_b = 2 (g = 1) for
 // 1F1B and m_a = g + r, m_b = 2g + r (r = m mod g, g the micro-batch group, pp by default) for
-// the interleaved schedule. (The pipeline formula (m + p − 1)·(F + B) of Narayanan et al.,
+// the interleaved schedule; the screen extrapolates the step time, tokens/s and MFU (the
+// per-dim breakdown comes from full runs only). (The pipeline formula (m + p − 1)·(F + B) of Narayanan et al.,
 // SC'21, is affine in m from m = 1; tests/planner/layout_plan_test.cpp checks the screen
 // against full runs.) The best candidates of the screen are then run in full (`exact`), and the figures
 // reported for them are `ccsim run`'s, bit for bit. `--exact` runs every candidate in full.
@@ -56,6 +57,7 @@ struct CandidateResult {
   double step_time = 0;             ///< training step, prefill TTFT, decode TPOT, serving: middle decode step
   double tokens_per_s = 0;          ///< as report.json: tokens of the step / step time
   double mfu = 0;
+  // The breakdown below is 0 for a screened candidate (every candidate reported is a full run).
   double compute = 0;               ///< compute per GPU
   double exposed_total = 0;         ///< exposed communication per GPU
   std::array<double, models::kParallelDims> exposed{};  ///< exposed communication per dim
@@ -71,7 +73,7 @@ struct PlanResult {
   std::size_t enumerated = 0;                  ///< layouts enumerated
   std::map<std::string, std::size_t> pruned;   ///< reason -> count (latency targets included)
   std::size_t evaluated = 0;                   ///< candidates simulated (screened or exact)
-  std::size_t exact_runs = 0;                  ///< full runs (analytic engine)
+  std::size_t exact_runs = 0;                  ///< full runs (analytic engine), those later dropped by a latency target included
   std::vector<CandidateResult> ranked;         ///< the best first: full runs, then screened ones
   std::size_t shared_hits = 0, shared_misses = 0;  ///< communication lowerings reused / simulated
   double seconds = 0;                          ///< wall time of the search

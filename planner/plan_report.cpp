@@ -104,6 +104,7 @@ std::string explain_best(const PlanContext& c) {
   }
   if (!parts.empty()) line += "; largest differing terms: " + parts;
   if (!knob_text.empty()) line += "; settings: " + knob_text;
+  line += ".";
   return line + "\n";
 }
 
@@ -112,16 +113,19 @@ std::string plan_summary(const PlanContext& c) {
   const auto& w = *sc.workload;
   const auto& r = c.result;
   const bool infer = inference(w.phase);
-  std::string out = fmt::format("# ccsim plan: {} — {} {} on {} GPUs ({} nodes), objective {}\n", sc.name, sc.model->name, w.phase,
-                                c.cluster.spec.total_gpus(), c.cluster.spec.total_nodes(), c.options.objective);
+  const int nodes = c.cluster.spec.total_nodes();
+  std::string out = fmt::format("# ccsim plan: {} — {} {} on {} GPUs ({} node{}), objective {}\n", sc.name, sc.model->name, w.phase,
+                                c.cluster.spec.total_gpus(), nodes, nodes == 1 ? "" : "s", c.options.objective);
   std::string space;
   for (const auto& [k, v] : space_items(c.space, w.phase)) space += fmt::format("{}{}={}", space.empty() ? "" : " ", k, v);
   out += "# space: " + space + "\n";
   std::size_t pruned = 0;
-  for (const auto& [reason, n] : r.pruned) pruned += n;
-  out += fmt::format("# {} layouts: {} pruned, {} simulated ({} in full)\n", thousands(r.enumerated), thousands(pruned),
-                     thousands(r.evaluated), thousands(r.exact_runs));
-  for (const auto& [reason, n] : r.pruned) out += fmt::format("#   pruned {:>9}  {}\n", thousands(n), reason);
+  for (const auto& [reason, n] : r.pruned) pruned += reason == kPruneLatency ? 0 : n;
+  out += fmt::format("# {} layouts: {} pruned before simulation, {} simulated ({} full runs, the rest screened from two shorter steps)\n",
+                     thousands(r.enumerated), thousands(pruned), thousands(r.evaluated), thousands(r.exact_runs));
+  for (const auto& [reason, n] : r.pruned) {
+    out += fmt::format("#   {:>9}  {}{}\n", thousands(n), reason, reason == kPruneLatency ? " (simulated, then dropped)" : "");
+  }
   out += "\n";
   if (r.ranked.empty()) {
     out += "no layout is feasible: every candidate was pruned (see the counts above); widen the space with --space, or add GPUs\n";
