@@ -640,7 +640,7 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
   for (const auto& op : p.ops) comm_ops += op.kind == ProgramOpKind::Collective || op.kind == ProgramOpKind::SendRecv;
   std::size_t done = 0;
   using ComputeKey = std::tuple<int, int, int, int, double, double, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
-  std::map<ComputeKey, ComputeEstimate> compute_memo;
+  std::map<ComputeKey, ComputeEstimate> compute_memo;  // a handful of shapes per stage
   for (std::size_t i = 0; i < n; ++i) {
     const ProgramOp& op = p.ops[i];
     const int stage = p.op_rank[i];
