@@ -327,7 +327,10 @@ Enumeration enumerate_layouts(const models::Scenario& scenario, const models::Cl
                           if (const auto problem = models::check_layout(m, w, s)) {
                             const bool interleave = v > 1 && (problem->key == "microbatch_group_size_per_vp_stage" ||
                                                               (problem->key == "global_batch_size" && problem->expected.find("interleaved") != std::string::npos));
-                            prune(interleave ? kPruneInterleave : problem->key == "global_batch_size" ? kPruneBatch : kPruneModel);
+                            prune(interleave                          ? kPruneInterleave
+                                  : problem->key == "global_batch_size" ? kPruneBatch
+                                  : problem->key == "pp"                ? kPruneDepth
+                                                                        : kPruneModel);
                             continue;
                           }
                           double mem = 0;

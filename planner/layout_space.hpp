@@ -73,6 +73,7 @@ void apply_space_option(SearchSpace& space, const std::string& arg, bool fix);
 inline constexpr const char* kPruneGpus = "tp·pp·cp does not divide the GPUs";
 inline constexpr const char* kPruneBatch = "global batch not divisible by micro-batch·dp";
 inline constexpr const char* kPruneModel = "model rule (heads, KV heads, experts, sequence)";
+inline constexpr const char* kPruneDepth = "pp·v more than the model's layers";
 inline constexpr const char* kPruneInterleave = "interleaved schedule: too few micro-batches for its group (Megatron-Core's rule)";
 inline constexpr const char* kPruneMemory = "does not fit in GPU memory";
 inline constexpr const char* kPruneLatency = "latency target missed";
