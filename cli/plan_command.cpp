@@ -13,6 +13,7 @@
 #include "models/input_error.hpp"
 #include "models/units.hpp"
 #include "planner/layout_plan.hpp"
+#include "planner/layout_space.hpp"
 #include "planner/plan_report.hpp"
 
 namespace ccsim::cli {
@@ -72,6 +73,9 @@ std::optional<double> time_option(const std::string& text, const std::string& op
 int run_plan(const PlanCliOptions& o) {
   const models::SourceLocation cmd{"<command line>", 0, 0};
   if (o.format != "text" && o.format != "json") throw models::InputError(cmd, "--format", "text or json", "'" + o.format + "'");
+  if (o.price_per_gpu_hour != 0 && !(std::isfinite(o.price_per_gpu_hour) && o.price_per_gpu_hour > 0)) {
+    throw models::InputError(cmd, "--price-per-gpu-hour", "a positive price in USD per GPU-hour", fmt::format("{}", o.price_per_gpu_hour));
+  }
   planner::PlanOptions po;
   po.objective = o.objective;
   po.price_per_gpu_hour = o.price_per_gpu_hour;
@@ -86,13 +90,23 @@ int run_plan(const PlanCliOptions& o) {
   if (!scenario.workload) {
     throw models::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim plan", "a scenario without one");
   }
+  if (scenario.workload->phase == "training_step" && scenario.workload->global_batch_size <= 0) {
+    throw models::InputError({o.scenario, 0, 0}, "workload.global_batch_size",
+                             "a global batch (sequences per optimizer step) for ccsim plan: the search keeps it fixed while dp and the micro-batch vary",
+                             "none");
+  }
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
-  planner::SearchSpace space = planner::default_space(scenario, cluster);
-  for (const auto& s : o.space) planner::apply_space_option(space, s, false);
-  for (const auto& f : o.fix) planner::apply_space_option(space, f, true);
+  const planner::SearchSpace space = planner::space_from_options(scenario, cluster, o.space, o.fix);
   if (!o.out.empty()) {
+    // Checked before the search: a directory plan.json and best.yaml can be written into.
     std::error_code ec;
     if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) throw models::OutputError(fmt::format("--out {}: exists and is not a directory", o.out));
+    for (const char* name : {"plan.json", "best.yaml"}) {
+      const fs::path f = fs::path(o.out) / name;
+      if (fs::exists(f, ec) && !fs::is_regular_file(f, ec)) {
+        throw models::OutputError(fmt::format("--out {}: {} exists and is not a regular file", o.out, name));
+      }
+    }
   }
   const planner::CostModel costs = planner::CostModel::load(collective_table(o.calibration, scenario, cluster).path);
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
@@ -116,7 +130,11 @@ int run_plan(const PlanCliOptions& o) {
     fs::create_directories(o.out, ec);
     if (ec || !fs::is_directory(o.out)) throw models::OutputError(fmt::format("--out {}: cannot create the directory ({})", o.out, ec ? ec.message() : "unknown"));
     const fs::path dir(o.out);
-    if (!result.ranked.empty()) models::write_file_atomic((dir / "best.yaml").string(), planner::candidate_yaml(ctx, 0));
+    // plan.json last: an old one goes first, and a best.yaml of an earlier plan goes when this
+    // one has no feasible layout, so the files in DIR always belong together.
+    fs::remove(dir / "plan.json", ec);
+    if (result.ranked.empty()) fs::remove(dir / "best.yaml", ec);
+    else models::write_file_atomic((dir / "best.yaml").string(), planner::candidate_yaml(ctx, 0));
     models::write_file_atomic((dir / "plan.json").string(), planner::plan_json(ctx));
   }
   std::cout << (o.format == "json" ? planner::plan_json(ctx) : planner::plan_summary(ctx));

@@ -56,14 +56,20 @@ Prepared prepare(const SweepCliOptions& o) {
   if (!o.engine.empty() && o.engine != "analytic" && o.engine != "flow") {
     throw models::InputError(kCommandLine, "--engine", "analytic or flow", "'" + o.engine + "'");
   }
-  if (o.price_per_gpu_hour && !(std::isfinite(*o.price_per_gpu_hour) && *o.price_per_gpu_hour > 0)) {
-    throw models::InputError(kCommandLine, "--price-per-gpu-hour", "a positive price in USD per GPU-hour",
+  if (o.price_per_gpu_hour && !(std::isfinite(*o.price_per_gpu_hour) && *o.price_per_gpu_hour > 0 && *o.price_per_gpu_hour <= 1e6)) {
+    throw models::InputError(kCommandLine, "--price-per-gpu-hour", "a positive price in USD per GPU-hour, at most 1e6",
                              fmt::format("{}", *o.price_per_gpu_hour));
   }
   if (!o.out.empty()) {
     std::error_code ec;
     if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) {
       throw models::OutputError(fmt::format("--out {}: exists and is not a directory", o.out));
+    }
+    for (const char* name : {"sweep.csv", "sweep.json"}) {
+      const fs::path f = fs::path(o.out) / name;
+      if (fs::exists(f, ec) && !fs::is_regular_file(f, ec)) {
+        throw models::OutputError(fmt::format("--out {}: {} exists and is not a regular file", o.out, name));
+      }
     }
   }
   p.point = {o.engine, o.calibration, o.compute_calibration, o.serving_calibration, o.price_per_gpu_hour};
@@ -88,6 +94,19 @@ Prepared prepare(const SweepCliOptions& o) {
     planner::SearchSpace check;
     for (const auto& s : o.space) planner::apply_space_option(check, s, false);
     for (const auto& f : o.fix) planner::apply_space_option(check, f, true);
+    // The search sets the layout: a swept layout key would be overwritten without a word.
+    static const std::set<std::string> searched = {
+        "strategy.tp", "strategy.pp", "strategy.dp", "strategy.cp", "strategy.ep", "strategy.sequence_parallel",
+        "strategy.tp_comm_overlap", "strategy.zero_stage", "strategy.virtual_stages", "strategy.pipeline_schedule",
+        "strategy.order", "workload.micro_batch_size", "workload.recompute", "workload.batch_size"};
+    for (const std::string& s : o.sets) {
+      const std::string key = s.substr(0, s.find('='));
+      if (searched.count(key) != 0) {
+        throw models::InputError(kCommandLine, "--set " + key,
+                                 "a key the layout search does not set (with --plan, pin a layout knob with --fix or list its values with --space)",
+                                 "a layout key");
+      }
+    }
   }
   p.result.scenario = o.scenario;
   p.result.price_per_gpu_hour = o.price_per_gpu_hour;

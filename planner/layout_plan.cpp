@@ -27,6 +27,7 @@ double mean_of(const std::vector<StageBreakdown>& stages, double StageBreakdown:
 /// The figures of a full run, as report.json computes them.
 CandidateResult figures(const WorkloadResult& r, const models::WorkloadSpec& w, int dp) {
   CandidateResult c;
+  c.fits = r.feasible;
   c.step_time = r.step_time;
   c.tokens_per_s = r.program.tokens / r.step_time;
   c.mfu = r.mfu;
@@ -84,8 +85,15 @@ CandidateResult evaluate_candidate(const models::Scenario& scenario, const model
   const bool screen = !exact && w.phase == "training_step" && w.global_batch_size > 0 && m > ma + mb;
   CandidateResult out;
   if (!screen) {
-    out = figures(run_one(full, cluster, costs, compute, serving, engine, shared, WorkloadRunner::Detail::NoLinks), w, s.dp);
+    const WorkloadResult r = run_one(full, cluster, costs, compute, serving, engine, shared, WorkloadRunner::Detail::NoLinks);
+    out = figures(r, w, s.dp);
     out.exact = true;
+    out.candidate = c;
+    // The run's footprint is the reported one (serving: the KV cache of the last decode step).
+    double mem = 0;
+    for (const auto& f : r.memory) mem = std::max(mem, f.total());
+    if (!r.memory.empty()) out.candidate.memory = mem;
+    return out;
   } else {
     // Two shorter steps; every figure is affine in m past the pipeline's warm-up.
     const auto shorter = [&](int micro) {
@@ -186,13 +194,24 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
   std::vector<CandidateResult> results = run_all(all, o.exact, "analytic");
   out.evaluated = results.size();
   for (const auto& r : results) out.exact_runs += r.exact ? 1 : 0;
-  // Latency targets (inference phases are simulated in full: one step each).
+  // Memory as the full run saw it (serving's KV cache grows over the decode steps), then the
+  // latency targets (inference phases are simulated in full: one step each).
+  const Layout own = layout_of(scenario);
   std::vector<CandidateResult> kept;
   for (auto& r : results) {
+    if (!r.fits) {
+      ++out.pruned[kPruneMemory];
+      if (same_layout(r.candidate.layout, own)) out.scenario_dropped = "does not fit in GPU memory";
+      continue;
+    }
     const bool tpot_ok = !o.max_tpot || r.tpot <= *o.max_tpot;
     const bool ttft_ok = !o.max_ttft || r.ttft <= *o.max_ttft;
     if (!tpot_ok || !ttft_ok) {
       ++out.pruned[kPruneLatency];
+      if (same_layout(r.candidate.layout, own)) {
+        out.scenario_dropped = fmt::format("misses the latency target ({})", !tpot_ok ? fmt::format("TPOT {:.4g} s", r.tpot)
+                                                                                      : fmt::format("TTFT {:.4g} s", r.ttft));
+      }
       continue;
     }
     finish(r);
@@ -233,7 +252,6 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
     std::sort(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(k), better);
   }
   // Where the scenario's own layout ranks (a full run when the screen alone placed it).
-  const Layout own = layout_of(scenario);
   for (std::size_t i = 0; i < kept.size(); ++i) {
     if (!same_layout(kept[i].candidate.layout, own)) continue;
     out.scenario_rank = i;

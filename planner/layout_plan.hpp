@@ -67,6 +67,7 @@ struct CandidateResult {
   double cost_per_mtok = 0;         ///< USD per million tokens (price given), else 0
   std::optional<double> flow_step_time;  ///< --rerank flow: the flow engine's step time
   double objective = 0;             ///< the ranked value (smaller is better after sign)
+  bool fits = true;                 ///< a full run found the footprint within HBM (serving: the KV cache at its largest)
 };
 
 struct PlanResult {
@@ -80,6 +81,9 @@ struct PlanResult {
   /// The scenario's own layout when it is among the candidates: its rank (0 = best) and its
   /// figures from a full run; nullopt when the search pruned it or its space lacks it.
   std::optional<std::size_t> scenario_rank;
+  /// Why the scenario's own layout is not ranked when the search simulated and dropped it
+  /// (a latency target or its memory), else empty.
+  std::string scenario_dropped;
   std::optional<CandidateResult> scenario_layout;
 };
 

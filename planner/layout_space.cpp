@@ -206,7 +206,7 @@ SearchSpace default_space(const models::Scenario& scenario, const models::Cluste
   return sp;
 }
 
-void apply_space_option(SearchSpace& space, const std::string& arg, bool fix) {
+std::string apply_space_option(SearchSpace& space, const std::string& arg, bool fix) {
   const std::string option = fix ? "--fix" : "--space";
   const std::size_t eq = arg.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size()) bad(option, "", "KNOB=VALUES (e.g. tp=8, pp=1..16)", "'" + arg + "'");
@@ -248,6 +248,32 @@ void apply_space_option(SearchSpace& space, const std::string& arg, bool fix) {
         "a knob: tp, pp, cp, ep, zero, mbs, v, sp, tp_overlap, recompute, order, batch (dp follows from the GPUs)",
         "'" + key + "'");
   }
+  return key;
+}
+
+SearchSpace space_from_options(const models::Scenario& scenario, const models::Cluster& cluster, const std::vector<std::string>& space,
+                               const std::vector<std::string>& fix) {
+  SearchSpace out = default_space(scenario, cluster);
+  std::map<std::string, std::string> seen;  // knob -> the option that set it
+  const std::string& phase = scenario.workload->phase;
+  static const std::set<std::string> training_only = {"cp", "ep", "mbs", "sp", "tp_overlap", "zero", "v", "recompute"};
+  const auto apply = [&](const std::string& arg, bool is_fix) {
+    const std::string option = is_fix ? "--fix" : "--space";
+    const std::string knob = apply_space_option(out, arg, is_fix);
+    if (const auto it = seen.find(knob); it != seen.end()) {
+      bad(option, knob, "each knob in one --space or --fix", "it in " + it->second + " as well");
+    }
+    seen[knob] = option;
+    if (inference(phase) && training_only.count(knob) != 0) {
+      bad(option, knob, "a knob of the inference layout (tp, pp, batch, order)", "phase " + phase + " (" + knob + " is a training-step knob)");
+    }
+    if (!inference(phase) && knob == "batch") {
+      bad(option, knob, "a training knob (batch is for inference phases; mbs is the micro-batch)", "phase training_step");
+    }
+  };
+  for (const auto& s : space) apply(s, false);
+  for (const auto& f : fix) apply(f, true);
+  return out;
 }
 
 models::Scenario with_layout(const models::Scenario& scenario, const Candidate& c) {
@@ -291,6 +317,8 @@ Enumeration enumerate_layouts(const models::Scenario& scenario, const models::Cl
                           l.dp = world % tpc == 0 ? static_cast<int>(world / tpc) : 0;
                           // A layout that does not divide the GPUs is one layout, whatever its order.
                           if (!orders_seen.insert(l.dp > 0 ? order_signature(order, l) : std::string()).second) continue;
+                          // Without data parallelism there is nothing to shard: ZeRO stages coincide.
+                          if (l.dp > 0 && static_cast<std::int64_t>(l.dp) * cp == 1 && zero != space.zero.front()) continue;
                           ++out.total;
                           if (l.dp == 0) {
                             prune(kPruneGpus);

@@ -67,7 +67,15 @@ SearchSpace default_space(const models::Scenario& scenario, const models::Cluste
 /// batch (batch_size). VALUES: a comma list (`1,2,4`, `true,false`, `none,full`) or for
 /// integers a range `A..B`, every integer in it (a framework's own rules then prune). Throws
 /// models::InputError naming the option, the knob, what was expected and what was found.
-void apply_space_option(SearchSpace& space, const std::string& arg, bool fix);
+/// Returns the knob's name (aliases resolved).
+std::string apply_space_option(SearchSpace& space, const std::string& arg, bool fix);
+
+/// Applies the --space then the --fix options to the scenario's default space. Throws
+/// models::InputError for a knob given twice (in --space or --fix, or in both) and for a
+/// training knob (cp, ep, mbs, sp, tp_overlap, zero, v, recompute) on an inference phase, or
+/// batch on a training step.
+SearchSpace space_from_options(const models::Scenario& scenario, const models::Cluster& cluster,
+                               const std::vector<std::string>& space, const std::vector<std::string>& fix);
 
 /// Why a candidate was not evaluated (keys of PruneCounts).
 inline constexpr const char* kPruneGpus = "tp·pp·cp does not divide the GPUs";

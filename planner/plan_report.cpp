@@ -75,8 +75,9 @@ std::string explain_best(const PlanContext& c) {
   }
   std::stable_sort(terms.begin(), terms.end(), [](const auto& x, const auto& y) { return std::abs(x.second) > std::abs(y.second); });
   std::string parts;
+  const double noise = 1e-6 * std::max(a.step_time, b.step_time);  // differences below this are rounding
   for (std::size_t i = 0; i < terms.size() && i < 3; ++i) {
-    if (terms[i].second == 0) break;
+    if (std::abs(terms[i].second) <= noise) break;
     parts += fmt::format("{}{} {}{}", parts.empty() ? "" : ", ", terms[i].first, terms[i].second < 0 ? "-" : "+",
                          seconds(std::abs(terms[i].second)));
   }
@@ -99,8 +100,12 @@ std::string explain_best(const PlanContext& c) {
   const double gap = b.step_time - a.step_time;
   std::string line = fmt::format("best vs runner-up: {} vs {}", objective_text(a, c.options, phase), objective_text(b, c.options, phase));
   if (c.options.objective == "step-time" || !inference(phase)) {
-    line += fmt::format("; step {} {} ({:+.1f} %)", gap >= 0 ? "shorter by" : "longer by", seconds(std::abs(gap)),
-                        b.step_time > 0 ? -100.0 * gap / b.step_time : 0.0);
+    if (std::abs(gap) <= 1e-3 * b.step_time) {
+      line += fmt::format("; a tie within 0.1 % of the step ({})", seconds(std::abs(gap)));
+    } else {
+      line += fmt::format("; step {} {} ({:+.1f} %)", gap >= 0 ? "shorter by" : "longer by", seconds(std::abs(gap)),
+                          b.step_time > 0 ? -100.0 * gap / b.step_time : 0.0);
+    }
   }
   if (!parts.empty()) line += "; largest differing terms: " + parts;
   if (!knob_text.empty()) line += "; settings: " + knob_text;
@@ -120,12 +125,13 @@ std::string plan_summary(const PlanContext& c) {
   for (const auto& [k, v] : space_items(c.space, w.phase)) space += fmt::format("{}{}={}", space.empty() ? "" : " ", k, v);
   out += "# space: " + space + "\n";
   std::size_t pruned = 0;
-  for (const auto& [reason, n] : r.pruned) pruned += reason == kPruneLatency ? 0 : n;
-  out += fmt::format("# {} layouts: {} pruned before simulation, {} simulated ({} full runs, the rest screened from two shorter steps)\n",
-                     thousands(r.enumerated), thousands(pruned), thousands(r.evaluated), thousands(r.exact_runs));
-  for (const auto& [reason, n] : r.pruned) {
-    out += fmt::format("#   {:>9}  {}{}\n", thousands(n), reason, reason == kPruneLatency ? " (simulated, then dropped)" : "");
-  }
+  for (const auto& [reason, n] : r.pruned) pruned += n;
+  const std::size_t dropped = r.evaluated + pruned - r.enumerated;  // simulated, then pruned
+  out += fmt::format("# {} layouts: {} pruned, {} ranked; {} simulated ({} full run{}, the rest screened from shorter steps)\n",
+                     thousands(r.enumerated), thousands(pruned), thousands(r.ranked.size()), thousands(r.evaluated),
+                     thousands(r.exact_runs), r.exact_runs == 1 ? "" : "s");
+  for (const auto& [reason, n] : r.pruned) out += fmt::format("#   {:>9}  {}\n", thousands(n), reason);
+  if (dropped > 0) out += fmt::format("#   ({} of the pruned were simulated first: a latency target, or the KV cache of the last decode step)\n", thousands(dropped));
   out += "\n";
   if (r.ranked.empty()) {
     out += "no layout is feasible: every candidate was pruned (see the counts above); widen the space with --space, or add GPUs\n";
@@ -134,7 +140,7 @@ std::string plan_summary(const PlanContext& c) {
   std::vector<std::string> head = {"rank", "layout"};
   if (infer) head.insert(head.end(), {w.phase == "serving" ? "TTFT" : w.phase == "prefill" ? "TTFT" : "TPOT"});
   if (w.phase == "serving") head.push_back("TPOT");
-  head.insert(head.end(), {"step time", "tokens/s", "MFU", "memory/GPU", "exposed TP", "exposed PP", "exposed DP", "exposed CP/EP", "bubble"});
+  head.insert(head.end(), {"step time", w.phase == "serving" ? "output tokens/s" : "tokens/s", "MFU", "mem/GPU GiB", "exposed TP", "exposed PP", "exposed DP", "exposed CP/EP", "bubble"});
   const bool cost = c.options.price_per_gpu_hour > 0;
   const bool flow = c.options.rerank == "flow";
   if (cost) head.push_back("$/Mtok");
@@ -150,7 +156,7 @@ std::string plan_summary(const PlanContext& c) {
     if (infer) row.push_back(seconds(w.phase == "decode" ? x.tpot : x.ttft));
     if (w.phase == "serving") row.push_back(seconds(x.tpot));
     row.insert(row.end(), {seconds(x.step_time), fmt::format("{:.0f}", w.phase == "serving" ? x.output_tokens_per_s : x.tokens_per_s),
-                           fmt::format("{:.1f} %", 100 * x.mfu), models::format_bytes(x.candidate.memory),
+                           fmt::format("{:.1f} %", 100 * x.mfu), fmt::format("{:.2f}", x.candidate.memory / 1073741824.0),
                            seconds(ex(models::ParallelDim::TP)), seconds(ex(models::ParallelDim::PP)), seconds(ex(models::ParallelDim::DP)),
                            seconds(ex(models::ParallelDim::CP) + ex(models::ParallelDim::EP)), seconds(x.bubble)});
     if (cost) row.push_back(fmt::format("{:.3f}", x.cost_per_mtok));
@@ -162,8 +168,10 @@ std::string plan_summary(const PlanContext& c) {
     const auto& x = *r.scenario_layout;
     out += fmt::format("the scenario's own layout ({}) ranks {} of {}: {}\n", layout_name(x.candidate.layout, w.phase), *r.scenario_rank + 1,
                        r.ranked.size(), objective_text(x, c.options, w.phase));
+  } else if (!r.scenario_dropped.empty()) {
+    out += "the scenario's own layout " + r.scenario_dropped + "\n";
   } else {
-    out += "the scenario's own layout is not among the candidates (outside the space, pruned, or the scenario sets none)\n";
+    out += "the scenario's own layout is not among the candidates (outside the space, pruned by a rule or memory, or the scenario sets none)\n";
   }
   if (flow) out += "(ranked by the flow engine's figures; the other columns are the analytic engine's)\n";
   out += explain_best(c);
@@ -242,7 +250,10 @@ std::string candidate_yaml(const PlanContext& c, std::size_t rank) {
   sc.name = c.scenario.name + "-plan-" + std::to_string(rank + 1);
   std::string head = fmt::format("# ccsim plan: candidate {} of {} for {} (objective {}): {}\n", rank + 1, c.result.ranked.size(),
                                  c.scenario.name, c.options.objective, layout_name(x.candidate.layout, c.scenario.workload->phase));
-  return head + models::effective_yaml(sc);
+  std::string body = models::effective_yaml(sc);
+  const std::string generic = "# Effective scenario written by ccsim run";
+  if (body.rfind(generic, 0) == 0) body = body.substr(body.find('\n') + 1);
+  return head + "# Every setting explicit, includes merged: run it with `ccsim run`.\n" + body;
 }
 
 }  // namespace ccsim::planner

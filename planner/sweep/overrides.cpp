@@ -20,14 +20,17 @@ models::InputError set_error(const std::string& key, const std::string& expected
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
 /// Maps merge, lists and scalars replace (as scenario includes merge; models/scenario.cpp).
+/// The result shares no node with `over`: yaml-cpp joins the memory of nodes assigned into one
+/// another, so sharing the scenario's layers with every point's document made the layers'
+/// memory (and each later merge) grow with the points built before (a quadratic grid build).
 YAML::Node merge(const YAML::Node& base, const YAML::Node& over) {
-  if (!base.IsMap() || !over.IsMap()) return over;
+  if (!base.IsMap() || !over.IsMap()) return YAML::Clone(over);
   YAML::Node out = YAML::Clone(base);
   for (const auto& kv : over) {
     const std::string key = kv.first.Scalar();
     const YAML::Node& cbase = out;
     const YAML::Node existing = cbase[key];
-    out[key] = existing.IsDefined() ? merge(existing, kv.second) : kv.second;
+    out[key] = existing.IsDefined() ? merge(existing, kv.second) : YAML::Clone(kv.second);
   }
   return out;
 }

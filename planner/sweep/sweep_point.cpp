@@ -94,9 +94,7 @@ SweepRow plan_point(const models::Scenario& scenario, const PointOptions& o) {
       choose(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path()), gpu0.name);
   const ServingCalibration serving =
       ServingCalibration::load(o.serving_calibration.empty() ? ServingCalibration::default_path() : o.serving_calibration, gpu0.name);
-  SearchSpace space = default_space(scenario, cluster);
-  for (const auto& s : o.space) apply_space_option(space, s, false);
-  for (const auto& f : o.fix) apply_space_option(space, f, true);
+  const SearchSpace space = space_from_options(scenario, cluster, o.space, o.fix);
   PlanOptions po;
   po.objective = o.objective;
   po.price_per_gpu_hour = o.price_per_gpu_hour.value_or(0);
