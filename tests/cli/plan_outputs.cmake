@@ -84,3 +84,44 @@ string(JSON n LENGTH "${none}" candidates)
 if(NOT n EQUAL 0 OR EXISTS "${WORK}/none/best.yaml")
   message(FATAL_ERROR "nothing fits: plan.json lists ${n} candidates; best.yaml written: ${none}")
 endif()
+
+# A stale best.yaml goes: plan into the directory of a feasible plan, with nothing feasible.
+execute_process(COMMAND "${CCSIM}" plan ${scenario} ${space} --out "${WORK}/stale"
+  WORKING_DIRECTORY "${SOURCE_DIR}" OUTPUT_QUIET ERROR_QUIET RESULT_VARIABLE rc)
+execute_process(COMMAND "${CCSIM}" plan ${scenario} --fix tp=3 --out "${WORK}/stale"
+  WORKING_DIRECTORY "${SOURCE_DIR}" OUTPUT_QUIET ERROR_QUIET RESULT_VARIABLE rc2)
+if(NOT rc EQUAL 0 OR NOT rc2 EQUAL 3 OR EXISTS "${WORK}/stale/best.yaml" OR NOT EXISTS "${WORK}/stale/plan.json")
+  message(FATAL_ERROR "stale best.yaml: exits ${rc}, ${rc2}; best.yaml should be gone and plan.json written")
+endif()
+# plan.json a directory: exit 2 before the search, nothing written.
+file(MAKE_DIRECTORY "${WORK}/pdir/plan.json")
+execute_process(COMMAND "${CCSIM}" plan ${scenario} ${space} --out "${WORK}/pdir"
+  WORKING_DIRECTORY "${SOURCE_DIR}" OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 2 OR EXISTS "${WORK}/pdir/best.yaml")
+  message(FATAL_ERROR "--out with plan.json a directory: exit ${rc} (expected 2), best.yaml written: ${err}")
+endif()
+
+# Serving: the KV cache of the last decode step counts. The best layout of the shipped 70B
+# serving scenario runs (exit 0) with the figures plan.json gives; no zero-time layout ranks.
+execute_process(COMMAND "${CCSIM}" plan scenarios/workloads/llama2-70b-serving-tp4-a100.yaml --objective tokens-per-s --out "${WORK}/serving"
+  WORKING_DIRECTORY "${SOURCE_DIR}" OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "serving plan: exit ${rc}: ${err}")
+endif()
+file(READ "${WORK}/serving/plan.json" sp)
+string(JSON sn LENGTH "${sp}" candidates)
+math(EXPR last "${sn} - 1")
+foreach(i RANGE ${last})
+  string(JSON st GET "${sp}" candidates ${i} step_time_s)
+  if(st EQUAL 0 OR st STREQUAL "0.0")
+    message(FATAL_ERROR "serving plan ranks a zero step time (candidate ${i})")
+  endif()
+endforeach()
+execute_process(COMMAND "${CCSIM}" run "${WORK}/serving/best.yaml" --out "${WORK}/serving-run"
+  WORKING_DIRECTORY "${SOURCE_DIR}" OUTPUT_QUIET ERROR_VARIABLE err RESULT_VARIABLE rc)
+file(READ "${WORK}/serving-run/report.json" rep)
+string(JSON a GET "${sp}" candidates 0 tpot_s)
+string(JSON b GET "${rep}" serving tpot_s)
+if(NOT rc EQUAL 0 OR NOT a STREQUAL b)
+  message(FATAL_ERROR "serving best.yaml: run exit ${rc} (expected 0), TPOT plan ${a} vs run ${b}: ${err}")
+endif()
