@@ -19,6 +19,7 @@
 #include "models/scenario.hpp"
 #include "planner/sweep/overrides.hpp"
 #include "planner/sweep/sweep_output.hpp"
+#include "planner/layout_plan.hpp"
 #include "planner/layout_space.hpp"
 #include "planner/sweep/sweep_point.hpp"
 
@@ -85,12 +86,7 @@ Prepared prepare(const SweepCliOptions& o) {
   }
   if (o.plan) {
     // The search options are checked before any point runs (a space of its own for the syntax).
-    if (o.objective != "step-time" && o.objective != "tokens-per-s" && o.objective != "mfu" && o.objective != "cost") {
-      throw models::InputError(kCommandLine, "--objective", "step-time, tokens-per-s, mfu or cost", "'" + o.objective + "'");
-    }
-    if (o.objective == "cost" && !o.price_per_gpu_hour) {
-      throw models::InputError(kCommandLine, "--objective cost", "--price-per-gpu-hour USD as well", "no price");
-    }
+    planner::check_objective(o.objective, o.price_per_gpu_hour.value_or(0));
     planner::SearchSpace check;
     for (const auto& s : o.space) planner::apply_space_option(check, s, false);
     for (const auto& f : o.fix) planner::apply_space_option(check, f, true);

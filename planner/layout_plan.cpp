@@ -119,18 +119,23 @@ CandidateResult evaluate_candidate(const models::Scenario& scenario, const model
   return out;
 }
 
+void check_objective(const std::string& objective, double price_per_gpu_hour) {
+  const models::SourceLocation cmd{"<command line>", 0, 0};
+  if (objective != "step-time" && objective != "tokens-per-s" && objective != "mfu" && objective != "cost") {
+    throw models::InputError(cmd, "--objective", "step-time, tokens-per-s, mfu or cost", "'" + objective + "'");
+  }
+  if (objective == "cost" && !(price_per_gpu_hour > 0)) {
+    throw models::InputError(cmd, "--objective cost", "--price-per-gpu-hour USD as well (the price of one GPU-hour)", "no price");
+  }
+}
+
 PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
                         const ComputeCalibration& compute, const ServingCalibration& serving, const SearchSpace& space,
                         const PlanOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string& phase = scenario.workload->phase;
   const models::SourceLocation cmd{"<command line>", 0, 0};
-  if (o.objective != "step-time" && o.objective != "tokens-per-s" && o.objective != "mfu" && o.objective != "cost") {
-    throw models::InputError(cmd, "--objective", "step-time, tokens-per-s, mfu or cost", "'" + o.objective + "'");
-  }
-  if (o.objective == "cost" && !(o.price_per_gpu_hour > 0)) {
-    throw models::InputError(cmd, "--objective cost", "--price-per-gpu-hour USD as well (the price of one GPU-hour)", "no price");
-  }
+  check_objective(o.objective, o.price_per_gpu_hour);
   if (phase == "training_step" && (o.max_tpot || o.max_ttft)) {
     throw models::InputError(cmd, o.max_tpot ? "--max-tpot" : "--max-ttft", "an inference scenario (phase prefill, decode or serving)",
                              "a training step");

@@ -87,6 +87,10 @@ struct PlanResult {
   std::optional<CandidateResult> scenario_layout;
 };
 
+/// Throws models::InputError (at "<command line>") for an objective other than step-time,
+/// tokens-per-s, mfu, cost, or the cost objective without a positive price.
+void check_objective(const std::string& objective, double price_per_gpu_hour);
+
 /// Runs the search. Throws models::InputError for option values that cannot work (cost
 /// objective without a price, latency targets on a training step, unknown objective).
 PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
