@@ -97,10 +97,22 @@ class Backend {
   virtual SizeResult run(const models::Schedule& schedule, const ReplayConfig& config) = 0;
 };
 
+/// What a backend may need from the scenario and the command line.
+struct BackendOptions {
+  /// NIC rail of each rank: the rail of the NIC the scenario pairs with the rank's GPU (verbs maps
+  /// rail i to the i-th RDMA device). Empty: rail 0 for every rank.
+  std::vector<int> rail_of_rank;
+  /// RDMA device names by rail (--nics mlx5_0,mlx5_1). Empty: the host's devices in name order.
+  std::vector<std::string> nics;
+  /// CUDA devices to place ranks on (--devices 0,1); empty: all visible. Rank r runs on
+  /// devices[r mod devices.size()]: with fewer GPUs than ranks, ranks share a GPU (disjoint buffers).
+  std::vector<int> devices;
+};
+
 /// "host", "mpi", "cuda" or "verbs". Throws ReplayError naming what is missing when the backend
 /// was not built (no MPI / nvcc / libibverbs at build time) or cannot start here (no GPU, no
 /// RDMA device, mpi without a launcher). Backends are built in when their library is found.
-std::unique_ptr<Backend> make_backend(std::string_view name);
+std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOptions& options = {});
 /// Names of the backends built into this binary.
 std::vector<std::string> built_backends();
 
