@@ -228,11 +228,22 @@ int run_replay(const ReplayCliOptions& o) {
     }
     trace_bytes = rounded;
   }
+  // A directory this run creates is removed again when the run stops before writing into it
+  // (a size the planner refuses, a backend failure): bad input leaves nothing behind.
+  struct RemoveIfEmpty {
+    fs::path dir;
+    ~RemoveIfEmpty() {
+      std::error_code ec;
+      if (!dir.empty() && fs::is_empty(dir, ec) && !ec) fs::remove(dir, ec);
+    }
+  } created_out;
   if (!o.out.empty() && backend->reporter()) {
     std::error_code ec;
     if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) throw models::OutputError(fmt::format("--out {}: exists and is not a directory", o.out));
+    const bool existed = fs::exists(o.out, ec);
     fs::create_directories(o.out, ec);
     if (ec || !fs::is_directory(o.out)) throw models::OutputError(fmt::format("--out {}: cannot create the directory ({})", o.out, ec ? ec.message() : "unknown"));
+    if (!existed) created_out.dir = o.out;
   }
 
   const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic", cluster);

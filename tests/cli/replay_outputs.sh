@@ -120,5 +120,22 @@ grep -q -- "--out $work/file: exists and is not a directory" "$work/file.err" ||
 "$ccsim" replay $scen --op allreduce -b 0 --out "$work/bad" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "-b 0: expected exit 2"
 [ ! -e "$work/bad" ] || fail "bad input created --out"
+# A size the planner refuses (ring on 1024 ranks at step granularity: too many ops) stops with
+# exit 2 after --out was created: the directory is removed again.
+"$ccsim" replay scenarios/h100-1024gpu-2to1.yaml --op allreduce --algo ring -b 1G -e 1G -n 1 -w 0 --out "$work/big" >/dev/null 2>"$work/big.err"
+rc=$?
+[ $rc -eq 2 ] || fail "schedule too large: expected exit 2, got $rc: $(cat "$work/big.err")"
+grep -q "expected a schedule of at most" "$work/big.err" || fail "schedule too large: message $(cat "$work/big.err")"
+[ ! -e "$work/big" ] || fail "schedule too large: --out left behind"
+# Buffers beyond the host's memory (8 ranks × 32 GiB at -e 16G): exit 3 before allocating, where
+# the host has less than 256 GiB available (elsewhere the replay would run: not tried).
+avail_kib=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo 2>/dev/null)
+if [ -n "$avail_kib" ] && [ "$avail_kib" -lt $((200 * 1024 * 1024)) ]; then
+  "$ccsim" replay $scen --op allreduce -b 16G -e 16G -n 1 -w 0 --out "$work/huge" >/dev/null 2>"$work/huge.err"
+  rc=$?
+  [ $rc -eq 3 ] || fail "-e 16G on 8 ranks: expected exit 3, got $rc: $(cat "$work/huge.err")"
+  grep -q "the host backend needs 256.00 GiB of host memory for 8 ranks" "$work/huge.err" || fail "-e 16G: message $(cat "$work/huge.err")"
+  [ ! -e "$work/huge" ] || fail "-e 16G: --out left behind"
+fi
 ls -A "$out" | grep -q '\.tmp' && fail "a temporary file was left in --out"
 echo "ok"

@@ -234,6 +234,18 @@ TEST_CASE("replay host backend: a correct schedule has no wrong element, a corru
     CHECK(bad.wrong % 4 == 0);  // the chunk is wrong on all 4 ranks alike
     CHECK(bad.first_wrong.rfind("rank 0 element ", 0) == 0);
   }
+  SECTION("buffers larger than the host's memory are refused before any is allocated") {
+    // 2 ranks × (1 PiB input + 1 PiB output + 1 PiB scratch): no host has 6 PiB.
+    const models::Schedule s = sendrecv_ring(2, std::uint64_t{1} << 50);
+    try {
+      backend->run(s, config);
+      FAIL("no ReplayError");
+    } catch (const replay::ReplayError& e) {
+      CHECK_THAT(std::string(e.what()), Catch::Matchers::StartsWith("the host backend needs 6291456.00 GiB of host memory for 2 ranks at "
+                                                                    "1125899906842624 bytes") &&
+                                            Catch::Matchers::Contains("GiB available: use fewer ranks (--ranks) or a smaller -e"));
+    }
+  }
   SECTION("a schedule that deadlocks is refused before it runs") {
     models::Schedule s = sendrecv_ring(3, 64);
     s.ranks[0].ops[0].channel = 1;  // sent on channel 1, received on channel 0
