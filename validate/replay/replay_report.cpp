@@ -64,6 +64,8 @@ std::string perf_test_name(models::Collective c) {
   return "unknown_perf";
 }
 
+double reported_time(const LogInfo& info, const SizeResult& r) { return info.median ? r.median_time() : r.mean_time(); }
+
 std::string nccl_tests_log(const LogInfo& info, const std::vector<ReplayedSize>& sizes) {
   std::string out;
   out += fmt::format("# {} written by ccsim replay ({} backend): {} ranks, the Schedules ccsim lowers for {}\n", info.test, info.backend,
@@ -71,6 +73,8 @@ std::string nccl_tests_log(const LogInfo& info, const std::vector<ReplayedSize>&
   out += fmt::format("# Command: {}\n", info.command);
   out += fmt::format("# nThread 1 nGpus {} minBytes {} maxBytes {} step: {}(factor) warmup iters: {} iters: {} agg iters: 1 validation: 1 graph: 0\n",
                      info.nranks, info.min_bytes, info.max_bytes, info.factor, info.warmup, info.iters);
+  out += fmt::format("# time: the {} of {} timed iterations per size (nccl-tests prints the mean{})\n", info.median ? "median" : "mean",
+                     info.iters, info.median ? "; --time-stat mean" : "");
   out += "#\n# Using devices\n";
   for (int r = 0; r < info.nranks; ++r) out += fmt::format("#  Rank {:2} Group  0 on {} backend rank {:2}\n", r, info.backend, r);
   out += fmt::format("# Ranks run as {}\n", info.where);
@@ -83,7 +87,7 @@ std::string nccl_tests_log(const LogInfo& info, const std::vector<ReplayedSize>&
   double busbw_sum = 0;
   std::uint64_t wrong = 0;
   for (const ReplayedSize& s : sizes) {
-    const double t = s.measured.mean_time();
+    const double t = reported_time(info, s.measured);
     const double algbw = t > 0 ? static_cast<double>(s.bytes) / t / 1e9 : 0.0;
     busbw_sum += algbw * factor;
     wrong += s.measured.wrong;
@@ -96,7 +100,7 @@ std::string nccl_tests_log(const LogInfo& info, const std::vector<ReplayedSize>&
   out += "#\n# ccsim: per size, the Schedule replayed and its simulated time (analytic engine, same Schedule)\n";
   out += "#       size  schedule               ops  measured (us)  simulated (us)  error\n";
   for (const ReplayedSize& s : sizes) {
-    const double m = s.measured.mean_time(), sim = s.simulated.makespan;
+    const double m = reported_time(info, s.measured), sim = s.simulated.makespan;
     out += fmt::format("# {:>10}  {:<18} {:>7}  {:>13}  {:>14}  {:>+5.0f}%\n", s.bytes, s.algorithm + "/" + s.protocol, s.schedule.op_count(),
                        time_us(m * 1e6), time_us(sim * 1e6), m > 0 ? (sim - m) / m * 100.0 : 0.0);
     if (!s.measured.first_wrong.empty()) out += fmt::format("# {:>10}  first wrong: {}\n", s.bytes, s.measured.first_wrong);

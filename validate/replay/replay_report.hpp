@@ -38,7 +38,13 @@ struct LogInfo {
   std::string scenario;        ///< scenario file the schedules were lowered for
   std::uint64_t min_bytes = 0, max_bytes = 0;
   int factor = 2, warmup = 0, iters = 0;
+  /// The time column: the median iteration (default: robust to an iteration descheduled on a
+  /// shared host) or the mean (nccl-tests' own: total loop time / iterations).
+  bool median = true;
 };
+
+/// The time the log reports for `r` under `info` (median or mean), seconds.
+double reported_time(const LogInfo& info, const SizeResult& r);
 
 /// nccl-tests' perf binary name of a collective ("all_reduce_perf").
 std::string perf_test_name(models::Collective c);
