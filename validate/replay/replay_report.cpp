@@ -1,5 +1,7 @@
 #include "validate/replay/replay_report.hpp"
 
+#include "validate/replay/data.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -123,12 +125,37 @@ std::vector<MeasuredOp> median_ops(const SizeResult& r) {
   return out;
 }
 
+namespace {
+
+/// median_ops() with the engines' start of a transfer: a send or receive starts when both sides
+/// are ready (the later of the two issues), as in sim/analytic_engine.cpp; local ops as issued.
+std::vector<MeasuredOp> engine_aligned_ops(const ReplayedSize& s) {
+  std::vector<MeasuredOp> ops = median_ops(s.measured);
+  if (ops.empty()) return ops;
+  std::map<std::pair<std::int32_t, std::uint32_t>, std::size_t> index;
+  for (std::size_t i = 0; i < ops.size(); ++i) index[{ops[i].rank, ops[i].op}] = i;
+  const std::vector<std::vector<Partner>> partner = match_messages(s.schedule);
+  std::vector<double> issued(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) issued[i] = ops[i].start;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const MeasuredOp& m = ops[i];
+    if (m.rank < 0 || m.rank >= s.schedule.nranks || m.op >= partner[static_cast<std::size_t>(m.rank)].size()) continue;
+    const Partner& p = partner[static_cast<std::size_t>(m.rank)][m.op];
+    if (p.rank < 0) continue;
+    const auto it = index.find({p.rank, p.op});
+    if (it != index.end()) ops[i].start = std::min(ops[i].end, std::max(issued[i], issued[it->second]));
+  }
+  return ops;
+}
+
+}  // namespace
+
 double OpComparison::deviation() const {
   return std::max(std::abs(measured_start - simulated_start), std::abs(measured_duration - simulated_duration));
 }
 
 std::vector<OpComparison> compare_ops(const ReplayedSize& s) {
-  const std::vector<MeasuredOp> measured = median_ops(s.measured);
+  const std::vector<MeasuredOp> measured = engine_aligned_ops(s);
   std::map<std::pair<std::int32_t, std::uint32_t>, const sim::OpRecord*> simulated;
   for (const sim::OpRecord& r : s.simulated.ops) simulated[{r.rank, r.op}] = &r;
   std::vector<OpComparison> rows;
@@ -182,7 +209,7 @@ std::string trace_json(const ReplayedSize& s, const std::string& backend) {
   };
   process(1, fmt::format("measured ({} backend, median of {} iterations)", backend, s.measured.ops.size()));
   process(2, "simulated (analytic engine)");
-  for (const MeasuredOp& m : median_ops(s.measured)) event(1, m.rank, m.op, m.start, m.end);
+  for (const MeasuredOp& m : engine_aligned_ops(s)) event(1, m.rank, m.op, m.start, m.end);
   for (const sim::OpRecord& r : s.simulated.ops) event(2, r.rank, r.op, r.start, r.end);
   nlohmann::json j;
   j["traceEvents"] = std::move(events);
