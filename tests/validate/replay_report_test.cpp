@@ -52,8 +52,9 @@ models::Schedule sendrecv_ring(int n, std::uint64_t bytes, Collective c = Collec
   return s;
 }
 
-/// A replayed size over the 2-op-per-rank schedule above: op o of rank r measured at
-/// [10r + 3o + it, +2 + o) us in iteration `it`, simulated at [10r + 3o, +1) us.
+/// A replayed size over the 2-op-per-rank schedule above. Measured in iteration `it` (us), on
+/// every rank: the send (op 0) issued at 1 + it, the receive (op 1) at 3 + it, both done at
+/// 6 + it. Simulated: op o of rank r at [10r + 3o, +1) us.
 replay::ReplayedSize replayed(int n, std::uint64_t bytes, int iters, Collective c = Collective::SendRecv) {
   replay::ReplayedSize s;
   s.bytes = bytes;
@@ -69,13 +70,12 @@ replay::ReplayedSize replayed(int n, std::uint64_t bytes, int iters, Collective 
   s.measured.bytes = bytes;
   for (int it = 0; it < iters; ++it) {
     std::vector<replay::MeasuredOp> ops;
-    for (int r = 0; r < n; ++r)
-      for (std::uint32_t o = 0; o < 2; ++o) {
-        const double start = (10.0 * r + 3.0 * o + it) * 1e-6;
-        ops.push_back({r, o, start, start + (2.0 + o) * 1e-6});
-      }
+    for (int r = 0; r < n; ++r) {
+      ops.push_back({r, 0, (1.0 + it) * 1e-6, (6.0 + it) * 1e-6});
+      ops.push_back({r, 1, (3.0 + it) * 1e-6, (6.0 + it) * 1e-6});
+    }
     s.measured.ops.push_back(ops);
-    s.measured.iteration_times.push_back((10.0 * n + it) * 1e-6);
+    s.measured.iteration_times.push_back((6.0 + it) * 1e-6);
   }
   return s;
 }
@@ -117,8 +117,8 @@ TEST_CASE("replay report: the nccl-tests log reads back", "[validate][replay]") 
   info.factor = 32;
   info.warmup = 1;
   info.iters = 3;
-  // Two sizes: 1 KiB in 10, 20, 30 us (mean 20 us); 1 MiB in 100, 100, 130 us (mean 110 us),
-  // the second with 7 wrong elements.
+  // Two sizes: 1 KiB in 10, 20, 30 us (median and mean 20 us); 1 MiB in 100, 100, 130 us
+  // (median 100 us, mean 110 us), the second with 7 wrong elements.
   std::vector<replay::ReplayedSize> sizes(2);
   sizes[0].bytes = 1024;
   sizes[0].schedule = sendrecv_ring(n, 1024, Collective::AllReduce);
@@ -132,7 +132,13 @@ TEST_CASE("replay report: the nccl-tests log reads back", "[validate][replay]") 
   sizes[1].measured.first_wrong = "rank 3 element 9: expected 12, found -1";
   sizes[1].algorithm = "ring";
   sizes[1].protocol = "Simple";
+  // The time column: the median by default, the mean (nccl-tests' own) with median = false.
+  const bool median = GENERATE(true, false);
+  INFO((median ? "median" : "mean"));
+  info.median = median;
+  const double t1 = median ? 100.0 : 110.0;  // us, 1 MiB
   const std::string log = replay::nccl_tests_log(info, sizes);
+  CHECK(log.find(median ? "# time: the median of 3 timed iterations" : "# time: the mean of 3 timed iterations") != std::string::npos);
   const auto tests = parse(log);
   REQUIRE(tests.size() == 1);
   const validate::LogTest& t = tests[0];
@@ -145,7 +151,7 @@ TEST_CASE("replay report: the nccl-tests log reads back", "[validate][replay]") 
   const struct {
     std::uint64_t size;
     double time_us;
-  } expected[] = {{1024, 20.0}, {1 << 20, 110.0}};
+  } expected[] = {{1024, 20.0}, {1 << 20, t1}};
   for (std::size_t i = 0; i < 2; ++i) {
     const validate::LogRow& row = t.rows[i];
     INFO("row " << i);
@@ -163,7 +169,7 @@ TEST_CASE("replay report: the nccl-tests log reads back", "[validate][replay]") 
   CHECK(log.find("# Out of bounds values : 7 FAILED") != std::string::npos);
   CHECK(log.find("first wrong: rank 3 element 9: expected 12, found -1") != std::string::npos);
   REQUIRE(t.avg_busbw);
-  const double busbw0 = 1024 / 20e-6 / 1e9 * factor, busbw1 = 1048576 / 110e-6 / 1e9 * factor;
+  const double busbw0 = 1024 / 20e-6 / 1e9 * factor, busbw1 = 1048576 / (t1 * 1e-6) / 1e9 * factor;
   CHECK(*t.avg_busbw == Approx((busbw0 + busbw1) / 2).margin(1e-4));
 }
 
@@ -200,23 +206,26 @@ TEST_CASE("replay report: per-rank counts and the root in the log", "[validate][
 
 TEST_CASE("replay report: median_ops over odd and even iteration counts", "[validate][replay]") {
   SECTION("3 iterations: the middle one") {
-    // Starts 10r + 3o + {0, 1, 2} us: median 10r + 3o + 1; ends start + 2 + o.
+    // Issues at {1, 2, 3} (send) and {3, 4, 5} (receive) us, ends at {6, 7, 8}: medians 2, 4 and 7.
     const replay::ReplayedSize s = replayed(2, 64, 3);
     const auto m = replay::median_ops(s.measured);
     REQUIRE(m.size() == 4);
     for (const auto& op : m) {
-      const double start = (10.0 * op.rank + 3.0 * op.op + 1) * 1e-6;
-      CHECK(op.start == Approx(start));
-      CHECK(op.end == Approx(start + (2.0 + op.op) * 1e-6));
+      CHECK(op.start == Approx((op.op == 0 ? 2.0 : 4.0) * 1e-6));
+      CHECK(op.end == Approx(7e-6));
     }
     // Rank then op order.
     CHECK((m[0].rank == 0 && m[0].op == 0 && m[1].rank == 0 && m[1].op == 1 && m[2].rank == 1 && m[3].op == 1));
   }
   SECTION("4 iterations: the mean of the middle two") {
+    // Send issues {1, 2, 3, 4}: (2 + 3) / 2; ends {6, 7, 8, 9}: 7.5.
     const replay::ReplayedSize s = replayed(2, 64, 4);
     const auto m = replay::median_ops(s.measured);
     REQUIRE(m.size() == 4);
-    for (const auto& op : m) CHECK(op.start == Approx((10.0 * op.rank + 3.0 * op.op + 1.5) * 1e-6));
+    for (const auto& op : m) {
+      CHECK(op.start == Approx((op.op == 0 ? 2.5 : 4.5) * 1e-6));
+      CHECK(op.end == Approx(7.5e-6));
+    }
   }
   SECTION("an outlier iteration does not move the median") {
     replay::SizeResult r;
@@ -230,24 +239,31 @@ TEST_CASE("replay report: median_ops over odd and even iteration counts", "[vali
 }
 
 TEST_CASE("replay report: compare_ops sorts by deviation and refuses an unsimulated op", "[validate][replay]") {
-  // 3 iterations: measured median start 10r + 3o + 1, duration 2 + o; simulated start 10r + 3o,
-  // duration 1. Deviation max(|1|, |1 + o|) = 1 + o us: ops 1 (2 us) before ops 0 (1 us).
-  replay::ReplayedSize s = replayed(3, 64, 3);
-  s.simulated.ops[5].end += 4e-6;  // rank 2 op 1 simulated 5 us long: deviation max(1, |3 - 5|) = 2 us
-  // Rank 1 op 1 simulated 10 us later: start 23 vs measured 14, deviation 9 us, the largest.
-  s.simulated.ops[3].start += 10e-6;
-  s.simulated.ops[3].end += 10e-6;
+  // 3 iterations: medians send [2, 7], receive [4, 7] us. A transfer starts when both sides are
+  // ready (the engines' start): the send at max(2, its receiver's 4) = 4, the receive at
+  // max(4, 2) = 4; both last 3 us. Simulated: op o of rank r at [10r + 3o, +1).
+  // Deviation max(|Δ start|, |Δ duration| = 2): rank r op 0 max(|4 - 10r|, 2) = 4, 6, 16 us;
+  // op 1 max(|1 - 10r|, 2) = 2, 9, 19 us.
+  const replay::ReplayedSize s = replayed(3, 64, 3);
   const auto rows = replay::compare_ops(s);
   REQUIRE(rows.size() == 6);
-  CHECK((rows[0].rank == 1 && rows[0].op == 1));
-  CHECK(rows[0].deviation() == Approx(9e-6));  // start: 10·1 + 3 + 1 vs 10·1 + 3 + 10 → 9 us
-  for (std::size_t i = 1; i < rows.size(); ++i) CHECK(rows[i - 1].deviation() >= rows[i].deviation());
-  // The rows carry the schedule's op facts.
+  const std::vector<std::pair<int, std::uint32_t>> order{{2, 1}, {2, 0}, {1, 1}, {1, 0}, {0, 0}, {0, 1}};
+  const double deviation_us[] = {19, 16, 9, 6, 4, 2};
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    INFO("row " << i);
+    CHECK(rows[i].rank == order[i].first);
+    CHECK(rows[i].op == order[i].second);
+    CHECK(rows[i].deviation() == Approx(deviation_us[i] * 1e-6));
+  }
+  // The rows carry the schedule's op facts and the aligned measured times.
   for (const auto& row : rows) {
     CHECK(row.kind == (row.op == 0 ? OpKind::Send : OpKind::Recv));
     CHECK(row.peer == (row.op == 0 ? (row.rank + 1) % 3 : (row.rank + 2) % 3));
     CHECK(row.bytes == 64);
-    CHECK(row.measured_duration == Approx((2.0 + row.op) * 1e-6));
+    CHECK(row.measured_start == Approx(4e-6));
+    CHECK(row.measured_duration == Approx(3e-6));
+    CHECK(row.simulated_start == Approx((10.0 * row.rank + 3.0 * row.op) * 1e-6));
+    CHECK(row.simulated_duration == Approx(1e-6));
   }
   // Exact ties (every op measured [0, 0.5] s, simulated [0, 0.25] s: deviation 0.25 s) keep
   // rank then op order.
@@ -295,10 +311,10 @@ TEST_CASE("replay report: ops.csv has one row per op", "[validate][replay]") {
     REQUIRE(fields.size() == 11);
     keys.insert(fields[0] + "/" + fields[1] + "/" + fields[2]);
     if (fields[0] == "64" && fields[1] == "2" && fields[2] == "1") {
-      // Rank 2 op 1 of 3 iterations: median start 10·2 + 3 + 1 = 24 us, duration 3 us; simulated 23 us, 1 us.
+      // Rank 2 op 1 of 3 iterations: measured start 4 us, duration 3 us; simulated 10·2 + 3 = 23 us, 1 us.
       CHECK(fields[3] == "recv");
       CHECK(fields[4] == "1");
-      CHECK(std::stod(fields[7]) == Approx(24));
+      CHECK(std::stod(fields[7]) == Approx(4));
       CHECK(std::stod(fields[8]) == Approx(3));
       CHECK(std::stod(fields[9]) == Approx(23));
       CHECK(std::stod(fields[10]) == Approx(1));
@@ -327,7 +343,7 @@ TEST_CASE("replay report: trace.json has one X event per op per process with the
       CHECK(e["name"] == "send -> 2");
     }
     if (pid == 1 && rank == 1 && op == 1) {
-      CHECK(e["ts"].get<double>() == Approx(14.0));  // measured median start 10 + 3 + 1 us
+      CHECK(e["ts"].get<double>() == Approx(4.0));  // measured: both sides ready at 4 us (compare_ops' placement)
       CHECK(e["dur"].get<double>() == Approx(3.0));
       CHECK(e["name"] == "recv <- 0");
     }
