@@ -272,6 +272,31 @@ TEST_CASE("replay data: check_replayable refuses what cannot be replayed", "[val
     s.ranks[0].ops[0].src.bytes = 32;  // 0 sends 32 bytes, 1 expects 64
     CHECK(replay_error(s, DataType::Float) == "message 0 from rank 0 to rank 1 on channel 0: 32 bytes sent, 64 expected");
   }
+  SECTION("in-switch groups (NVLS)") {
+    // 2 ranks contribute 16 bytes each to group 0 and receive its sum: replayable.
+    models::Schedule s;
+    s.collective = Collective::AllReduce;
+    s.nranks = 2;
+    s.bytes = 16;
+    s.ranks.resize(2);
+    s.switch_groups = {2};
+    for (auto& p : s.ranks) {
+      Op send = make_op(OpKind::SwitchSend, models::kSwitch, 0, {BufferKind::Input, 0, 16}, {});
+      Op recv = make_op(OpKind::SwitchRecv, models::kSwitch, 0, {}, {BufferKind::Output, 0, 16});
+      const std::uint32_t after[] = {p.add(send)};
+      p.add(recv, after);
+    }
+    CHECK_NOTHROW(replay::check_replayable(s, DataType::Float));
+    models::Schedule smaller = s;
+    smaller.ranks[1].ops[1].dst.bytes = 8;  // receives half of the group's 16 bytes
+    CHECK(replay_error(smaller, DataType::Float) == "rank 1 op 1: 8 bytes to in-switch group 0, whose other ops move 16 bytes");
+    models::Schedule waiting = s;
+    waiting.switch_groups = {3};  // its receivers wait for a third contribution that never comes
+    CHECK(replay_error(waiting, DataType::Float) == "in-switch group 0 has 2 contributions, its receivers wait for 3");
+    models::Schedule unknown = s;
+    unknown.ranks[0].ops[0].tag = 1;
+    CHECK(replay_error(unknown, DataType::Float) == "rank 0 op 0: unknown in-switch group 1");
+  }
   SECTION("bad peer") {
     models::Schedule s = sendrecv_ring(3, 64);
     s.ranks[0].ops[0].peer = 0;

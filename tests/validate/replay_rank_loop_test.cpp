@@ -234,6 +234,29 @@ TEST_CASE("replay host backend: a correct schedule has no wrong element, a corru
     CHECK(bad.wrong % 4 == 0);  // the chunk is wrong on all 4 ranks alike
     CHECK(bad.first_wrong.rfind("rank 0 element ", 0) == 0);
   }
+  SECTION("in-switch reduction (NVLS ops): 3 ranks contribute, all receive the sum") {
+    models::Schedule s;
+    s.collective = models::Collective::AllReduce;
+    s.nranks = 3;
+    s.bytes = 64;
+    s.ranks.resize(3);
+    s.switch_groups = {3};
+    for (auto& p : s.ranks) {
+      models::Op send = make_op(OpKind::SwitchSend, models::kSwitch, {BufferKind::Input, 0, 64}, {});
+      models::Op recv = make_op(OpKind::SwitchRecv, models::kSwitch, {}, {BufferKind::Output, 0, 64});
+      const std::uint32_t after[] = {p.add(send)};
+      p.add(recv, after);
+    }
+    const replay::SizeResult ok = backend->run(s, config);
+    CHECK(ok.wrong == 0);
+    // Rank 2 multicasts into its scratch: its output keeps the poison. Element 0's sum is
+    // 1 + 30 + 59 = 90 (ranks 0, 1, 2).
+    s.ranks[2].ops[1].dst.buffer = BufferKind::Scratch;
+    s.ranks[2].scratch_bytes = 64;
+    const replay::SizeResult bad = backend->run(s, config);
+    CHECK(bad.wrong == 16);
+    CHECK(bad.first_wrong == "rank 2 element 0: expected 90, found -1");
+  }
   SECTION("buffers larger than the host's memory are refused before any is allocated") {
     // 2 ranks × (1 PiB input + 1 PiB output + 1 PiB scratch): no host has 6 PiB.
     const models::Schedule s = sendrecv_ring(2, std::uint64_t{1} << 50);
