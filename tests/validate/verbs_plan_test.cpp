@@ -94,7 +94,7 @@ TEST_CASE("verbs: a rank's NIC is its rail's device", "[validate][replay][verbs]
                       Catch::Contains("--nics names mlx5_7 for rail 0, which is not an RDMA device of this host (devices: mlx5_0,mlx5_1)"));
   }
   SECTION("rails for another rank count, a negative rail, no device") {
-    CHECK_THROWS_WITH(rank_nic(0, 4, rails({0, 1}), host), Catch::Contains("the rails give 2 ranks a NIC, expected one rail per rank of the schedule (4)"));
+    CHECK_THROWS_WITH(rank_nic(0, 4, rails({0, 1}), host), Catch::Contains("the rails give 2 ranks a NIC, expected one rail per rank (4)"));
     CHECK_THROWS_WITH(rank_nic(1, 2, rails({0, -1}), host), Catch::Contains("rank 1 has rail -1, expected a rail >= 0"));
     CHECK_THROWS_WITH(rank_nic(0, 1, {}, {}), Catch::Contains("no RDMA device"));
   }

@@ -27,7 +27,7 @@ std::string rank_nic(int rank, int nranks, const BackendOptions& options, std::v
   std::sort(host_devices.begin(), host_devices.end());
   if (!options.rail_of_rank.empty() && options.rail_of_rank.size() != static_cast<std::size_t>(nranks)) {
     throw ReplayError("verbs: the rails give " + std::to_string(options.rail_of_rank.size()) +
-                      " ranks a NIC, expected one rail per rank of the schedule (" + std::to_string(nranks) + ")");
+                      " ranks a NIC, expected one rail per rank (" + std::to_string(nranks) + ")");
   }
   const int rail = options.rail_of_rank.empty() ? 0 : options.rail_of_rank[static_cast<std::size_t>(rank)];
   if (rail < 0) throw ReplayError("verbs: rank " + std::to_string(rank) + " has rail " + std::to_string(rail) + ", expected a rail >= 0");
