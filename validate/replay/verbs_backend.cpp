@@ -16,11 +16,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <map>
 #include <memory>
 #include <set>
-#include <thread>
 
 // The C API only: OpenMPI's and MPICH's mpi.h pull in the deprecated C++ bindings otherwise.
 #define OMPI_SKIP_MPICXX 1
@@ -31,6 +28,7 @@
 #include "validate/replay/data.hpp"
 #include "validate/replay/rank_loop.hpp"
 #include "validate/replay/verbs_plan.hpp"
+#include "validate/replay/verbs_transport.hpp"
 
 namespace ccsim::validate::replay {
 
@@ -67,6 +65,27 @@ bool launched_by_mpi() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr;
 }
 
+/// MPI for the whole process: initialised by the first verbs backend (unless something else
+/// did, e.g. the mpi backend or `ccsim sweep`'s SweepRanks), finalised at exit by whoever
+/// initialised it. Not by a backend's destructor: the CLI replaces its first backend (made to
+/// learn the world size) by one that knows the rails, and MPI cannot be initialised twice.
+struct MpiSession {
+  bool owned = false;   ///< this code called MPI_Init_thread
+  bool broken = false;  ///< a replay failed part-way: the other ranks wait in a barrier forever
+  ~MpiSession() {
+    int initialised = 0, finalised = 0;
+    MPI_Initialized(&initialised);
+    MPI_Finalized(&finalised);
+    // After a failure part-way MPI_Finalize would wait for the stuck ranks; exiting without it
+    // makes mpirun end the job.
+    if (owned && initialised && !finalised && !broken) MPI_Finalize();
+  }
+};
+MpiSession& mpi_session() {
+  static MpiSession session;
+  return session;
+}
+
 /// One replay's queue pairs and memory on one rank (built per Schedule; destroyed in reverse).
 struct Wiring {
   std::vector<RdmaConnection> connections;
@@ -83,8 +102,11 @@ struct Wiring {
   std::byte* base() const { return region.get(); }
 };
 
+/// Work request ids: what the request is (8 bits), its connection (24 bits), its op (32 bits).
 enum WrTag : std::uint64_t { kReceiveWqe = 1, kWrite = 2, kReady = 3 };
-std::uint64_t wr_id(WrTag tag, std::uint32_t index) { return (std::uint64_t{tag} << 32) | index; }
+std::uint64_t wr_id(WrTag tag, std::uint32_t connection, std::uint32_t op = 0) {
+  return (std::uint64_t{tag} << 56) | (std::uint64_t{connection & 0xffffffu} << 32) | op;
+}
 
 void post_receive(ibv_qp* qp, std::uint32_t connection) {
   ibv_recv_wr wr{};
@@ -94,172 +116,84 @@ void post_receive(ibv_qp* qp, std::uint32_t connection) {
   if (const int rc = ibv_post_recv(qp, &wr, &bad)) fail("ibv_post_recv", rc);
 }
 
-/// The Transport of one rank: the rendezvous of verbs_plan.hpp on its queue pairs.
-class VerbsTransport final : public Transport {
+/// The RdmaPort of one rank on its ibverbs queue pairs and completion queue.
+class IbvPort final : public RdmaPort {
  public:
-  VerbsTransport(const models::RankProgram& program, int rank, DataType type, Wiring& w, const RankMemory& memory)
-      : program_(program), rank_(rank), type_(type), w_(w), memory_(memory), state_(program.ops.size()),
-        ready_(w.connections.size()), outstanding_(w.connections.size(), 0), pending_(w.connections.size()) {}
+  IbvPort(int rank, Wiring& w) : rank_(rank), w_(w) {}
 
-  /// Before each replay: no op started, no receiver ready.
-  void reset() {
-    std::fill(state_.begin(), state_.end(), State::Idle);
-    for (std::size_t q = 0; q < ready_.size(); ++q) ready_[q].assign(w_.connections[q].send_ops.size(), 0);
+  void write(std::uint32_t q, std::uint32_t op, const std::byte* src, std::uint64_t bytes, std::uint64_t remote_offset,
+             std::uint32_t sequence) override {
+    ibv_sge sge{};
+    sge.addr = reinterpret_cast<std::uintptr_t>(src);
+    sge.length = static_cast<std::uint32_t>(bytes);  // plan() checked bytes <= max_msg_sz
+    sge.lkey = w_.mr->lkey;
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id(kWrite, q, op);
+    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data = htonl(sequence);
+    wr.sg_list = &sge;
+    wr.num_sge = bytes > 0 ? 1 : 0;
+    wr.wr.rdma.remote_addr = w_.remote_base[q] + remote_offset;
+    wr.wr.rdma.rkey = w_.remote_rkey[q];
+    post(q, wr);
   }
 
-  bool start(std::uint32_t op) override {
-    const auto& o = program_.ops[op];
-    const auto q = static_cast<std::uint32_t>(w_.routes[op].connection);
-    switch (o.kind) {
-      case models::OpKind::Send:
-        state_[op] = State::WaitReady;
-        if (ready_[q][w_.routes[op].sequence]) issue(q, op);
-        return false;
-      case models::OpKind::Recv:
-      case models::OpKind::RecvReduce:
-        state_[op] = State::WaitData;
-        issue(q, op);
-        return false;
-      default:
-        throw ReplayError("verbs: rank " + std::to_string(rank_) + " op " + std::to_string(op) +
-                          " is an in-switch op; the verbs backend has no in-switch reduction: use --algo other than nvls");
+  void ready(std::uint32_t q, std::uint32_t op, std::uint32_t sequence) override {
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id(kReady, q, op);
+    wr.opcode = IBV_WR_SEND_WITH_IMM;  // zero bytes: the immediate (sequence) is the message
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data = htonl(sequence);
+    wr.num_sge = 0;
+    post(q, wr);
+  }
+
+  std::size_t poll(std::span<RdmaCompletion> out) override {
+    ibv_wc wc[32];
+    const int n = ibv_poll_cq(w_.cq.get(), static_cast<int>(std::min<std::size_t>(out.size(), 32)), wc);
+    if (n < 0) throw ReplayError("verbs: rank " + std::to_string(rank_) + ": ibv_poll_cq failed");
+    for (int i = 0; i < n; ++i) {
+      const auto tag = static_cast<WrTag>(wc[i].wr_id >> 56);
+      const auto q = static_cast<std::uint32_t>((wc[i].wr_id >> 32) & 0xffffffu);
+      const auto op = static_cast<std::uint32_t>(wc[i].wr_id & 0xffffffffu);
+      if (wc[i].status != IBV_WC_SUCCESS) {
+        const char* what = tag == kReceiveWqe ? "a receive" : tag == kWrite ? "an RDMA write" : "a ready message";
+        throw ReplayError("verbs: rank " + std::to_string(rank_) + ": " + what + " on the queue pair to rank " +
+                          std::to_string(w_.connections[q].peer) + " channel " + std::to_string(w_.connections[q].channel) +
+                          " completed with " + ibv_wc_status_str(wc[i].status) + " (vendor error " + std::to_string(wc[i].vendor_err) + ")");
+      }
+      RdmaCompletion& c = out[static_cast<std::size_t>(i)];
+      c.connection = q;
+      c.op = op;
+      c.sequence = 0;
+      if (tag == kWrite) {
+        c.kind = RdmaCompletion::Kind::WriteDone;
+      } else if (tag == kReady) {
+        c.kind = RdmaCompletion::Kind::ReadyDone;
+      } else {
+        post_receive(w_.qps[q].get(), q);  // keep the receive queue full
+        c.sequence = ntohl(wc[i].imm_data);
+        if (wc[i].opcode == IBV_WC_RECV) {
+          c.kind = RdmaCompletion::Kind::Ready;
+        } else if (wc[i].opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+          c.kind = RdmaCompletion::Kind::Data;
+        } else {
+          throw ReplayError("verbs: rank " + std::to_string(rank_) + ": unexpected receive completion opcode " + std::to_string(wc[i].opcode));
+        }
+      }
     }
-  }
-
-  bool test(std::uint32_t op) override {
-    if (state_[op] != State::Done) poll();
-    return state_[op] == State::Done;
-  }
-
-  void idle() override { std::this_thread::yield(); }  // ranks may outnumber cores (soft-RoCE tests)
-
-  /// After a replay: waits for the completions of the readies this rank posted, so that the
-  /// next replay starts with empty send queues. Throws ReplayError after `timeout`.
-  void drain(std::chrono::duration<double> timeout) {
-    const auto until = Clock::now() + timeout;
-    auto busy = [&] {
-      for (std::size_t q = 0; q < outstanding_.size(); ++q) if (outstanding_[q] || !pending_[q].empty()) return true;
-      return false;
-    };
-    while (busy()) {
-      poll();
-      if (Clock::now() > until) throw ReplayError("verbs: rank " + std::to_string(rank_) + ": sends still incomplete after the replay");
-    }
+    return static_cast<std::size_t>(n);
   }
 
  private:
-  enum class State : std::uint8_t { Idle, WaitReady, Writing, WaitData, Done };
-
-  /// Posts op's work request (a Send's write, a receive's ready) or queues it while the queue
-  /// pair's send queue is full.
-  void issue(std::uint32_t q, std::uint32_t op) {
-    if (program_.ops[op].kind == models::OpKind::Send) state_[op] = State::Writing;
-    if (outstanding_[q] >= w_.depths.work_requests[q]) {
-      pending_[q].push_back(op);
-      return;
-    }
-    post(q, op);
-  }
-
-  void post(std::uint32_t q, std::uint32_t op) {
-    const auto& o = program_.ops[op];
-    const auto& route = w_.routes[op];
-    ibv_send_wr wr{};
+  void post(std::uint32_t q, ibv_send_wr& wr) {
     ibv_send_wr* bad = nullptr;
-    ibv_sge sge{};
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.imm_data = htonl(route.sequence);
-    if (o.kind == models::OpKind::Send) {
-      sge.addr = reinterpret_cast<std::uintptr_t>(memory_.at(o.src));
-      sge.length = static_cast<std::uint32_t>(o.src.bytes);
-      sge.lkey = w_.mr->lkey;
-      wr.wr_id = wr_id(kWrite, op);
-      wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-      wr.sg_list = &sge;
-      wr.num_sge = o.src.bytes > 0 ? 1 : 0;
-      wr.wr.rdma.remote_addr = w_.remote_base[q] + route.remote_offset;
-      wr.wr.rdma.rkey = w_.remote_rkey[q];
-    } else {
-      wr.wr_id = wr_id(kReady, op);
-      wr.opcode = IBV_WR_SEND_WITH_IMM;  // zero bytes: the immediate (sequence) is the message
-      wr.num_sge = 0;
-    }
     if (const int rc = ibv_post_send(w_.qps[q].get(), &wr, &bad)) fail("ibv_post_send to rank " + std::to_string(w_.connections[q].peer), rc);
-    ++outstanding_[q];
   }
 
-  void sent(std::uint32_t q) {
-    --outstanding_[q];
-    while (!pending_[q].empty() && outstanding_[q] < w_.depths.work_requests[q]) {
-      const auto op = pending_[q].front();
-      pending_[q].pop_front();
-      post(q, op);
-    }
-  }
-
-  [[noreturn]] void protocol_error(std::uint32_t q, const std::string& what) const {
-    throw ReplayError("verbs: rank " + std::to_string(rank_) + ": from rank " + std::to_string(w_.connections[q].peer) + " channel " +
-                      std::to_string(w_.connections[q].channel) + ": " + what + " (the ranks replay different schedules?)");
-  }
-
-  void poll() {
-    ibv_wc wc[32];
-    const int n = ibv_poll_cq(w_.cq.get(), 32, wc);
-    if (n < 0) throw ReplayError("verbs: rank " + std::to_string(rank_) + ": ibv_poll_cq failed");
-    for (int i = 0; i < n; ++i) complete(wc[i]);
-  }
-
-  void complete(const ibv_wc& wc) {
-    const auto tag = static_cast<WrTag>(wc.wr_id >> 32);
-    const auto index = static_cast<std::uint32_t>(wc.wr_id & 0xffffffffu);
-    if (wc.status != IBV_WC_SUCCESS) {
-      const std::uint32_t q = tag == kReceiveWqe ? index : static_cast<std::uint32_t>(w_.routes[index].connection);
-      const char* what = tag == kReceiveWqe ? "a receive" : tag == kWrite ? "an RDMA write" : "a ready message";
-      throw ReplayError("verbs: rank " + std::to_string(rank_) + ": " + what + " on the queue pair to rank " +
-                        std::to_string(w_.connections[q].peer) + " channel " + std::to_string(w_.connections[q].channel) +
-                        " completed with " + ibv_wc_status_str(wc.status) + " (vendor error " + std::to_string(wc.vendor_err) + ")");
-    }
-    if (tag == kWrite) {
-      state_[index] = State::Done;  // acknowledged by the receiver's NIC: delivered
-      sent(static_cast<std::uint32_t>(w_.routes[index].connection));
-      return;
-    }
-    if (tag == kReady) {
-      sent(static_cast<std::uint32_t>(w_.routes[index].connection));
-      return;
-    }
-    const std::uint32_t q = index;
-    post_receive(w_.qps[q].get(), q);
-    const std::uint32_t k = ntohl(wc.imm_data);
-    const auto& c = w_.connections[q];
-    if (wc.opcode == IBV_WC_RECV) {  // the peer is ready for our message k
-      if (k >= c.send_ops.size()) protocol_error(q, "ready for message " + std::to_string(k) + ", this rank sends " + std::to_string(c.send_ops.size()));
-      ready_[q][k] = 1;
-      const auto op = c.send_ops[k];
-      if (state_[op] == State::WaitReady) issue(q, op);
-    } else if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {  // message k landed
-      if (k >= c.recv_ops.size()) protocol_error(q, "message " + std::to_string(k) + " landed, this rank receives " + std::to_string(c.recv_ops.size()));
-      const auto op = c.recv_ops[k];
-      if (state_[op] != State::WaitData) protocol_error(q, "message " + std::to_string(k) + " landed before its receive started");
-      const auto& o = program_.ops[op];
-      if (o.kind == models::OpKind::RecvReduce) {
-        add(type_, memory_.at(o.dst), memory_.at(o.src), w_.base() + w_.layout.staging_of_op[op], o.dst.bytes / size_of(type_));
-      }
-      state_[op] = State::Done;
-    } else {
-      protocol_error(q, "unexpected completion opcode " + std::to_string(wc.opcode));
-    }
-  }
-
-  const models::RankProgram& program_;
   int rank_;
-  DataType type_;
   Wiring& w_;
-  RankMemory memory_;
-  std::vector<State> state_;
-  std::vector<std::vector<std::uint8_t>> ready_;   ///< per connection, per send sequence
-  std::vector<std::uint32_t> outstanding_;         ///< per connection: send work requests not completed
-  std::vector<std::deque<std::uint32_t>> pending_; ///< per connection: ops waiting for send queue room
 };
 
 class VerbsBackend final : public Backend {
@@ -273,7 +207,7 @@ class VerbsBackend final : public Backend {
       }
       int provided = 0;
       mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
-      owns_mpi_ = true;
+      mpi_session().owned = true;
     }
     mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
@@ -290,16 +224,6 @@ class VerbsBackend final : public Backend {
     for (int r = 0; r < size_; ++r) devices_.insert(std::string(all.data() + 256 * r, strnlen(all.data() + 256 * r, 255)));
   }
 
-  ~VerbsBackend() override {
-    pd_.reset();
-    context_.reset();
-    int finalised = 0;
-    MPI_Finalized(&finalised);
-    // After a failure mid-replay the other ranks wait in a barrier that will never complete:
-    // MPI_Finalize would wait with them. Exiting without it makes mpirun end the job.
-    if (owns_mpi_ && !broken_ && !finalised) MPI_Finalize();
-  }
-
   std::string_view name() const override { return "verbs"; }
   int world_ranks() const override { return size_; }
   bool reporter() const override { return rank_ == 0; }
@@ -312,7 +236,7 @@ class VerbsBackend final : public Backend {
   }
 
   SizeResult run(const models::Schedule& s, const ReplayConfig& config) override {
-    if (broken_) throw ReplayError("verbs: an earlier replay failed part-way; the ranks are out of step: restart the job");
+    if (mpi_session().broken) throw ReplayError("verbs: an earlier replay failed part-way; the ranks are out of step: restart the job");
     if (s.nranks != size_) {
       throw ReplayError("verbs: the schedule has " + std::to_string(s.nranks) + " ranks but mpirun started " + std::to_string(size_) +
                         " processes: expected mpirun -n " + std::to_string(s.nranks));
@@ -329,7 +253,7 @@ class VerbsBackend final : public Backend {
     try {
       return replay(s, config, w);
     } catch (...) {
-      broken_ = true;
+      mpi_session().broken = true;
       throw;
     }
   }
@@ -530,9 +454,10 @@ class VerbsBackend final : public Backend {
   SizeResult replay(const models::Schedule& s, const ReplayConfig& config, Wiring& w) {
     const auto& program = s.ranks[static_cast<std::size_t>(rank_)];
     const std::uint32_t element = size_of(config.type);
-    RankMemory memory{w.base() + w.layout.input, w.base() + w.layout.output, w.base() + w.layout.scratch};
+    IbvPort port(rank_, w);
+    VerbsTransport transport({rank_, config.type, &program, w.connections, w.routes, &w.layout, w.depths.work_requests, w.base()}, port);
+    const RankMemory memory = transport.memory();
     RankLoop loop(program, rank_, config.type);
-    VerbsTransport transport(program, rank_, config.type, w, memory);
     SizeResult result;
     result.bytes = s.bytes;
     std::vector<MeasuredOp> records;  // this rank's ops of every timed iteration, iteration by iteration
@@ -540,6 +465,7 @@ class VerbsBackend final : public Backend {
       const bool timed = it >= config.warmup;
       fill_input(config.type, rank_, memory.input, w.layout.buffers.input / element);
       fill_poison(config.type, memory.output, w.layout.buffers.output / element);
+      fill_poison(config.type, memory.scratch, w.layout.buffers.scratch / element);
       transport.reset();
       mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
       const auto t0 = Clock::now();
@@ -580,7 +506,7 @@ class VerbsBackend final : public Backend {
     }
     if (rank_ == 0) {
       result.wrong = total;
-      if (who < size_) result.first_wrong = "rank " + std::to_string(who) + " " + first;
+      if (who < size_) result.first_wrong = first;  // count_wrong's "rank r element i: ..." of the lowest rank with one
     }
   }
 
@@ -616,8 +542,6 @@ class VerbsBackend final : public Backend {
   std::size_t program_ops(const models::Schedule& s) const { return s.ranks[static_cast<std::size_t>(rank_)].ops.size(); }
 
   int rank_ = 0, size_ = 1;
-  bool owns_mpi_ = false;
-  bool broken_ = false;
   std::string device_;
   bool ethernet_ = false;
   int gid_index_ = 0;
