@@ -6,9 +6,11 @@
 # and the soft-RoCE fix. Both hosts: without mpirun the backend exits 3 asking for it.
 # Exit 77 (ctest SKIP_RETURN_CODE) when ccsim was built without the verbs backend or mpirun
 # cannot start local ranks here.
-# Usage: replay_verbs.sh CCSIM SOURCE_DIR WORK_DIR
+# With FAKE_LIB (tests/fake_verbs/fake_ibverbs.cpp built), the ranks run with that libibverbs test
+# double preloaded, as on a host with a device.
+# Usage: replay_verbs.sh CCSIM SOURCE_DIR WORK_DIR [FAKE_LIB]
 set -u
-ccsim=$1; src=$2; work=$3
+ccsim=$1; src=$2; work=$3; fake=${4:-}
 command -v mpirun >/dev/null 2>&1 || { echo "mpirun not found: skipped"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_plm_rsh_agent=false
@@ -16,6 +18,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 rm -rf "$work"; mkdir -p "$work"; cd "$src" || exit 1
 scenario=scenarios/dgx-h100-1node.yaml
 base=(replay "$scenario" --backend verbs -n 3 -w 1)
+if [ -n "$fake" ]; then nic=(--nics fake0); else nic=(--nics "$(ls /sys/class/infiniband 2>/dev/null | head -1)"); fi
 
 # Without a launcher.
 "$ccsim" "${base[@]}" --op allreduce -b 1K -e 1K >"$work/alone.stdout" 2>"$work/alone.stderr"
@@ -28,7 +31,14 @@ if ! mpirun -n 2 --oversubscribe true >"$work/probe.log" 2>&1; then
   echo "mpirun cannot start 2 local ranks here: skipped"; cat "$work/probe.log"; exit 77
 fi
 
-if ! ls /sys/class/infiniband/* >/dev/null 2>&1; then
+launch=(mpirun --oversubscribe)
+if [ -n "$fake" ]; then
+  shm=/ccsim-fake-ibv-$$
+  trap 'rm -f /dev/shm$shm' EXIT
+  # ASan (CCSIM_SANITIZE builds) wants its runtime first; the double is not instrumented.
+  export ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0"
+  launch=(mpirun --oversubscribe -x LD_PRELOAD="$fake" -x CCSIM_FAKE_IBV_SHM="$shm")
+elif ! ls /sys/class/infiniband/* >/dev/null 2>&1; then
   mpirun -n 2 --oversubscribe "$ccsim" "${base[@]}" --op allreduce -b 1K -e 1K >"$work/none.stdout" 2>"$work/none.stderr"
   rc=$?
   [ $rc -ne 0 ] || { echo "verbs without an RDMA device: expected a failure"; exit 1; }
@@ -42,7 +52,8 @@ fi
 ok=0
 run() {  # run NAME RANKS ARGS...: a replay that must succeed with 0 wrong elements
   local name=$1 n=$2; shift 2
-  mpirun -n "$n" --oversubscribe "$ccsim" "${base[@]}" "$@" >"$work/$name.stdout" 2>"$work/$name.stderr"
+  rm -f "/dev/shm${shm:-/none}"
+  "${launch[@]}" -n "$n" "$ccsim" "${base[@]}" "${nic[@]}" "$@" >"$work/$name.stdout" 2>"$work/$name.stderr"
   local rc=$?
   [ $rc -eq 0 ] || { echo "$name: exit $rc"; cat "$work/$name.stderr"; exit 1; }
   grep -q "^# Out of bounds values : 0 OK" "$work/$name.stdout" || { echo "$name: wrong elements"; cat "$work/$name.stdout"; exit 1; }
@@ -53,7 +64,8 @@ run ring4 4 --op allreduce --algo ring --channels 2 -b 4K -e 4M -f 32 -d double
 run tree4 4 --op allreduce --algo tree -b 64K -e 64K
 run gather4 4 --op allgather --algo ring -b 4K -e 1M -f 16 -d int8
 run a2a4 4 --op alltoall --algo direct -b 4K -e 1M -f 16 -d int32
-mpirun -n 4 --oversubscribe "$ccsim" "${base[@]}" --op allreduce --algo nvls -b 64K -e 64K >"$work/nvls.stdout" 2>"$work/nvls.stderr"
+rm -f "/dev/shm${shm:-/none}"
+"${launch[@]}" -n 4 "$ccsim" "${base[@]}" "${nic[@]}" --op allreduce --algo nvls -b 64K -e 64K >"$work/nvls.stdout" 2>"$work/nvls.stderr"
 rc=$?
 [ $rc -ne 0 ] || { echo "nvls: expected a refusal"; exit 1; }
 grep -q "no in-switch reduction: use --algo other than nvls" "$work/nvls.stderr" || { echo "nvls: message"; cat "$work/nvls.stderr"; exit 1; }

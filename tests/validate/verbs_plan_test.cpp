@@ -81,13 +81,18 @@ TEST_CASE("verbs: a rank's NIC is its rail's device", "[validate][replay][verbs]
     CHECK(rank_nic(1, 2, o, host) == "mlx5_0");
   }
   SECTION("--nics shorter than the rails used") {
-    const auto o = rails({0, 1}, {"mlx5_0"});
-    CHECK(rank_nic(0, 2, o, host) == "mlx5_0");
-    CHECK_THROWS_WITH(rank_nic(1, 2, o, host), Catch::Contains("rank 1 is on rail 1 but --nics names 1 device(s) (mlx5_0)"));
+    const auto o = rails({0, 1, 2}, {"mlx5_0", "mlx5_1"});
+    CHECK(rank_nic(1, 3, o, host) == "mlx5_1");
+    CHECK_THROWS_WITH(rank_nic(2, 3, o, host), Catch::Contains("rank 2 is on rail 2 but --nics names 2 device(s) (mlx5_0,mlx5_1)"));
+  }
+  SECTION("one --nics name serves every rail") {
+    const auto o = rails({0, 1, 7}, {"mlx5_1"});
+    for (int r = 0; r < 3; ++r) CHECK(rank_nic(r, 3, o, host) == "mlx5_1");
   }
   SECTION("more rails than the host's devices") {
     CHECK_THROWS_WITH(rank_nic(1, 2, rails({0, 2}), host),
-                      Catch::Contains("rank 1 is on rail 2 but this host has 2 RDMA device(s) (mlx5_0,mlx5_1)"));
+                      Catch::Contains("rank 1 is on rail 2 but this host has 2 RDMA device(s) (mlx5_0,mlx5_1): name one device per rail "
+                                      "with --nics, or one for all (--nics mlx5_0)"));
   }
   SECTION("a --nics name the host lacks") {
     CHECK_THROWS_WITH(rank_nic(0, 1, rails({}, {"mlx5_7"}), host),

@@ -29,8 +29,12 @@ std::string rank_nic(int rank, int nranks, const BackendOptions& options, std::v
     throw ReplayError("verbs: the rails give " + std::to_string(options.rail_of_rank.size()) +
                       " ranks a NIC, expected one rail per rank (" + std::to_string(nranks) + ")");
   }
-  const int rail = options.rail_of_rank.empty() ? 0 : options.rail_of_rank[static_cast<std::size_t>(rank)];
+  int rail = options.rail_of_rank.empty() ? 0 : options.rail_of_rank[static_cast<std::size_t>(rank)];
   if (rail < 0) throw ReplayError("verbs: rank " + std::to_string(rank) + " has rail " + std::to_string(rail) + ", expected a rail >= 0");
+  if (options.nics.size() == 1) {
+    // One name: every rail on that device (a test host with one NIC or one soft-RoCE device).
+    rail = 0;
+  }
   if (!options.nics.empty()) {
     if (static_cast<std::size_t>(rail) >= options.nics.size()) {
       throw ReplayError("verbs: rank " + std::to_string(rank) + " is on rail " + std::to_string(rail) + " but --nics names " +
@@ -47,7 +51,7 @@ std::string rank_nic(int rank, int nranks, const BackendOptions& options, std::v
   if (static_cast<std::size_t>(rail) >= host_devices.size()) {
     throw ReplayError("verbs: rank " + std::to_string(rank) + " is on rail " + std::to_string(rail) + " but this host has " +
                       std::to_string(host_devices.size()) + " RDMA device(s) (" + join(host_devices) +
-                      "): name one device per rail with --nics");
+                      "): name one device per rail with --nics, or one for all (--nics " + host_devices.front() + ")");
   }
   return host_devices[static_cast<std::size_t>(rail)];
 }

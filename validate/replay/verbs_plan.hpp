@@ -33,8 +33,9 @@ namespace ccsim::validate::replay {
 // ---- Devices --------------------------------------------------------------------------------
 
 /// The RDMA device rank `rank` of `nranks` opens: rail = options.rail_of_rank[rank] (rail 0
-/// when the list is empty); device = options.nics[rail] when --nics was given, else the rail-th
-/// of `host_devices` in name order. Several ranks may share a device.
+/// when the list is empty); device = options.nics[rail] when --nics was given (a single name:
+/// that device for every rail), else the rail-th of `host_devices` in name order. Several ranks
+/// may share a device.
 /// Throws ReplayError when: the host has no RDMA device; rail_of_rank is neither empty nor one
 /// rail per rank; a rail is negative; the rail has no device (--nics lists fewer devices than
 /// the rails used, or the host has fewer devices than rails); a --nics name is not one of
