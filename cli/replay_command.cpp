@@ -45,6 +45,8 @@ CLI::App* add_replay_command(CLI::App& app, ReplayCliOptions& o) {
   c->add_option("--out", o.out, "directory for the log, trace.json, ops.csv and replay.json")
       ->check([](const std::string& v) { return v.empty() ? std::string("--out: an empty path") : std::string(); });
   c->add_option("--trace-size", o.trace_size, "size whose per-op trace and comparison are shown (default: the largest)");
+  c->add_option("--time-stat", o.time_stat, "the log's time column: median (default; robust on a shared host) or mean (nccl-tests' own)")
+      ->check(CLI::IsMember({"median", "mean"}));
   c->add_option("--top", o.top, "per-op comparison rows printed (largest deviations)")->check(CLI::Range(0, 1000000));
   c->add_option("--devices", o.devices, "cuda: GPUs to use, e.g. 0,1 (default: all visible; ranks share GPUs round robin)");
   c->add_option("--nics", o.nics, "verbs: RDMA devices by rail, e.g. mlx5_0,mlx5_1 (default: the host's devices in name order)");
@@ -83,8 +85,9 @@ std::vector<int> parse_devices(const std::string& text) {
 }
 
 std::string command_line(const ReplayCliOptions& o) {
-  std::string s = fmt::format("ccsim replay {} --op {} --algo {} --protocol {} -b {} -e {} -f {} -d {} --backend {} -n {} -w {}", o.scenario,
-                              o.op, o.algo, o.protocol, o.min_bytes, o.max_bytes, o.factor, o.datatype, o.backend, o.iters, o.warmup);
+  std::string s = fmt::format("ccsim replay {} --op {} --algo {} --protocol {} -b {} -e {} -f {} -d {} --backend {} -n {} -w {} --time-stat {}",
+                              o.scenario, o.op, o.algo, o.protocol, o.min_bytes, o.max_bytes, o.factor, o.datatype, o.backend, o.iters,
+                              o.warmup, o.time_stat);
   if (o.ranks > 0) s += fmt::format(" --ranks {}", o.ranks);
   if (!o.group.empty()) s += " --group " + o.group;
   if (o.channels > 0) s += fmt::format(" --channels {}", o.channels);
@@ -281,6 +284,7 @@ int run_replay(const ReplayCliOptions& o) {
   info.factor = o.factor;
   info.warmup = o.warmup;
   info.iters = o.iters;
+  info.median = o.time_stat == "median";
   const std::string log = replay::nccl_tests_log(info, done);
   const replay::ReplayedSize& traced = *std::find_if(done.begin(), done.end(), [&](const auto& s) { return s.bytes == trace_bytes; });
   const std::vector<replay::OpComparison> comparison = replay::compare_ops(traced);

@@ -33,6 +33,7 @@ struct ReplayCliOptions {
   int warmup = 5;
   std::string out;
   std::string trace_size;      ///< size whose per-op trace and comparison are shown (default: the largest)
+  std::string time_stat = "median";  ///< median or mean (nccl-tests')
   int top = 10;                ///< comparison rows printed
   std::string devices;         ///< cuda: 0,1,...
   std::string nics;            ///< verbs: mlx5_0,mlx5_1,...

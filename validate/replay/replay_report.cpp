@@ -1,5 +1,7 @@
 #include "validate/replay/replay_report.hpp"
 
+#include "validate/replay/data.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -64,6 +66,8 @@ std::string perf_test_name(models::Collective c) {
   return "unknown_perf";
 }
 
+double reported_time(const LogInfo& info, const SizeResult& r) { return info.median ? r.median_time() : r.mean_time(); }
+
 std::string nccl_tests_log(const LogInfo& info, const std::vector<ReplayedSize>& sizes) {
   std::string out;
   out += fmt::format("# {} written by ccsim replay ({} backend): {} ranks, the Schedules ccsim lowers for {}\n", info.test, info.backend,
@@ -71,6 +75,8 @@ std::string nccl_tests_log(const LogInfo& info, const std::vector<ReplayedSize>&
   out += fmt::format("# Command: {}\n", info.command);
   out += fmt::format("# nThread 1 nGpus {} minBytes {} maxBytes {} step: {}(factor) warmup iters: {} iters: {} agg iters: 1 validation: 1 graph: 0\n",
                      info.nranks, info.min_bytes, info.max_bytes, info.factor, info.warmup, info.iters);
+  out += fmt::format("# time: the {} of {} timed iterations per size (nccl-tests prints the mean{})\n", info.median ? "median" : "mean",
+                     info.iters, info.median ? "; --time-stat mean" : "");
   out += "#\n# Using devices\n";
   for (int r = 0; r < info.nranks; ++r) out += fmt::format("#  Rank {:2} Group  0 on {} backend rank {:2}\n", r, info.backend, r);
   out += fmt::format("# Ranks run as {}\n", info.where);
@@ -83,7 +89,7 @@ std::string nccl_tests_log(const LogInfo& info, const std::vector<ReplayedSize>&
   double busbw_sum = 0;
   std::uint64_t wrong = 0;
   for (const ReplayedSize& s : sizes) {
-    const double t = s.measured.mean_time();
+    const double t = reported_time(info, s.measured);
     const double algbw = t > 0 ? static_cast<double>(s.bytes) / t / 1e9 : 0.0;
     busbw_sum += algbw * factor;
     wrong += s.measured.wrong;
@@ -96,7 +102,7 @@ std::string nccl_tests_log(const LogInfo& info, const std::vector<ReplayedSize>&
   out += "#\n# ccsim: per size, the Schedule replayed and its simulated time (analytic engine, same Schedule)\n";
   out += "#       size  schedule               ops  measured (us)  simulated (us)  error\n";
   for (const ReplayedSize& s : sizes) {
-    const double m = s.measured.mean_time(), sim = s.simulated.makespan;
+    const double m = reported_time(info, s.measured), sim = s.simulated.makespan;
     out += fmt::format("# {:>10}  {:<18} {:>7}  {:>13}  {:>14}  {:>+5.0f}%\n", s.bytes, s.algorithm + "/" + s.protocol, s.schedule.op_count(),
                        time_us(m * 1e6), time_us(sim * 1e6), m > 0 ? (sim - m) / m * 100.0 : 0.0);
     if (!s.measured.first_wrong.empty()) out += fmt::format("# {:>10}  first wrong: {}\n", s.bytes, s.measured.first_wrong);
@@ -119,12 +125,37 @@ std::vector<MeasuredOp> median_ops(const SizeResult& r) {
   return out;
 }
 
+namespace {
+
+/// median_ops() with the engines' start of a transfer: a send or receive starts when both sides
+/// are ready (the later of the two issues), as in sim/analytic_engine.cpp; local ops as issued.
+std::vector<MeasuredOp> engine_aligned_ops(const ReplayedSize& s) {
+  std::vector<MeasuredOp> ops = median_ops(s.measured);
+  if (ops.empty()) return ops;
+  std::map<std::pair<std::int32_t, std::uint32_t>, std::size_t> index;
+  for (std::size_t i = 0; i < ops.size(); ++i) index[{ops[i].rank, ops[i].op}] = i;
+  const std::vector<std::vector<Partner>> partner = match_messages(s.schedule);
+  std::vector<double> issued(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) issued[i] = ops[i].start;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const MeasuredOp& m = ops[i];
+    if (m.rank < 0 || m.rank >= s.schedule.nranks || m.op >= partner[static_cast<std::size_t>(m.rank)].size()) continue;
+    const Partner& p = partner[static_cast<std::size_t>(m.rank)][m.op];
+    if (p.rank < 0) continue;
+    const auto it = index.find({p.rank, p.op});
+    if (it != index.end()) ops[i].start = std::min(ops[i].end, std::max(issued[i], issued[it->second]));
+  }
+  return ops;
+}
+
+}  // namespace
+
 double OpComparison::deviation() const {
   return std::max(std::abs(measured_start - simulated_start), std::abs(measured_duration - simulated_duration));
 }
 
 std::vector<OpComparison> compare_ops(const ReplayedSize& s) {
-  const std::vector<MeasuredOp> measured = median_ops(s.measured);
+  const std::vector<MeasuredOp> measured = engine_aligned_ops(s);
   std::map<std::pair<std::int32_t, std::uint32_t>, const sim::OpRecord*> simulated;
   for (const sim::OpRecord& r : s.simulated.ops) simulated[{r.rank, r.op}] = &r;
   std::vector<OpComparison> rows;
@@ -178,7 +209,7 @@ std::string trace_json(const ReplayedSize& s, const std::string& backend) {
   };
   process(1, fmt::format("measured ({} backend, median of {} iterations)", backend, s.measured.ops.size()));
   process(2, "simulated (analytic engine)");
-  for (const MeasuredOp& m : median_ops(s.measured)) event(1, m.rank, m.op, m.start, m.end);
+  for (const MeasuredOp& m : engine_aligned_ops(s)) event(1, m.rank, m.op, m.start, m.end);
   for (const sim::OpRecord& r : s.simulated.ops) event(2, r.rank, r.op, r.start, r.end);
   nlohmann::json j;
   j["traceEvents"] = std::move(events);

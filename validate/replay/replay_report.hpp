@@ -38,7 +38,13 @@ struct LogInfo {
   std::string scenario;        ///< scenario file the schedules were lowered for
   std::uint64_t min_bytes = 0, max_bytes = 0;
   int factor = 2, warmup = 0, iters = 0;
+  /// The time column: the median iteration (default: robust to an iteration descheduled on a
+  /// shared host) or the mean (nccl-tests' own: total loop time / iterations).
+  bool median = true;
 };
+
+/// The time the log reports for `r` under `info` (median or mean), seconds.
+double reported_time(const LogInfo& info, const SizeResult& r);
 
 /// nccl-tests' perf binary name of a collective ("all_reduce_perf").
 std::string perf_test_name(models::Collective c);
@@ -60,7 +66,9 @@ struct OpComparison {
   std::int32_t peer = -1;
   std::uint16_t channel = 0;
   std::uint64_t bytes = 0;
-  double measured_start = 0, measured_duration = 0;    ///< seconds (median over iterations)
+  /// Seconds (median over iterations). A send's or receive's start is when both sides were ready
+  /// (the later of the two issues), as the engines start a transfer; a local op's when it was issued.
+  double measured_start = 0, measured_duration = 0;
   double simulated_start = 0, simulated_duration = 0;  ///< seconds
   /// max(|Δ start|, |Δ duration|), seconds: how far the op is from its simulated place.
   double deviation() const;
@@ -73,7 +81,8 @@ std::vector<OpComparison> compare_ops(const ReplayedSize& s);
 /// The first `top` rows of `rows` as a text table (times in us), with a title line.
 std::string comparison_table(const std::vector<OpComparison>& rows, std::size_t top);
 
-/// Chrome trace event format (opens in Perfetto / chrome://tracing): process 1 "measured
+/// Chrome trace event format (opens in Perfetto / chrome://tracing), ops placed as compare_ops()
+/// places them: process 1 "measured
 /// (<backend>)", process 2 "simulated (analytic engine)", one thread per rank in each; every op
 /// an "X" event named by kind and peer, args {op, kind, peer, channel, bytes}. Times in us.
 std::string trace_json(const ReplayedSize& s, const std::string& backend);
