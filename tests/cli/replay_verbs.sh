@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ccsim replay --backend verbs under mpirun. On a host with an RDMA device (a NIC, or soft-RoCE:
-# rdma link add rxe0 type rxe netdev eth0): ring and tree AllReduce, a ring AllGather and a
-# direct AlltoAll on 2 and 4 ranks replay with no wrong element, and an NVLS schedule is refused
-# by every rank (exit 3). On a host without one: every rank exits 3 naming the missing device
+# rdma link add rxe0 type rxe netdev eth0): ring and tree AllReduce, a ring AllGather, a direct
+# AlltoAll and a ReduceScatter on 2 and 4 ranks replay with no wrong element (DGX H100's ranks on
+# 8 rails share the one device through --nics NAME; the CPU cluster's ranks are all on rail 0),
+# and an NVLS schedule is refused by every rank. On a host without one: every rank exits 3 naming the missing device
 # and the soft-RoCE fix. Both hosts: without mpirun the backend exits 3 asking for it.
 # Exit 77 (ctest SKIP_RETURN_CODE) when ccsim was built without the verbs backend or mpirun
 # cannot start local ranks here.
@@ -64,6 +65,12 @@ run ring4 4 --op allreduce --algo ring --channels 2 -b 4K -e 4M -f 32 -d double
 run tree4 4 --op allreduce --algo tree -b 64K -e 64K
 run gather4 4 --op allgather --algo ring -b 4K -e 1M -f 16 -d int8
 run a2a4 4 --op alltoall --algo direct -b 4K -e 1M -f 16 -d int32
+# A CPU cluster's ranks all on rail 0: the host's first device, no --nics.
+rm -f "/dev/shm${shm:-/none}"
+"${launch[@]}" -n 4 "$ccsim" replay scenarios/cpu-cluster-2x4.yaml --backend verbs -n 3 -w 1 --op reducescatter -b 4K -e 256K -f 8 \
+  >"$work/cpu4.stdout" 2>"$work/cpu4.stderr" || { echo "cpu4: failed"; cat "$work/cpu4.stderr"; exit 1; }
+grep -q "^# Out of bounds values : 0 OK" "$work/cpu4.stdout" || { echo "cpu4: wrong elements"; cat "$work/cpu4.stdout"; exit 1; }
+ok=$((ok + 1))
 rm -f "/dev/shm${shm:-/none}"
 "${launch[@]}" -n 4 "$ccsim" "${base[@]}" "${nic[@]}" --op allreduce --algo nvls -b 64K -e 64K >"$work/nvls.stdout" 2>"$work/nvls.stderr"
 rc=$?
