@@ -2,12 +2,15 @@
 // reliable-connected RDMA queue pairs to the peers its program exchanges messages with (one per
 // peer and channel) on the RDMA device of its rail. Data moves only by RDMA writes; MPI is used
 // out of band, to exchange queue pair numbers, addresses and keys, and for the barriers around
-// iterations and the gathering of results at rank 0. The transfer protocol (a rendezvous: the
-// receiver's "ready", then the sender's RDMA_WRITE_WITH_IMM) and every plan it needs are in
-// verbs_plan.hpp, which is tested without a device.
+// iterations and the gathering of results at rank 0. The plans (devices, queue pairs, memory
+// layout, routes, depths, wire format) are in verbs_plan.hpp and the transfer protocol (a
+// rendezvous: the receiver's "ready", then the sender's RDMA_WRITE_WITH_IMM) in
+// verbs_transport.hpp, both tested without a device; this file holds the ibverbs and MPI calls
+// (IbvPort, VerbsBackend), run end to end by tests/cli/replay_verbs.sh, on a real device or with
+// the libibverbs test double tests/fake_verbs/fake_ibverbs.cpp.
 //
-// Built when CMake finds libibverbs and MPI (CCSIM_HAVE_VERBS). Test without an RDMA NIC on
-// soft-RoCE (Linux's rdma_rxe): rdma link add rxe0 type rxe netdev eth0.
+// Built when CMake finds libibverbs and MPI (CCSIM_HAVE_VERBS). Without an RDMA NIC, soft-RoCE
+// (Linux's rdma_rxe) will do: rdma link add rxe0 type rxe netdev eth0.
 
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
