@@ -303,6 +303,14 @@ Granularity CollectiveRunner::granularity_for(Algorithm a, Protocol p, std::uint
 
 models::Schedule CollectiveRunner::prepare(Algorithm a, Protocol p, std::uint64_t bytes, Granularity& g) const {
   g = granularity_for(a, p, bytes);
+  return prepare_at(a, p, bytes, g);
+}
+
+models::Schedule CollectiveRunner::step_schedule(Algorithm a, Protocol p, std::uint64_t bytes) const {
+  return prepare_at(a, p, bytes, Granularity::Step);
+}
+
+models::Schedule CollectiveRunner::prepare_at(Algorithm a, Protocol p, std::uint64_t bytes, Granularity g) const {
   AlgorithmRequest req = request(a, p, bytes, g);
   if (const std::string why = unsupported_reason(a, req); !why.empty()) {
     throw std::invalid_argument(fmt::format("{} cannot run {} here: {}", to_string(a), models::to_string(options_.collective), why));

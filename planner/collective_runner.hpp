@@ -108,6 +108,10 @@ class CollectiveRunner {
   /// Runs a given Schedule of (a, p) for this runner's ranks (and concurrent groups) on
   /// `engine` with this cluster's costs: the same schedule can be timed on a changed cluster.
   sim::Timeline run_schedule(const models::Schedule& one, Algorithm a, Protocol p, sim::Engine& engine) const;
+  /// The Step-granularity Schedule of (a, p) at `bytes` for one group (no concurrent copies):
+  /// data-exact, what `ccsim replay` executes on hardware. Throws what run() throws for that
+  /// candidate (ScheduleTooLarge, std::invalid_argument).
+  models::Schedule step_schedule(Algorithm a, Protocol p, std::uint64_t bytes) const;
   /// Lower bound, in seconds, on the analytic engine's time for candidate (a, p) at `bytes`
   /// (planner/candidate_bound.hpp), on the schedule run() would simulate. Throws what run()
   /// throws for that candidate (ScheduleTooLarge, std::invalid_argument).
@@ -117,6 +121,7 @@ class CollectiveRunner {
   sim::Timeline simulate(Algorithm a, Protocol p, std::uint64_t bytes, sim::Engine& engine, models::Granularity& g);
   /// The Schedule simulate() runs for (a, p) at `bytes` (one group), and its granularity.
   models::Schedule prepare(Algorithm a, Protocol p, std::uint64_t bytes, models::Granularity& g) const;
+  models::Schedule prepare_at(Algorithm a, Protocol p, std::uint64_t bytes, models::Granularity g) const;
   sim::CostParams cost_params(Algorithm a, Protocol p, const models::Schedule& one) const;
   /// The granularity prepare() generates (a, p) at for `bytes`.
   models::Granularity granularity_for(Algorithm a, Protocol p, std::uint64_t bytes) const;
