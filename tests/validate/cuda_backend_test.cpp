@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "planner/algorithms/algorithms.hpp"
@@ -114,6 +115,27 @@ TEST_CASE("cuda backend: every element type and the other collectives", "[replay
       CHECK(r.ops.empty());
       CHECK(r.iteration_times.size() == 1);
     }
+  }
+}
+
+TEST_CASE("cuda backend: ops issued directly (CCSIM_CUDA_GRAPH=0) give the same result", "[replay][cuda][gpu]") {
+  if (visible_gpus() == 0) return;
+  ::setenv("CCSIM_CUDA_GRAPH", "0", 1);
+  auto direct = make_cuda_backend({});
+  ::unsetenv("CCSIM_CUDA_GRAPH");
+  auto graph = make_cuda_backend({});
+  CHECK_THAT(direct->describe(4), Catch::Contains("issued directly"));
+  CHECK_THAT(graph->describe(4), Catch::Contains("CUDA graph"));
+  const auto s = schedule(planner::Algorithm::Ring, models::Collective::AllReduce, 4, 1ULL << 20, 2);
+  ReplayConfig cfg;
+  cfg.warmup = 1;
+  cfg.iters = 2;
+  for (auto* b : {direct.get(), graph.get()}) {
+    const auto r = b->run(s, cfg);
+    INFO(b->describe(4) << ": " << r.first_wrong);
+    CHECK(r.wrong == 0);
+    CHECK(r.iteration_times.size() == 2);
+    CHECK(r.ops.size() == 2);
   }
 }
 
