@@ -327,7 +327,7 @@ TEST_CASE("cuda plan: staging follows the peer-access matrix direction by direct
   CHECK(copied == 6);   // ranks 0 and 2: 3 copies (allgather half) each
 }
 
-TEST_CASE("cuda plan: in-switch groups accumulate on the lowest contributor's GPU", "[replay][cuda]") {
+TEST_CASE("cuda plan: in-switch groups accumulate on their contributors' GPUs, spread over all", "[replay][cuda]") {
   const auto s = make(Algorithm::Nvls, Collective::AllReduce, 4, 4 * 4 * 16);
   const auto plan = plan_cuda_replay(s, gpus(4, true));
   REQUIRE(!s.switch_groups.empty());
@@ -345,6 +345,24 @@ TEST_CASE("cuda plan: in-switch groups accumulate on the lowest contributor's GP
     CHECK(adds[g] == s.switch_groups[g] - 1);
   }
   CHECK(plan.switch_bytes > 0);
+  // Group t's accumulator is on the GPU of its (t mod count)-th contributor: the SwitchSends of
+  // the group all run on one stream of that GPU, and with 4 ranks on 4 GPUs every GPU hosts some.
+  std::set<int> home_slots;
+  for (const auto& st : plan.steps) {
+    const auto& o = st.ops.back();
+    const auto& op = s.ranks[static_cast<std::size_t>(o.rank)].ops[o.op];
+    if (op.kind != OpKind::SwitchSend) continue;
+    std::vector<int> contributors;
+    for (int r = 0; r < s.nranks; ++r) {
+      for (const auto& x : s.ranks[static_cast<std::size_t>(r)].ops) {
+        if (x.kind == OpKind::SwitchSend && x.tag == op.tag) contributors.push_back(r);
+      }
+    }
+    const int home = contributors[op.tag % contributors.size()];
+    CHECK(plan.streams[st.stream].rank == home);
+    home_slots.insert(plan.streams[st.stream].slot);
+  }
+  CHECK(home_slots.size() == 4);
 }
 
 TEST_CASE("cuda plan: bad devices and broken schedules are refused with a reason", "[replay][cuda]") {

@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "validate/replay/data.hpp"
 
@@ -47,7 +48,8 @@ class Arenas {
 
 /// An in-switch group: its accumulator and its contributions.
 struct SwitchGroup {
-  int home_rank = -1;  ///< lowest contributing rank: its GPU holds the accumulator
+  int home_rank = -1;  ///< the contributor whose GPU holds the accumulator
+  std::vector<std::pair<int, std::uint16_t>> contributors;  ///< (rank, channel) of each SwitchSend, rank order
   std::uint16_t home_channel = 0;
   std::uint64_t bytes = 0;
   bool sized = false;
@@ -158,15 +160,16 @@ CudaPlan plan_cuda_replay(const models::Schedule& s, const CudaPlanDevices& devi
     for (std::uint32_t i = 0; i < ops.size(); ++i) {
       if (ops[i].kind != OpKind::SwitchSend && ops[i].kind != OpKind::SwitchRecv) continue;
       auto& g = group_of(r, i, ops[i]);
-      if (ops[i].kind == OpKind::SwitchSend && g.home_rank < 0) {
-        g.home_rank = r;
-        g.home_channel = ops[i].channel;
-      }
+      if (ops[i].kind == OpKind::SwitchSend) g.contributors.emplace_back(r, ops[i].channel);
     }
   }
+  // Group t's home is its (t mod contributors)-th contributor: the groups of an NVLS collective
+  // (one per chunk, every rank contributing) spread their reductions over all GPUs and streams,
+  // as the switch serves every port at once.
   for (std::size_t t = 0; t < groups.size(); ++t) {
     auto& g = groups[t];
-    if (g.home_rank < 0) continue;
+    if (g.contributors.empty()) continue;
+    std::tie(g.home_rank, g.home_channel) = g.contributors[t % g.contributors.size()];
     g.accumulator = arenas.take(plan.ranks[static_cast<std::size_t>(g.home_rank)].slot, g.bytes);
     plan.switch_bytes += g.bytes;
   }

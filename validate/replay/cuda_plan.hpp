@@ -21,9 +21,10 @@
 //        rank b, channel c stream:  ... wait(a's deps, b's deps) [a.src → b.dst] record ...
 //
 // In-switch groups (NVLS SwitchSend / SwitchRecv) are emulated: each group has an accumulation
-// buffer on the GPU of its lowest contributing rank; every SwitchSend of the group runs on that
-// rank's stream (so the contributions are serialised: the first copies, the others add); a
-// SwitchRecv copies the accumulator to its destination after all contributions.
+// buffer on the GPU of one of its contributors (group t: the (t mod count)-th, so that the groups
+// spread over the GPUs); every SwitchSend of the group runs on that rank's stream (so the
+// contributions are serialised: the first copies, the others add); a SwitchRecv copies the
+// accumulator to its destination after all contributions.
 
 #include <cstdint>
 #include <string>
