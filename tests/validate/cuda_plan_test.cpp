@@ -15,6 +15,9 @@
 #include <set>
 
 #include "planner/algorithms/algorithms.hpp"
+#include "planner/collective_runner.hpp"
+#include "planner/cost_model.hpp"
+#include "test_support.hpp"
 #include "validate/replay/cuda_plan.hpp"
 #include "validate/replay/data.hpp"
 
@@ -280,6 +283,41 @@ TEST_CASE("cuda plan: real algorithms on 1, 2 and 4 GPUs, with and without peer 
           CHECK(first.empty());
         }
       }
+    }
+  }
+}
+
+TEST_CASE("cuda plan: the schedules ccsim replay runs on a DGX H100 (8 ranks, 1 and 8 GPUs)", "[replay][cuda]") {
+  // What validate/device-check replays: CollectiveRunner::step_schedule on dgx-h100-1node (its
+  // searched ring orders, channels, pipeline chunks), here at 1 MiB.
+  const models::Cluster cluster = ccsim::test::shipped_cluster("dgx-h100-1node.yaml");
+  const planner::CostModel costs = planner::CostModel::load(planner::CostModel::default_path());
+  struct Run {
+    Collective c;
+    Algorithm a;
+  };
+  for (auto [c, a] : {Run{Collective::AllReduce, Algorithm::Ring}, Run{Collective::AllReduce, Algorithm::Tree},
+                      Run{Collective::AllGather, Algorithm::Ring}, Run{Collective::ReduceScatter, Algorithm::Ring},
+                      Run{Collective::AllReduce, Algorithm::Nvls}}) {
+    planner::CollectiveOptions opts;
+    opts.collective = c;
+    opts.algorithm = a;
+    opts.protocol = planner::Protocol::Simple;
+    opts.element_size = 4;
+    const auto& g = cluster.topology.gpus();
+    opts.gpus.assign(g.begin(), g.end());
+    planner::CollectiveRunner runner(cluster, costs, opts);
+    const auto s = runner.step_schedule(a, planner::Protocol::Simple, 1ULL << 20);
+    REQUIRE(s.nranks == 8);
+    for (int ngpu : {1, 8}) {
+      INFO(fmt::format("{} {} on {} GPUs", planner::to_string(a), models::to_string(c), ngpu));
+      const auto dev = gpus(ngpu, true);
+      const auto plan = plan_cuda_replay(s, dev);
+      check_structure(s, plan, dev);
+      check_staging(s, plan, dev);
+      std::string first;
+      CHECK(execute_on_host(s, plan, DataType::Float, 7, first) == 0);
+      CHECK(first.empty());
     }
   }
 }
