@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
     }
     return rc;
   } catch (const ccsim::models::InputError& e) {
-    std::cerr << e.what() << "\n";
+    // Under mpirun (sweep, replay) every rank reads the same input: rank 0 alone says what is wrong.
+    if (ccsim::cli::launched_rank() == 0) std::cerr << e.what() << "\n";
     return 2;
   } catch (const ccsim::models::OutputError& e) {
     std::cerr << "ccsim: error: " << e.what() << "\n";

@@ -95,6 +95,9 @@ std::string command_line(const ReplayCliOptions& o) {
   if (o.ranks > 0) s += fmt::format(" --ranks {}", o.ranks);
   if (!o.group.empty()) s += " --group " + o.group;
   if (o.channels > 0) s += fmt::format(" --channels {}", o.channels);
+  if (o.root != 0) s += fmt::format(" --root {}", o.root);
+  if (!o.devices.empty()) s += " --devices " + o.devices;
+  if (!o.nics.empty()) s += " --nics " + o.nics;
   return s;
 }
 
@@ -191,7 +194,14 @@ int run_replay(const ReplayCliOptions& o) {
   }
   if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
   for (models::DeviceId g : opts.gpus) backend_options.rail_of_rank.push_back(std::max(0, cluster.topology.device(g).rail));
-  if (o.backend == "verbs") backend = replay::make_backend(o.backend, backend_options);  // with the rails
+  if (o.backend == "verbs") {  // again, with the rails
+    try {
+      backend = replay::make_backend(o.backend, backend_options);
+    } catch (const replay::ReplayError& e) {
+      std::cerr << "ccsim: error: " << e.what() << "\n";
+      return 3;
+    }
+  }
 
   const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
   const planner::CostModel costs = planner::CostModel::load(cost_table.path);
