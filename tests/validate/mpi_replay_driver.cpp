@@ -11,6 +11,8 @@
 //      "schedule has N+1 ranks, mpirun started N: use --ranks N or mpirun -n N+1".
 // Usage: mpi_replay_driver [--small]   (--small: leave out the 1 MiB-scale sizes)
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -83,8 +85,15 @@ int main(int argc, char** argv) {
   try {
     // 1. The matrix.
     const std::vector<test::ReplayCase> cases = test::replay_matrix(n, 4, !small);
-    for (const auto& c : cases) replay_case(*backend, c, DataType::Float, true);
-    if (reporter) std::printf("%zu schedules replayed\n", cases.size());
+    for (const auto& c : cases) {
+      const auto begin = std::chrono::steady_clock::now();
+      replay_case(*backend, c, DataType::Float, true);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      if (reporter && seconds > 1) std::printf("slow: %s took %.1f s\n", c.name.c_str(), seconds);
+    }
+    const auto nvls = std::count_if(cases.begin(), cases.end(), [](const test::ReplayCase& c) { return !c.schedule.switch_groups.empty(); });
+    if (nvls == 0) fail(reporter, "the matrix holds no schedule with in-switch ops (nvls): the switch emulation went untested");
+    if (reporter) std::printf("%zu schedules replayed, %zu with in-switch ops\n", cases.size(), static_cast<std::size_t>(nvls));
 
     // 2. Element types.
     for (DataType t : {DataType::Int8, DataType::Int32, DataType::Uint64, DataType::Double}) {

@@ -21,6 +21,14 @@
 // communicates on its own duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN, so MPI failures
 // become ReplayErrors.
 //
+// Timing: each iteration starts on every rank as it leaves an MPI_Barrier (t0, its own
+// monotonic clock: std::chrono::steady_clock, as MPI_Wtime). Op times are seconds from that
+// rank's t0; an iteration's time is the maximum over ranks of (last op done − t0), reduced to
+// rank 0 (MPI_Reduce MAX). Clocks of different machines are never compared, and their offsets
+// are not corrected: what is not measured is the skew with which ranks leave the barrier (up to
+// about one network latency across hosts, well under a microsecond within one). Per-op records
+// of every rank are gathered to rank 0 as bytes (MeasuredOp: ranks on hosts of one byte order).
+//
 // Failures: errors every rank finds alike (a schedule that cannot be replayed, the wrong rank
 // count) are thrown on every rank with no communication. An error on one rank while the ranks
 // run (a transport failure, a stall) is thrown there and leaves the others waiting in MPI: the
@@ -35,6 +43,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -318,6 +327,10 @@ class MpiTransport final : public Transport {
     }
   }
 
+  /// Nothing completed in a pass: let another process have the core (ranks oversubscribing
+  /// the cores, as OpenMPI's mpi_yield_when_idle does; immediate when the core is free).
+  void idle() override { std::this_thread::yield(); }
+
   bool test(std::uint32_t i) override {
     const models::Op& op = ops_[i];
     if (op.kind == models::OpKind::SwitchRecv) return window_->collect(op.tag, memory_.at(op.dst), op.dst.bytes);
@@ -392,8 +405,10 @@ class MpiBackend final : public Backend {
       throw ReplayError(fmt::format("mpi backend: expected warmup ≥ 0 and iters ≥ 1, found {} and {}", config.warmup, config.iters));
     }
     check_same_schedule(schedule);
+    const std::vector<std::vector<Partner>> partner = match_messages(schedule);
+    check_tags(schedule, partner, comm_);
     try {
-      return run_checked(schedule, config);
+      return run_checked(schedule, config, partner);
     } catch (...) {
       // Peers may be blocked in a receive or a barrier this rank will never reach.
       MpiLifetime::instance().mark_broken();
@@ -416,7 +431,9 @@ class MpiBackend final : public Backend {
     }
   }
 
-  SizeResult run_checked(const models::Schedule& schedule, const ReplayConfig& config) {
+  /// run() once every rank agreed the schedule can run: from here an error on one rank leaves
+  /// the others waiting.
+  SizeResult run_checked(const models::Schedule& schedule, const ReplayConfig& config, const std::vector<std::vector<Partner>>& partner) {
     const int n = schedule.nranks;
     const std::uint32_t e = size_of(config.type);
     const RankBufferBytes b = rank_buffer_bytes(schedule, rank_);
@@ -426,8 +443,6 @@ class MpiBackend final : public Backend {
     fill_poison(config.type, scratch.data(), b.scratch / e);
     const RankMemory memory{input.data(), output.data(), scratch.data()};
 
-    const std::vector<std::vector<Partner>> partner = match_messages(schedule);
-    check_tags(schedule, partner, comm_);
     std::unique_ptr<SwitchWindow> window;
     if (!schedule.switch_groups.empty()) window = std::make_unique<SwitchWindow>(schedule, config.type, comm_, rank_);
     MpiTransport transport(schedule, rank_, config.type, comm_, partner[static_cast<std::size_t>(rank_)], window.get());
