@@ -1,7 +1,8 @@
 // ccsim: collective-communication simulator and what-if planner for GPU clusters.
 // Exit codes: 0 success, 2 bad input (scenario, catalog, command line, unwritable output path),
 // 1 internal error or failure to write standard output, 3 `run`: the layout does not fit in
-// GPU memory (reported, not simulated); `plan`: no layout is feasible; `sweep`: no point of the grid is feasible.
+// GPU memory (reported, not simulated); `plan`: no layout is feasible; `sweep`: no point of the grid is feasible;
+// `replay`: the backend cannot run here or failed. 4 `replay`: some rank's result was wrong.
 
 #include <iostream>
 
@@ -11,6 +12,7 @@
 #include "cli/collective_command.hpp"
 #include "cli/compare_command.hpp"
 #include "cli/plan_command.hpp"
+#include "cli/replay_command.hpp"
 #include "cli/run_command.hpp"
 #include "cli/sweep_mpi.hpp"
 #include "cli/sweep_command.hpp"
@@ -37,6 +39,8 @@ int main(int argc, char** argv) {
   CLI::App* calibrate_cmd = ccsim::cli::add_calibrate_command(app, calibrate);
   ccsim::cli::PlanCliOptions plan;
   CLI::App* plan_cmd = ccsim::cli::add_plan_command(app, plan);
+  ccsim::cli::ReplayCliOptions replay;
+  CLI::App* replay_cmd = ccsim::cli::add_replay_command(app, replay);
   ccsim::cli::SweepCliOptions sweep;
   CLI::App* sweep_cmd = ccsim::cli::add_sweep_command(app, sweep);
 
@@ -54,7 +58,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "ccsim: a subcommand is required (topo, collective, compare, run, plan, sweep, calibrate); see ccsim --help\n";
+    std::cerr << "ccsim: a subcommand is required (topo, collective, compare, run, plan, sweep, calibrate, replay); see ccsim --help\n";
     return 2;
   }
   try {
@@ -66,6 +70,7 @@ int main(int argc, char** argv) {
     if (calibrate_cmd->parsed()) rc = ccsim::cli::run_calibrate(calibrate);
     if (plan_cmd->parsed()) rc = ccsim::cli::run_plan(plan);
     if (sweep_cmd->parsed()) rc = ccsim::cli::run_sweep(sweep);
+    if (replay_cmd->parsed()) rc = ccsim::cli::run_replay(replay);
     std::cout.flush();
     if (!std::cout) {
       std::cerr << "ccsim: error: cannot write to standard output\n";

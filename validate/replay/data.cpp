@@ -86,6 +86,14 @@ double SizeResult::mean_time() const {
   return total / static_cast<double>(iteration_times.size());
 }
 
+double SizeResult::median_time() const {
+  if (iteration_times.empty()) return 0;
+  std::vector<double> t = iteration_times;
+  std::sort(t.begin(), t.end());
+  const std::size_t m = t.size() / 2;
+  return t.size() % 2 == 1 ? t[m] : 0.5 * (t[m - 1] + t[m]);
+}
+
 std::int64_t input_value(int rank, std::uint64_t element) {
   const std::uint64_t v = static_cast<std::uint64_t>(rank) * 29 + element * 7 + element / 61;
   return 1 + static_cast<std::int64_t>(v % 61);

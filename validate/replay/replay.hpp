@@ -76,6 +76,8 @@ struct SizeResult {
   std::string first_wrong;              ///< "rank 2 element 17: expected 12, found 0" (empty when none)
   /// Mean of iteration_times, seconds (nccl-tests' time column).
   double mean_time() const;
+  /// Median of iteration_times, seconds (robust to a descheduled iteration on a shared host).
+  double median_time() const;
 };
 
 class Backend {
