@@ -4,7 +4,8 @@
 //   1. the matrix (tests/validate/replay_matrix.hpp): every algorithm of every collective at
 //      uneven sizes replays with 0 wrong elements, one iteration time per timed iteration
 //      (positive), and one MeasuredOp per op of every rank per iteration;
-//   2. other element types (int8 wrapping sums, int32, uint64, double) on ring AllReduce;
+//   2. other element types (8-bit wrapping sums, int32, uint64, double) on ring and nvls
+//      AllReduce and ReduceScatter;
 //   3. a ring AllReduce with one Recv's destination shifted by an element reports wrong > 0
 //      and names the first wrong element;
 //   4. a schedule for one rank more than mpirun started throws ReplayError with the message
@@ -96,12 +97,16 @@ int main(int argc, char** argv) {
     if (reporter) std::printf("%zu schedules replayed, %zu with in-switch ops\n", cases.size(), static_cast<std::size_t>(nvls));
 
     // 2. Element types.
-    for (DataType t : {DataType::Int8, DataType::Int32, DataType::Uint64, DataType::Double}) {
+    for (DataType t : {DataType::Int8, DataType::Uint8, DataType::Int32, DataType::Uint64, DataType::Double}) {
       const std::uint32_t e = validate::replay::size_of(t);
-      const std::uint64_t bytes = (static_cast<std::uint64_t>(n) * 7 + 5) * e;
-      test::ReplayCase c{fmt::format("AllReduce ring {} ranks {} B", n, bytes),
-                         planner::generate(planner::Algorithm::Ring, test::replay_request(models::Collective::AllReduce, n, bytes, 2, e))};
-      replay_case(*backend, c, t, true);
+      for (planner::Algorithm a : {planner::Algorithm::Ring, planner::Algorithm::Nvls}) {
+        for (models::Collective coll : {models::Collective::AllReduce, models::Collective::ReduceScatter}) {
+          const std::uint64_t bytes = 1021 * e * static_cast<std::uint64_t>(n);  // 1021 elements per rank: past vector widths
+          test::ReplayCase c{fmt::format("{} {} {} ranks {} B", models::to_string(coll), planner::to_string(a), n, bytes),
+                             planner::generate(a, test::replay_request(coll, n, bytes, 2, e))};
+          replay_case(*backend, c, t, true);
+        }
+      }
     }
 
     // 3. A corrupted schedule is caught: a shifted Recv leaves one element of rank 1's

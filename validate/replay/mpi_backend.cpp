@@ -9,10 +9,11 @@
 //   RecvReduce   MPI_Irecv into a staging area of its own, then dst = src + staging
 //                (replay::add) once it completed.
 //   SwitchSend   the NVSwitch is emulated by an MPI window on rank 0 holding, per in-switch
-//   SwitchRecv   group, an accumulation area and a contribution counter: a SwitchSend is
-//                MPI_Accumulate(MPI_SUM) of its slice, a flush, then a counter increment
-//                (MPI_Fetch_and_op); a SwitchRecv polls the counter until every contributor of
-//                the group added its slice, then reads the sum (MPI_Get_accumulate, MPI_NO_OP).
+//   SwitchRecv   group, one slot per contributor and two counters: a SwitchSend claims a slot
+//                (MPI_Fetch_and_op), writes its slice there, flushes and counts itself done; a
+//                SwitchRecv polls that count until every contributor of the group wrote, then
+//                reads the slots and sums them (replay::add). See SwitchWindow for why MPI_SUM
+//                is not used.
 //
 // Tags: the k-th message from a to b on channel c has tag k·C + c (C: the schedule's channels),
 // unique per (source, destination) pair, so the order in which ranks post their sends and
@@ -174,33 +175,50 @@ void check_tags(const models::Schedule& s, const std::vector<std::vector<Partner
   }
 }
 
-/// The in-switch groups of an NVLS schedule emulated on rank 0: a window of one 64-bit
-/// contribution counter per group, then one accumulation area per group (8-byte aligned).
+/// The in-switch groups of an NVLS schedule emulated on rank 0. The window holds, per group,
+/// two 64-bit counters (slots claimed, contributions written) and one slot per contributor
+/// (8-byte aligned). A contribution claims a slot (MPI_Fetch_and_op), writes its slice there
+/// (MPI_Accumulate MPI_REPLACE), flushes, and counts itself written; a reader waits until every
+/// contributor has written, reads the slots (MPI_Get_accumulate MPI_NO_OP) and sums them with
+/// replay::add, the element arithmetic every backend uses. MPI's own MPI_SUM is not used: Open
+/// MPI 4.1's vectorised reduction kernels (op/avx) saturate 8-bit sums instead of wrapping
+/// (measured here: int8 elements summing to 136 read back 127).
 class SwitchWindow {
  public:
-  SwitchWindow(const models::Schedule& s, DataType t, MPI_Comm comm, int rank) : mpi_type_(mpi_type(t)), element_(size_of(t)) {
+  /// Collective over `comm`. Throws ReplayError (on every rank alike) when the slices of a
+  /// group differ in size.
+  SwitchWindow(const models::Schedule& s, DataType t, MPI_Comm comm, int rank) : type_(t), mpi_type_(mpi_type(t)), element_(size_of(t)) {
     const std::size_t groups = s.switch_groups.size();
     contributors_.assign(s.switch_groups.begin(), s.switch_groups.end());
-    std::vector<std::uint64_t> bytes(groups, 0);
-    for (const auto& program : s.ranks)
-      for (const auto& op : program.ops)
-        if (op.kind == models::OpKind::SwitchSend || op.kind == models::OpKind::SwitchRecv) {
-          bytes[op.tag] = std::max(bytes[op.tag], op.kind == models::OpKind::SwitchSend ? op.src.bytes : op.dst.bytes);
+    bytes_.assign(groups, 0);
+    std::vector<bool> seen(groups, false);
+    for (int r = 0; r < s.nranks; ++r) {
+      const auto& ops = s.ranks[static_cast<std::size_t>(r)].ops;
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        const models::Op& op = ops[i];
+        if (op.kind != models::OpKind::SwitchSend && op.kind != models::OpKind::SwitchRecv) continue;
+        const std::uint64_t bytes = op.kind == models::OpKind::SwitchSend ? op.src.bytes : op.dst.bytes;
+        if (seen[op.tag] && bytes != bytes_[op.tag]) {
+          throw ReplayError(fmt::format("rank {} op {}: in-switch group {} moves {} bytes, its other ops {}", r, i, op.tag, bytes, bytes_[op.tag]));
         }
-    std::uint64_t at = groups * sizeof(std::int64_t);
-    area_.resize(groups);
-    for (std::size_t g = 0; g < groups; ++g) {
-      area_[g] = at;
-      at += (bytes[g] + 7) / 8 * 8;
-      largest_ = std::max(largest_, bytes[g]);
+        seen[op.tag] = true;
+        bytes_[op.tag] = bytes;
+      }
     }
-    total_ = at;
-    area_bytes_ = std::move(bytes);
-    if (total_ > static_cast<std::uint64_t>(LLONG_MAX)) throw ReplayError("mpi backend: the in-switch groups exceed a window's size");
-    check(MPI_Win_allocate(static_cast<MPI_Aint>(rank == 0 ? total_ : 0), 1, MPI_INFO_NULL, comm, &base_, &win_), "MPI_Win_allocate");
+    slot_.resize(groups);
+    std::uint64_t at = groups * 2 * sizeof(std::int64_t);
+    std::uint64_t largest = 0;
+    for (std::size_t g = 0; g < groups; ++g) {
+      slot_[g] = at;
+      stride_.push_back((bytes_[g] + 7) / 8 * 8);
+      at += stride_[g] * static_cast<std::uint64_t>(std::max(contributors_[g], 1));
+      largest = std::max(largest, bytes_[g]);
+    }
+    if (at > static_cast<std::uint64_t>(LLONG_MAX)) throw ReplayError("mpi backend: the in-switch groups exceed a window's size");
+    check(MPI_Win_allocate(static_cast<MPI_Aint>(rank == 0 ? at : 0), 1, MPI_INFO_NULL, comm, &base_, &win_), "MPI_Win_allocate");
     MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN);
     check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
-    zeros_.assign(std::max<std::uint64_t>(largest_, sizeof(std::int64_t)), std::byte{0});
+    staging_.resize(largest);
   }
   ~SwitchWindow() {
     // Collective: skipped when a rank failed (the others may never get here).
@@ -211,49 +229,61 @@ class SwitchWindow {
   SwitchWindow(const SwitchWindow&) = delete;
   SwitchWindow& operator=(const SwitchWindow&) = delete;
 
-  /// Rank 0, between iterations while every rank waits: zero every counter and area.
+  /// Rank 0, between iterations while every rank waits: zero every counter (the slots are
+  /// written whole by every iteration's contributions).
   void reset() {
-    for (std::size_t g = 0; g < area_.size(); ++g) {
-      check(MPI_Accumulate(zeros_.data(), 1, MPI_INT64_T, 0, static_cast<MPI_Aint>(g * sizeof(std::int64_t)), 1, MPI_INT64_T, MPI_REPLACE, win_),
-            "MPI_Accumulate (reset counter)");
-      for_elements(area_bytes_[g], [&](std::uint64_t at, int count) {
-        check(MPI_Accumulate(zeros_.data(), count, mpi_type_, 0, static_cast<MPI_Aint>(area_[g] + at), count, mpi_type_, MPI_REPLACE, win_),
-              "MPI_Accumulate (reset area)");
-      });
+    const std::int64_t zero[2] = {0, 0};
+    for (std::size_t g = 0; g < slot_.size(); ++g) {
+      check(MPI_Accumulate(zero, 2, MPI_INT64_T, 0, counter(g, 0), 2, MPI_INT64_T, MPI_REPLACE, win_), "MPI_Accumulate (reset counters)");
     }
     check(MPI_Win_flush(0, win_), "MPI_Win_flush");
   }
 
-  /// Adds `bytes` at `src` to group `g`, then counts the contribution.
+  /// Writes `bytes` at `src` into a slot of group `g`, then counts the contribution.
   void contribute(std::uint32_t g, const std::byte* src, std::uint64_t bytes) {
+    const std::int64_t one = 1;
+    std::int64_t slot = 0;
+    check(MPI_Fetch_and_op(&one, &slot, MPI_INT64_T, 0, counter(g, 0), MPI_SUM, win_), "MPI_Fetch_and_op (claim a slot)");
+    check(MPI_Win_flush(0, win_), "MPI_Win_flush");
+    if (slot >= contributors_[g]) {
+      throw ReplayError(fmt::format("mpi backend: in-switch group {} got more than its {} contributions", g, contributors_[g]));
+    }
+    const std::uint64_t base = slot_[g] + static_cast<std::uint64_t>(slot) * stride_[g];
     for_elements(bytes, [&](std::uint64_t at, int count) {
-      check(MPI_Accumulate(src + at, count, mpi_type_, 0, static_cast<MPI_Aint>(area_[g] + at), count, mpi_type_, MPI_SUM, win_),
+      check(MPI_Accumulate(src + at, count, mpi_type_, 0, static_cast<MPI_Aint>(base + at), count, mpi_type_, MPI_REPLACE, win_),
             "MPI_Accumulate (switch send)");
     });
-    // The sum must be complete at rank 0 before the counter says so.
+    // The slice must be complete at rank 0 before the counter says so.
     check(MPI_Win_flush(0, win_), "MPI_Win_flush");
-    const std::int64_t one = 1;
     std::int64_t before = 0;
-    check(MPI_Fetch_and_op(&one, &before, MPI_INT64_T, 0, static_cast<MPI_Aint>(g * sizeof(std::int64_t)), MPI_SUM, win_), "MPI_Fetch_and_op");
+    check(MPI_Fetch_and_op(&one, &before, MPI_INT64_T, 0, counter(g, 1), MPI_SUM, win_), "MPI_Fetch_and_op (count a contribution)");
     check(MPI_Win_flush(0, win_), "MPI_Win_flush");
   }
 
-  /// When every contributor of group `g` has added its slice: copies the sum to `dst` and
-  /// returns true; false otherwise.
+  /// When every contributor of group `g` has written its slice: `dst` = the sum of the slices
+  /// (the one slice of a multicast group), and true; false otherwise.
   bool collect(std::uint32_t g, std::byte* dst, std::uint64_t bytes) {
-    std::int64_t count = 0;
-    check(MPI_Fetch_and_op(nullptr, &count, MPI_INT64_T, 0, static_cast<MPI_Aint>(g * sizeof(std::int64_t)), MPI_NO_OP, win_), "MPI_Fetch_and_op");
+    std::int64_t written = 0;
+    check(MPI_Fetch_and_op(nullptr, &written, MPI_INT64_T, 0, counter(g, 1), MPI_NO_OP, win_), "MPI_Fetch_and_op (poll)");
     check(MPI_Win_flush(0, win_), "MPI_Win_flush");
-    if (count < contributors_[g]) return false;
-    for_elements(bytes, [&](std::uint64_t at, int n) {
-      check(MPI_Get_accumulate(nullptr, 0, mpi_type_, dst + at, n, mpi_type_, 0, static_cast<MPI_Aint>(area_[g] + at), n, mpi_type_, MPI_NO_OP, win_),
-            "MPI_Get_accumulate (switch recv)");
-    });
-    check(MPI_Win_flush(0, win_), "MPI_Win_flush");
+    if (written < contributors_[g]) return false;
+    for (int k = 0; k < contributors_[g]; ++k) {
+      std::byte* into = k == 0 ? dst : staging_.data();
+      const std::uint64_t base = slot_[g] + static_cast<std::uint64_t>(k) * stride_[g];
+      for_elements(bytes, [&](std::uint64_t at, int n) {
+        check(MPI_Get_accumulate(nullptr, 0, mpi_type_, into + at, n, mpi_type_, 0, static_cast<MPI_Aint>(base + at), n, mpi_type_, MPI_NO_OP, win_),
+              "MPI_Get_accumulate (switch recv)");
+      });
+      check(MPI_Win_flush(0, win_), "MPI_Win_flush");
+      if (k > 0) add(type_, dst, dst, staging_.data(), bytes / element_);
+    }
     return true;
   }
 
  private:
+  /// Displacement of group g's counter: 0 = slots claimed, 1 = contributions written.
+  static MPI_Aint counter(std::size_t g, int which) { return static_cast<MPI_Aint>((2 * g + static_cast<std::size_t>(which)) * sizeof(std::int64_t)); }
+
   /// Calls f(byte offset, element count) over `bytes` in pieces of at most 2^28 elements.
   template <class F>
   void for_elements(std::uint64_t bytes, F&& f) {
@@ -261,13 +291,14 @@ class SwitchWindow {
     for (std::uint64_t at = 0; at < bytes; at += piece) f(at, static_cast<int>(std::min(piece, bytes - at) / element_));
   }
 
+  DataType type_;
   MPI_Datatype mpi_type_;
   std::uint32_t element_;
   std::vector<int> contributors_;
-  std::vector<std::uint64_t> area_;        ///< byte offset of each group's area in the window
-  std::vector<std::uint64_t> area_bytes_;  ///< bytes of each group's area
-  std::uint64_t largest_ = 0, total_ = 0;
-  std::vector<std::byte> zeros_;
+  std::vector<std::uint64_t> bytes_;   ///< bytes of each group's slices
+  std::vector<std::uint64_t> slot_;    ///< byte offset of each group's first slot in the window
+  std::vector<std::uint64_t> stride_;  ///< bytes between a group's slots
+  std::vector<std::byte> staging_;     ///< a slot read back before it is added
   void* base_ = nullptr;
   MPI_Win win_ = MPI_WIN_NULL;
 };
