@@ -49,6 +49,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <sched.h>
 
 // The C API only: OpenMPI's and MPICH's mpi.h pull in the deprecated C++ bindings otherwise.
 #define OMPI_SKIP_MPICXX 1
@@ -358,9 +359,13 @@ class MpiTransport final : public Transport {
     }
   }
 
-  /// Nothing completed in a pass: let another process have the core (ranks oversubscribing
-  /// the cores, as OpenMPI's mpi_yield_when_idle does; immediate when the core is free).
-  void idle() override { std::this_thread::yield(); }
+  /// Nothing completed in a pass: with more ranks on this host than cores, let another process
+  /// have the core (as Open MPI's mpi_yield_when_idle does when oversubscribed); otherwise keep
+  /// polling (a yield can hand the core to an unrelated process for a whole time slice).
+  void idle() override {
+    if (yield_when_idle_) std::this_thread::yield();
+  }
+  void yield_when_idle(bool yield) { yield_when_idle_ = yield; }
 
   bool test(std::uint32_t i) override {
     const models::Op& op = ops_[i];
@@ -382,6 +387,7 @@ class MpiTransport final : public Transport {
   MPI_Comm comm_;
   SwitchWindow* window_;
   RankMemory memory_{};
+  bool yield_when_idle_ = false;
   std::vector<int> tag_;
   std::vector<std::uint32_t> request_begin_;  ///< CSR: the requests of op i (one per piece)
   std::vector<MPI_Request> requests_;
@@ -402,6 +408,16 @@ class MpiBackend final : public Backend {
     check(MPI_Get_processor_name(name, &length), "MPI_Get_processor_name");
     std::vector<char> all(static_cast<std::size_t>(size_) * MPI_MAX_PROCESSOR_NAME, '\0');
     check(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm_), "MPI_Allgather");
+    // Ranks sharing this host's memory, against the cores this process may run on.
+    MPI_Comm local = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local), "MPI_Comm_split_type");
+    int local_ranks = 1;
+    check(MPI_Comm_size(local, &local_ranks), "MPI_Comm_size");
+    MPI_Comm_free(&local);
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    const int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : static_cast<int>(std::thread::hardware_concurrency());
+    oversubscribed_ = local_ranks > std::max(1, cores);
     for (int r = 0; r < size_; ++r) {
       const char* p = all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME;
       std::string host(p, strnlen(p, MPI_MAX_PROCESSOR_NAME));
@@ -478,6 +494,7 @@ class MpiBackend final : public Backend {
     if (!schedule.switch_groups.empty()) window = std::make_unique<SwitchWindow>(schedule, config.type, comm_, rank_);
     MpiTransport transport(schedule, rank_, config.type, comm_, partner[static_cast<std::size_t>(rank_)], window.get());
     transport.bind(memory);
+    transport.yield_when_idle(oversubscribed_);
     RankLoop loop(schedule.ranks[static_cast<std::size_t>(rank_)], rank_, config.type);
 
     const int total = config.warmup + config.iters;
@@ -566,6 +583,7 @@ class MpiBackend final : public Backend {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
+  bool oversubscribed_ = false;  ///< more ranks on this host than cores: yield when idle
   std::vector<std::string> hosts_;
 };
 
