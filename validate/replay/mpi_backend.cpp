@@ -49,7 +49,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <sched.h>
 
 // The C API only: OpenMPI's and MPICH's mpi.h pull in the deprecated C++ bindings otherwise.
 #define OMPI_SKIP_MPICXX 1
@@ -408,16 +407,14 @@ class MpiBackend final : public Backend {
     check(MPI_Get_processor_name(name, &length), "MPI_Get_processor_name");
     std::vector<char> all(static_cast<std::size_t>(size_) * MPI_MAX_PROCESSOR_NAME, '\0');
     check(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm_), "MPI_Allgather");
-    // Ranks sharing this host's memory, against the cores this process may run on.
+    // Ranks sharing this host's memory, against its hardware threads (not this process's
+    // affinity: mpirun binds each rank to a core).
     MPI_Comm local = MPI_COMM_NULL;
     check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local), "MPI_Comm_split_type");
     int local_ranks = 1;
     check(MPI_Comm_size(local, &local_ranks), "MPI_Comm_size");
     MPI_Comm_free(&local);
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    const int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : static_cast<int>(std::thread::hardware_concurrency());
-    oversubscribed_ = local_ranks > std::max(1, cores);
+    oversubscribed_ = local_ranks > std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     for (int r = 0; r < size_; ++r) {
       const char* p = all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME;
       std::string host(p, strnlen(p, MPI_MAX_PROCESSOR_NAME));
