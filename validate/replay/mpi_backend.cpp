@@ -434,8 +434,10 @@ class MpiBackend final : public Backend {
   bool reporter() const override { return rank_ == 0; }
 
   std::string describe(int nranks) const override {
+    // Up to 8 names, then how many more.
     std::string names;
-    for (const auto& h : hosts_) names += (names.empty() ? "" : ", ") + h;
+    for (std::size_t h = 0; h < hosts_.size() && h < 8; ++h) names += (names.empty() ? "" : ", ") + hosts_[h];
+    if (hosts_.size() > 8) names += fmt::format(" and {} more", hosts_.size() - 8);
     return fmt::format("{} MPI processes on {} host{} ({})", nranks, hosts_.size(), hosts_.size() == 1 ? "" : "s", names);
   }
 
