@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -57,11 +56,16 @@ CLI::App* add_replay_command(CLI::App& app, ReplayCliOptions& o) {
 
 namespace {
 
+/// The comma-separated items of `text`, empty ones included ("a,,b" and "a," have an empty item;
+/// std::getline would drop a trailing one).
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) out.push_back(item);
+  std::size_t begin = 0;
+  for (std::size_t comma = text.find(','); comma != std::string::npos; comma = text.find(',', begin)) {
+    out.push_back(text.substr(begin, comma - begin));
+    begin = comma + 1;
+  }
+  out.push_back(text.substr(begin));
   return out;
 }
 
@@ -227,11 +231,22 @@ int run_replay(const ReplayCliOptions& o) {
     }
     trace_bytes = rounded;
   }
+  // A directory this run creates is removed again when the run stops before writing into it
+  // (a size the planner refuses, a backend failure): bad input leaves nothing behind.
+  struct RemoveIfEmpty {
+    fs::path dir;
+    ~RemoveIfEmpty() {
+      std::error_code ec;
+      if (!dir.empty() && fs::is_empty(dir, ec) && !ec) fs::remove(dir, ec);
+    }
+  } created_out;
   if (!o.out.empty() && backend->reporter()) {
     std::error_code ec;
     if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) throw models::OutputError(fmt::format("--out {}: exists and is not a directory", o.out));
+    const bool existed = fs::exists(o.out, ec);
     fs::create_directories(o.out, ec);
     if (ec || !fs::is_directory(o.out)) throw models::OutputError(fmt::format("--out {}: cannot create the directory ({})", o.out, ec ? ec.message() : "unknown"));
+    if (!existed) created_out.dir = o.out;
   }
 
   const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic", cluster);
@@ -240,6 +255,7 @@ int run_replay(const ReplayCliOptions& o) {
   config.iters = o.iters;
   config.warmup = o.warmup;
   std::vector<replay::ReplayedSize> done;
+  std::string csv_rows;
   for (std::uint64_t bytes : sizes) {
     replay::ReplayedSize s;
     s.bytes = bytes;
@@ -264,7 +280,9 @@ int run_replay(const ReplayCliOptions& o) {
       std::cerr << fmt::format("ccsim: error: {} backend, {} bytes ({}/{}): {}\n", o.backend, bytes, s.algorithm, s.protocol, e.what());
       return 3;
     }
-    if (!config.record_ops || bytes != trace_bytes) s.measured.ops.clear();  // keep per-op records of the traced size only
+    // ops.csv gets every op of every size; per-op records are kept for the traced size only.
+    if (!o.out.empty() && backend->reporter()) csv_rows += replay::ops_csv_rows(s);
+    if (!config.record_ops || bytes != trace_bytes) s.measured.ops.clear();
     done.push_back(std::move(s));
   }
   if (!backend->reporter()) return 0;
@@ -293,8 +311,12 @@ int run_replay(const ReplayCliOptions& o) {
 
   if (!o.out.empty()) {
     const fs::path dir(o.out);
+    // A log left by an earlier run would mark the new, partly written set complete: remove it first.
+    std::error_code ec;
+    fs::remove(dir / (info.test + ".log"), ec);
+    if (ec) throw models::OutputError(fmt::format("--out {}: cannot replace {}.log ({})", o.out, info.test, ec.message()));
     models::write_file_atomic((dir / "trace.json").string(), replay::trace_json(traced, o.backend));
-    models::write_file_atomic((dir / "ops.csv").string(), replay::ops_csv({traced}));
+    models::write_file_atomic((dir / "ops.csv").string(), replay::ops_csv({}) + csv_rows);
     models::write_file_atomic((dir / "replay.json").string(), summary_json(info, done).dump(2) + "\n");
     models::write_file_atomic((dir / (info.test + ".log")).string(), log);  // last: its presence means the set is complete
   }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -52,6 +53,26 @@ class AbortableBarrier {
   std::atomic<int> generation_{0};
   std::atomic<bool> aborted_{false};
 };
+
+/// Bytes of memory this host can give a process now: /proc/meminfo's MemAvailable (free memory
+/// plus reclaimable caches, Linux ≥ 3.14), else the physical memory (sysconf).
+std::uint64_t available_host_memory() {
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+        found = true;
+        break;
+      }
+    }
+    std::fclose(f);
+    if (found) return static_cast<std::uint64_t>(kib) * 1024;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : UINT64_MAX;
+}
 
 struct RankState {
   std::vector<std::byte> input, output, scratch;
@@ -158,6 +179,18 @@ class HostBackend final : public Backend {
   SizeResult run(const models::Schedule& schedule, const ReplayConfig& config) override {
     check_replayable(schedule, config.type);
     const int n = schedule.nranks;
+    // Every rank's buffers live in this process: refuse what the host cannot hold rather than
+    // be killed by the OOM killer while filling them.
+    std::uint64_t needed = 0;
+    for (int r = 0; r < n; ++r) {
+      const RankBufferBytes b = rank_buffer_bytes(schedule, r);
+      needed += b.input + b.output + b.scratch;
+    }
+    if (const std::uint64_t available = available_host_memory(); needed > available) {
+      throw ReplayError(fmt::format("the host backend needs {:.2f} GiB of host memory for {} ranks at {} bytes (input, output and scratch "
+                                    "of every rank); this host has {:.2f} GiB available: use fewer ranks (--ranks) or a smaller -e",
+                                    static_cast<double>(needed) / (1 << 30), n, schedule.bytes, static_cast<double>(available) / (1 << 30)));
+    }
     Shared shared(schedule, config.type);
     shared.partner = match_messages(schedule);
     shared.ranks.resize(static_cast<std::size_t>(n));

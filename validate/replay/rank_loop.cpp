@@ -105,7 +105,7 @@ void RankLoop::run(const RankMemory& memory, Transport& transport, Clock::time_p
       if (Clock::now() - last_progress > stall_timeout) {
         const std::uint32_t waiting = in_flight_.empty() ? 0 : in_flight_.front();
         const models::Op& op = ops[waiting];
-        throw ReplayError(fmt::format("rank {} made no progress for {:.0f} s: op {} ({} peer {} channel {}) never completed "
+        throw ReplayError(fmt::format("rank {} made no progress for {:g} s: op {} ({} peer {} channel {}) never completed "
                                       "({} of {} ops done)",
                                       rank_, stall_timeout.count(), waiting, kind_name(op.kind), op.peer, op.channel, done, n));
       }

@@ -218,16 +218,20 @@ std::string trace_json(const ReplayedSize& s, const std::string& backend) {
   return j.dump() + "\n";
 }
 
+std::string ops_csv_rows(const ReplayedSize& s) {
+  std::vector<OpComparison> rows = compare_ops(s);
+  std::sort(rows.begin(), rows.end(), [](const OpComparison& a, const OpComparison& b) { return std::tie(a.rank, a.op) < std::tie(b.rank, b.op); });
+  std::string out;
+  for (const OpComparison& c : rows) {
+    out += fmt::format("{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g}\n", s.bytes, c.rank, c.op, op_kind_name(c.kind), c.peer, c.channel, c.bytes,
+                       c.measured_start * 1e6, c.measured_duration * 1e6, c.simulated_start * 1e6, c.simulated_duration * 1e6);
+  }
+  return out;
+}
+
 std::string ops_csv(const std::vector<ReplayedSize>& sizes) {
   std::string out = "size_B,rank,op,kind,peer,channel,bytes,measured_start_us,measured_duration_us,simulated_start_us,simulated_duration_us\n";
-  for (const ReplayedSize& s : sizes) {
-    std::vector<OpComparison> rows = compare_ops(s);
-    std::sort(rows.begin(), rows.end(), [](const OpComparison& a, const OpComparison& b) { return std::tie(a.rank, a.op) < std::tie(b.rank, b.op); });
-    for (const OpComparison& c : rows) {
-      out += fmt::format("{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g}\n", s.bytes, c.rank, c.op, op_kind_name(c.kind), c.peer, c.channel, c.bytes,
-                         c.measured_start * 1e6, c.measured_duration * 1e6, c.simulated_start * 1e6, c.simulated_duration * 1e6);
-    }
-  }
+  for (const ReplayedSize& s : sizes) out += ops_csv_rows(s);
   return out;
 }
 

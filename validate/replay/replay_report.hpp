@@ -88,8 +88,12 @@ std::string comparison_table(const std::vector<OpComparison>& rows, std::size_t 
 std::string trace_json(const ReplayedSize& s, const std::string& backend);
 
 /// ops.csv: size_B,rank,op,kind,peer,channel,bytes,measured_start_us,measured_duration_us,
-/// simulated_start_us,simulated_duration_us — every op of every size.
+/// simulated_start_us,simulated_duration_us — the header line, then every op of every size
+/// (ops_csv_rows of each; a size without per-op records has no rows).
 std::string ops_csv(const std::vector<ReplayedSize>& sizes);
+/// The rows of ops.csv for one size, in rank then op order, without the header: one per op
+/// (median measured times), times in us.
+std::string ops_csv_rows(const ReplayedSize& s);
 
 std::string_view op_kind_name(models::OpKind k);
 
