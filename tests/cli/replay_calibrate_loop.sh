@@ -12,7 +12,7 @@ ccsim=$1; src=$2; work=$3
 budget=${CCSIM_LOOP_MAPE:-40}
 rm -rf "$work"; mkdir -p "$work"; cd "$src" || exit 1
 scenario=scenarios/host-replay.yaml
-sizes=(-b 64K -e 16M -f 2)
+sizes=(-b 8 -e 2M -f 2)
 best=""
 for attempt in 1 2 3; do
   d="$work/try$attempt"
