@@ -42,6 +42,9 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateCliOptions& o) {
   c->add_option("--calibration", o.calibration, "table the fit starts from (default: the scenario's, or nccl.yaml / rccl.yaml)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
   c->add_option("--op", o.op, "the collective the logs measured, for logs that do not name it");
+  c->add_option("--algo", o.algo, "the algorithm the logs ran with (NCCL_ALGO, or ccsim replay --algo): rows are simulated with it "
+                                  "instead of NCCL's choice (default auto)");
+  c->add_option("--protocol", o.protocol, "likewise the protocol (NCCL_PROTO): auto, LL, LL128, Simple");
   c->add_option("--ranks", o.ranks, "rank count when a log does not say")->check(CLI::Range(1, 1 << 20));
   c->add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}));
   c->add_option("--loss", o.loss, "cauchy (robust to warm-up rows, the default) or squares (plain least squares)")
@@ -205,7 +208,11 @@ int run_calibrate(const CalibrateCliOptions& o) {
     info.tests = validate::parse_nccl_tests_log(in, path);
     name_collective(info.tests, o.op);
     const auto log_rows = validate::calibration_rows(path, info.tests, o.ranks > 0 ? std::optional<int>(o.ranks) : std::nullopt);
-    rows.insert(rows.end(), log_rows.begin(), log_rows.end());
+    for (validate::CalibrationRow row : log_rows) {
+      row.algorithm = algorithm_option(o.algo);
+      row.protocol = protocol_option(o.protocol);
+      rows.push_back(std::move(row));
+    }
     logs.push_back(std::move(info));
   }
   if (rows.empty()) throw InputError({o.logs.front(), 0, 0}, "", "logs with at least one measured size", "no table rows");

@@ -22,6 +22,8 @@ struct CalibrateCliOptions {
   std::string calibration;  ///< the table fitting starts from (default: the scenario's)
   std::string catalog;
   std::string op;
+  std::string algo = "auto";      ///< the algorithm the logs ran with (NCCL_ALGO), or auto: NCCL's choice
+  std::string protocol = "auto";  ///< likewise the protocol (NCCL_PROTO)
   int ranks = 0;
   std::string format = "text";
   std::string step_times;

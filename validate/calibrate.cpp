@@ -44,21 +44,23 @@ Simulated simulate(const models::Cluster& cluster, const YAML::Node& table, cons
   out.time.assign(rows.size(), std::numeric_limits<double>::quiet_NaN());
   out.choice.resize(rows.size());
   out.label.resize(rows.size());
-  using RunnerKey = std::tuple<models::Collective, int, std::uint32_t>;
+  using RunnerKey = std::tuple<models::Collective, int, std::uint32_t, int, int>;  // ..., algorithm, protocol (-1: NCCL's choice)
   std::map<RunnerKey, std::unique_ptr<planner::CollectiveRunner>> runners;
-  std::map<std::tuple<models::Collective, int, std::uint32_t, std::uint64_t>, std::size_t> done;
+  std::map<std::tuple<models::Collective, int, std::uint32_t, std::uint64_t, int, int>, std::size_t> done;
   const auto& gpus = cluster.topology.gpus();
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (!want[i]) continue;
     const CalibrationRow& r = rows[i];
-    const auto key = std::make_tuple(r.collective, r.nranks, r.element, r.size);
+    const auto key = std::make_tuple(r.collective, r.nranks, r.element, r.size, r.algorithm ? static_cast<int>(*r.algorithm) : -1,
+                                     r.protocol ? static_cast<int>(*r.protocol) : -1);
     if (const auto it = done.find(key); it != done.end()) {
       out.time[i] = out.time[it->second];
       out.choice[i] = out.choice[it->second];
       out.label[i] = out.label[it->second];
       continue;
     }
-    auto& runner = runners[RunnerKey{r.collective, r.nranks, r.element}];
+    auto& runner = runners[RunnerKey{r.collective, r.nranks, r.element, r.algorithm ? static_cast<int>(*r.algorithm) : -1,
+                                     r.protocol ? static_cast<int>(*r.protocol) : -1}];
     if (!runner) {
       if (r.nranks < 1 || static_cast<std::size_t>(r.nranks) > gpus.size()) {
         throw std::invalid_argument(fmt::format("{}:{}: the log has {} ranks but the scenario's cluster has {} GPUs", r.log, r.line,
@@ -68,6 +70,8 @@ Simulated simulate(const models::Cluster& cluster, const YAML::Node& table, cons
       opts.collective = r.collective;
       opts.element_size = r.element;
       opts.check_bound = false;
+      opts.algorithm = r.algorithm;
+      opts.protocol = r.protocol;
       opts.gpus.assign(gpus.begin(), gpus.begin() + r.nranks);
       try {
         runner = std::make_unique<planner::CollectiveRunner>(cluster, costs, opts);

@@ -30,6 +30,8 @@
 #include "models/cluster.hpp"
 #include "models/collective.hpp"
 #include "models/yaml_fields.hpp"
+#include "planner/algorithms/algorithms.hpp"
+#include "planner/cost_model.hpp"
 #include "validate/nccl_tests_log.hpp"
 
 namespace ccsim::validate {
@@ -46,6 +48,10 @@ struct CalibrationRow {
   std::uint64_t size = 0;     ///< nccl-tests size, bytes
   double measured = 0;        ///< seconds
   bool fit = true;            ///< false: held out (predicted, not fitted)
+  /// The algorithm / protocol the measurement ran with, when known (NCCL_ALGO / NCCL_PROTO, or
+  /// a `ccsim replay --algo` log): the row is simulated with it instead of NCCL's choice.
+  std::optional<planner::Algorithm> algorithm;
+  std::optional<planner::Protocol> protocol;
 };
 
 /// The rows of a parsed log (`tests` of file `log`): out-of-place times, ranks from the log or
