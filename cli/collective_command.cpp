@@ -120,9 +120,7 @@ int run_collective(const CollectiveCliOptions& o) {
   }
   std::vector<planner::CollectiveResult> rows;
   std::vector<std::string> granularity_notes;  // printed once each, however many sizes use them
-  for (std::uint64_t size = lo; size <= hi; size *= static_cast<std::uint64_t>(o.factor)) {
-    const std::uint64_t bytes = size / unit * unit;
-    if (bytes == 0) continue;
+  for (const std::uint64_t bytes : sweep_sizes(lo, hi, o.factor, unit)) {
     try {
       rows.push_back(runner.run(bytes));
       // Candidates too large to simulate, skipped for this size (stderr: the table stays nccl-tests').
@@ -139,7 +137,6 @@ int run_collective(const CollectiveCliOptions& o) {
     } catch (const std::invalid_argument& e) {
       throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm that can run this collective here", o.algo, e.what());
     }
-    if (size > hi / static_cast<std::uint64_t>(o.factor)) break;
   }
   if (rows.empty()) {
     throw InputError({"<command line>", 0, 0}, "--maxbytes",

@@ -119,6 +119,18 @@ std::vector<models::DeviceId> select_gpus(const models::Cluster& cluster, int ra
   return all;
 }
 
+std::vector<std::uint64_t> sweep_sizes(std::uint64_t lo, std::uint64_t hi, int factor, std::uint64_t unit) {
+  std::vector<std::uint64_t> sizes;
+  const auto f = static_cast<std::uint64_t>(factor);
+  for (std::uint64_t size = lo; size <= hi; size *= f) {
+    const std::uint64_t bytes = size / unit * unit;
+    // Rounding down never repeats a size: a row at least `unit` grows by at least one unit.
+    if (bytes > 0) sizes.push_back(bytes);
+    if (size > hi / f) break;  // the next row would pass hi (or overflow)
+  }
+  return sizes;
+}
+
 std::optional<planner::Algorithm> algorithm_option(const std::string& text) {
   if (text == "auto") return std::nullopt;
   const auto a = planner::parse_algorithm(text);

@@ -45,6 +45,10 @@ TableChoice compute_table(const std::string& option, const models::Scenario& sce
 /// nccl-tests' size syntax: a number with an optional K, M, G or T suffix (powers of 1024),
 /// or any ccsim byte quantity ("64MB", "1GiB"). Throws InputError naming `option`.
 std::uint64_t parse_size(const std::string& text, const std::string& option);
+/// nccl-tests' sizes: from `lo` to `hi` bytes, times `factor` each row, each rounded down to a
+/// whole `unit` (the element size, times the ranks where the size is split per rank); sizes
+/// that round to 0 are left out.
+std::vector<std::uint64_t> sweep_sizes(std::uint64_t lo, std::uint64_t hi, int factor, std::uint64_t unit);
 
 /// Ranks of a collective: all GPUs, the first `ranks`, or a `group` of global GPU ranks given
 /// as a comma-separated list of numbers and ranges ("0-7,16-23"). Throws InputError.

@@ -1,14 +1,20 @@
 #include "cli/replay_command.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 
 #include <fmt/format.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/common.hpp"
+#include "cli/sweep_mpi.hpp"
 #include "models/atomic_file.hpp"
 #include "models/input_error.hpp"
 #include "planner/collective_runner.hpp"
@@ -160,6 +166,35 @@ int run_replay(const ReplayCliOptions& o) {
   models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
 
+  // --out is checked (and created) before the backend starts: under mpirun only rank 0 writes,
+  // and a rank 0 that stopped here after MPI had started would leave the other ranks waiting.
+  const bool reporter = launched_rank() == 0;
+  // A directory this run creates is removed again when the run stops before writing into it
+  // (a size the planner refuses, a backend failure): bad input leaves nothing behind.
+  struct RemoveIfEmpty {
+    fs::path dir;
+    ~RemoveIfEmpty() {
+      std::error_code ec;
+      if (!dir.empty() && fs::is_empty(dir, ec) && !ec) fs::remove(dir, ec);
+    }
+  } created_out;
+  if (!o.out.empty() && reporter) {
+    std::error_code ec;
+    if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) throw models::OutputError(fmt::format("--out {}: exists and is not a directory", o.out));
+    const bool existed = fs::exists(o.out, ec);
+    fs::create_directories(o.out, ec);
+    if (ec || !fs::is_directory(o.out)) throw models::OutputError(fmt::format("--out {}: cannot create the directory ({})", o.out, ec ? ec.message() : "unknown"));
+    if (!existed) created_out.dir = o.out;
+    // Writable? Found now, not after hours of measurement.
+    const fs::path probe = fs::path(o.out) / fmt::format(".ccsim-replay-probe.{}", ::getpid());
+    if (FILE* f = std::fopen(probe.c_str(), "w")) {
+      std::fclose(f);
+      fs::remove(probe, ec);
+    } else {
+      throw models::OutputError(fmt::format("--out {}: cannot write into the directory ({})", o.out, std::strerror(errno)));
+    }
+  }
+
   // The backend first: mpi and verbs learn the rank count from the launcher.
   replay::BackendOptions backend_options;
   backend_options.devices = devices;
@@ -192,6 +227,16 @@ int run_replay(const ReplayCliOptions& o) {
     throw InputError({"<command line>", 0, 0}, "--group", fmt::format("{} GPUs, one per process mpirun started", backend->world_ranks()),
                      fmt::format("{} GPUs", n));
   }
+  if (o.root != 0 && !models::has_root(*collective)) {
+    throw InputError({"<command line>", 0, 0}, "--root", "no --root: only Broadcast and Reduce have a root", std::to_string(o.root));
+  }
+  // One thread per rank: beyond this the host backend measures the scheduler, not the Schedule.
+  constexpr int kMaxHostRanks = 1024;
+  if (o.backend == "host" && n > kMaxHostRanks) {
+    throw InputError({"<command line>", 0, 0}, o.group.empty() ? "--ranks" : "--group",
+                     fmt::format("at most {} ranks on the host backend (one thread per rank)", kMaxHostRanks), fmt::format("{} ranks", n),
+                     "use --ranks N, or the mpi backend across machines");
+  }
   if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
   for (models::DeviceId g : opts.gpus) backend_options.rail_of_rank.push_back(std::max(0, cluster.topology.device(g).rail));
   if (o.backend == "verbs") {  // again, with the rails
@@ -220,12 +265,7 @@ int run_replay(const ReplayCliOptions& o) {
   const bool per_rank = *collective == models::Collective::ReduceScatter || *collective == models::Collective::AllGather ||
                         *collective == models::Collective::AlltoAll;
   const std::uint64_t unit = static_cast<std::uint64_t>(opts.element_size) * (per_rank ? static_cast<std::uint64_t>(n) : 1);
-  std::vector<std::uint64_t> sizes;
-  for (std::uint64_t size = lo; size <= hi; size *= static_cast<std::uint64_t>(o.factor)) {
-    const std::uint64_t bytes = size / unit * unit;
-    if (bytes > 0 && (sizes.empty() || sizes.back() != bytes)) sizes.push_back(bytes);
-    if (size > hi / static_cast<std::uint64_t>(o.factor)) break;
-  }
+  const std::vector<std::uint64_t> sizes = sweep_sizes(lo, hi, o.factor, unit);
   if (sizes.empty()) {
     throw InputError({"<command line>", 0, 0}, "--maxbytes",
                      fmt::format("a size range holding at least one whole {}-byte element{}", opts.element_size,
@@ -237,28 +277,13 @@ int run_replay(const ReplayCliOptions& o) {
     const std::uint64_t t = parse_size(o.trace_size, "--trace-size");
     const std::uint64_t rounded = t / unit * unit;
     if (std::find(sizes.begin(), sizes.end(), rounded) == sizes.end()) {
-      throw InputError({"<command line>", 0, 0}, "--trace-size", "one of the sizes replayed (-b, -e, -f)", o.trace_size);
+      std::string list;
+      for (std::uint64_t b : sizes) list += (list.empty() ? "" : ", ") + std::to_string(b);
+      throw InputError({"<command line>", 0, 0}, "--trace-size", "one of the sizes replayed (-b, -e, -f, rounded to whole elements): " + list,
+                       o.trace_size);
     }
     trace_bytes = rounded;
   }
-  // A directory this run creates is removed again when the run stops before writing into it
-  // (a size the planner refuses, a backend failure): bad input leaves nothing behind.
-  struct RemoveIfEmpty {
-    fs::path dir;
-    ~RemoveIfEmpty() {
-      std::error_code ec;
-      if (!dir.empty() && fs::is_empty(dir, ec) && !ec) fs::remove(dir, ec);
-    }
-  } created_out;
-  if (!o.out.empty() && backend->reporter()) {
-    std::error_code ec;
-    if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) throw models::OutputError(fmt::format("--out {}: exists and is not a directory", o.out));
-    const bool existed = fs::exists(o.out, ec);
-    fs::create_directories(o.out, ec);
-    if (ec || !fs::is_directory(o.out)) throw models::OutputError(fmt::format("--out {}: cannot create the directory ({})", o.out, ec ? ec.message() : "unknown"));
-    if (!existed) created_out.dir = o.out;
-  }
-
   const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic", cluster);
   replay::ReplayConfig config;
   config.type = type;
@@ -284,10 +309,21 @@ int run_replay(const ReplayCliOptions& o) {
     s.algorithm = std::string(planner::to_string(a));
     s.protocol = std::string(planner::to_string(p));
     s.simulated = runner.run_schedule(s.schedule, a, p, *engine);
+    // Per-op records cost about 48 bytes per op per timed iteration: bounded at 2^25 records.
+    constexpr double kMaxRecords = 33554432.0;
+    config.record_ops = static_cast<double>(o.iters) * static_cast<double>(s.schedule.op_count()) <= kMaxRecords;
+    if (!config.record_ops && reporter) {
+      std::cerr << fmt::format("ccsim: note: {} bytes: per-op times not recorded ({} iterations x {} ops is over {:.0f} records); "
+                               "only iteration times are kept\n", bytes, o.iters, s.schedule.op_count(), kMaxRecords);
+    }
     try {
       s.measured = backend->run(s.schedule, config);
     } catch (const replay::ReplayError& e) {
       std::cerr << fmt::format("ccsim: error: {} backend, {} bytes ({}/{}): {}\n", o.backend, bytes, s.algorithm, s.protocol, e.what());
+      return 3;
+    } catch (const std::bad_alloc&) {
+      std::cerr << fmt::format("ccsim: error: {} backend, {} bytes: not enough memory for the ranks' buffers (use a smaller -e or fewer "
+                               "ranks)\n", o.backend, bytes);
       return 3;
     }
     // ops.csv gets every op of every size; per-op records are kept for the traced size only.
@@ -319,6 +355,12 @@ int run_replay(const ReplayCliOptions& o) {
   std::uint64_t wrong = 0;
   for (const auto& s : done) wrong += s.measured.wrong;
 
+  std::cout << log;
+  std::cout << fmt::format("#\n# Per-op comparison at {} bytes ({}/{}, {} ops): measured median of {} iterations vs simulated, largest "
+                           "deviations first\n",
+                           traced.bytes, traced.algorithm, traced.protocol, traced.schedule.op_count(), o.iters);
+  std::cout << replay::comparison_table(comparison, static_cast<std::size_t>(o.top));
+  std::cout.flush();  // the measurements reach the terminal even if --out then fails
   if (!o.out.empty()) {
     const fs::path dir(o.out);
     // A log left by an earlier run would mark the new, partly written set complete: remove it first.
@@ -330,11 +372,6 @@ int run_replay(const ReplayCliOptions& o) {
     models::write_file_atomic((dir / "replay.json").string(), summary_json(info, done).dump(2) + "\n");
     models::write_file_atomic((dir / (info.test + ".log")).string(), log);  // last: its presence means the set is complete
   }
-  std::cout << log;
-  std::cout << fmt::format("#\n# Per-op comparison at {} bytes ({}/{}, {} ops): measured median of {} iterations vs simulated, largest "
-                           "deviations first\n",
-                           traced.bytes, traced.algorithm, traced.protocol, traced.schedule.op_count(), o.iters);
-  std::cout << replay::comparison_table(comparison, static_cast<std::size_t>(o.top));
   return wrong == 0 ? 0 : 4;
 }
 

@@ -43,6 +43,19 @@ std::vector<std::uint64_t> Schedule::bytes_sent() const {
 
 std::string_view to_string(Granularity g) { return g == Granularity::Step ? "step" : "phase"; }
 
+std::string_view to_string(OpKind k) {
+  switch (k) {
+    case OpKind::Send: return "send";
+    case OpKind::Recv: return "recv";
+    case OpKind::RecvReduce: return "recv-reduce";
+    case OpKind::Copy: return "copy";
+    case OpKind::Reduce: return "reduce";
+    case OpKind::SwitchSend: return "switch-send";
+    case OpKind::SwitchRecv: return "switch-recv";
+  }
+  return "?";
+}
+
 Schedule replicate(const Schedule& s, int copies) {
   if (copies < 1) throw std::invalid_argument("replicate: at least one copy");
   if (static_cast<std::int64_t>(s.nranks) * copies > std::numeric_limits<std::int32_t>::max()) {
@@ -84,19 +97,6 @@ std::uint64_t input_value(int rank, std::uint64_t element) {
 }
 
 constexpr std::uint64_t kPoison = 0xDEADBEEFDEADBEEFULL;
-
-std::string_view kind_name(OpKind k) {
-  switch (k) {
-    case OpKind::Send: return "send";
-    case OpKind::Recv: return "recv";
-    case OpKind::RecvReduce: return "recv-reduce";
-    case OpKind::Copy: return "copy";
-    case OpKind::Reduce: return "reduce";
-    case OpKind::SwitchSend: return "switch-send";
-    case OpKind::SwitchRecv: return "switch-recv";
-  }
-  return "?";
-}
 
 class Executor {
  public:
@@ -186,7 +186,7 @@ class Executor {
     if (reads && (error = range(r, i, op.src, sf, sc), !error.empty())) return false;
     if (writes && (error = range(r, i, op.dst, df, dc), !error.empty())) return false;
     if (reads && writes && op.kind != OpKind::Recv && sc != dc) {
-      error = fmt::format("rank {} op {} ({}): source and destination sizes differ", r, i, kind_name(op.kind));
+      error = fmt::format("rank {} op {} ({}): source and destination sizes differ", r, i, to_string(op.kind));
       return false;
     }
     switch (op.kind) {
@@ -219,7 +219,7 @@ class Executor {
         const auto it = messages_.find({op.peer, r, op.channel, seq_[r][i]});
         if (it == messages_.end()) return false;
         if (it->second.size() != dc) {
-          error = fmt::format("rank {} op {} ({} from {}): expects {} bytes, message has {}", r, i, kind_name(op.kind),
+          error = fmt::format("rank {} op {} ({} from {}): expects {} bytes, message has {}", r, i, to_string(op.kind),
                               op.peer, dc * e_, it->second.size() * e_);
           return false;
         }
@@ -272,7 +272,7 @@ class Executor {
         for (int r = 0; r < n_; ++r) {
           if (first_pending[r] < s_.ranks[r].ops.size()) {
             const Op& op = s_.ranks[r].ops[first_pending[r]];
-            return fmt::format("deadlock: rank {} op {} ({} peer {}) can never run", r, first_pending[r], kind_name(op.kind), op.peer);
+            return fmt::format("deadlock: rank {} op {} ({} peer {}) can never run", r, first_pending[r], to_string(op.kind), op.peer);
           }
         }
       }

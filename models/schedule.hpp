@@ -102,6 +102,8 @@ struct Schedule {
 };
 
 std::string_view to_string(Granularity g);
+/// "send", "recv", "recv-reduce", "copy", "reduce", "switch-send", "switch-recv".
+std::string_view to_string(OpKind k);
 
 /// `copies` disjoint copies of `s` side by side, as when the same collective runs at the same
 /// time in several groups (all TP groups of a pipeline stage, all DP groups sharing nodes).

@@ -3,13 +3,13 @@
 # host backend, fit the host model to that log with ccsim calibrate (every other size held
 # out), predict every size with ccsim collective and the fitted table, and check the held-out
 # sizes against the replay's own measurements. Error budget: mean absolute percentage error
-# over the held-out sizes at most $CCSIM_LOOP_MAPE (default 10 %; see the README for what was
+# over the held-out sizes at most $CCSIM_LOOP_MAPE (default 15 %; see the README for what was
 # measured). The replay measures a shared, noisy 2-core machine: the test runs alone (ctest
-# RUN_SERIAL) and keeps the best of three replays.
+# RUN_SERIAL) and replays up to three times, passing at the first within budget.
 # Usage: replay_calibrate_loop.sh CCSIM SOURCE_DIR WORK_DIR
 set -u
 ccsim=$1; src=$2; work=$3
-budget=${CCSIM_LOOP_MAPE:-10}
+budget=${CCSIM_LOOP_MAPE:-15}
 rm -rf "$work"; mkdir -p "$work"; cd "$src" || exit 1
 scenario=scenarios/host-replay.yaml
 sizes=(-b 8 -e 2M -f 2)

@@ -27,6 +27,14 @@ run() {  # name, then ccsim replay's arguments
 }
 run ring-allreduce --op allreduce --algo ring -b 3K -e 48K -f 4
 run nvls-reducescatter-int8 --op reducescatter --algo nvls -d int8 -b 3K -e 48K -f 4
+# --out that rank 0 cannot use (a regular file): every rank stops with exit 2, none waits for it.
+touch "$work/afile"
+timeout 120 mpirun -n 3 --oversubscribe "$ccsim" replay scenarios/dgx-h100-1node.yaml --backend mpi --op allreduce -b 8 -e 1K -n 1 -w 0 \
+  --out "$work/afile" >"$work/outfile.stdout" 2>"$work/outfile.stderr"
+rc=$?
+[ $rc -ne 124 ] || { echo "--out a file under mpirun: the ranks hung (timeout)"; exit 1; }
+[ $rc -ne 0 ] || { echo "--out a file under mpirun: expected a failure, got exit 0"; exit 1; }
+grep -q "exists and is not a directory" "$work/outfile.stderr" || { echo "--out a file: message missing"; cat "$work/outfile.stderr"; exit 1; }
 # Without a launcher: refused, naming mpirun.
 "$ccsim" replay scenarios/dgx-h100-1node.yaml --op allreduce --backend mpi >"$work/alone.stdout" 2>"$work/alone.stderr"
 rc=$?

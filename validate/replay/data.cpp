@@ -217,28 +217,38 @@ void check_replayable(const models::Schedule& s, DataType t) {
   // In-switch groups (NVLS): every contribution and every multicast of a group has one size (the
   // host backend reduces into one buffer of it), and the group gets exactly the contributions
   // its receivers wait for (fewer would never complete).
-  std::vector<std::uint64_t> group_bytes(s.switch_groups.size(), 0);
+  (void)switch_group_bytes(s);
   std::vector<int> contributions(s.switch_groups.size(), 0);
-  for (int r = 0; r < s.nranks; ++r) {
-    const auto& ops = s.ranks[static_cast<std::size_t>(r)].ops;
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const models::Op& op = ops[i];
-      if (op.kind != models::OpKind::SwitchSend && op.kind != models::OpKind::SwitchRecv) continue;
-      const std::uint64_t bytes = op.kind == models::OpKind::SwitchSend ? op.src.bytes : op.dst.bytes;
-      if (group_bytes[op.tag] == 0) group_bytes[op.tag] = bytes;
-      if (bytes != group_bytes[op.tag]) {
-        throw ReplayError(fmt::format("rank {} op {}: {} bytes to in-switch group {}, whose other ops move {} bytes", r, i, bytes, op.tag,
-                                      group_bytes[op.tag]));
-      }
+  for (const auto& rank : s.ranks)
+    for (const models::Op& op : rank.ops)
       if (op.kind == models::OpKind::SwitchSend) ++contributions[op.tag];
-    }
-  }
   for (std::size_t g = 0; g < s.switch_groups.size(); ++g) {
     if (contributions[g] != s.switch_groups[g]) {
       throw ReplayError(fmt::format("in-switch group {} has {} contributions, its receivers wait for {}", g, contributions[g], s.switch_groups[g]));
     }
   }
   (void)match_messages(s);
+}
+
+std::vector<std::uint64_t> switch_group_bytes(const models::Schedule& s) {
+  std::vector<std::uint64_t> bytes(s.switch_groups.size(), 0);
+  std::vector<char> seen(s.switch_groups.size(), 0);
+  for (int r = 0; r < s.nranks; ++r) {
+    const auto& ops = s.ranks[static_cast<std::size_t>(r)].ops;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const models::Op& op = ops[i];
+      if (op.kind != models::OpKind::SwitchSend && op.kind != models::OpKind::SwitchRecv) continue;
+      if (op.tag >= bytes.size()) throw ReplayError(fmt::format("rank {} op {}: unknown in-switch group {}", r, i, op.tag));
+      const std::uint64_t b = op.kind == models::OpKind::SwitchSend ? op.src.bytes : op.dst.bytes;
+      if (seen[op.tag] && b != bytes[op.tag]) {
+        throw ReplayError(fmt::format("rank {} op {}: {} bytes to in-switch group {}, whose other ops move {} bytes", r, i, b, op.tag,
+                                      bytes[op.tag]));
+      }
+      seen[op.tag] = 1;
+      bytes[op.tag] = b;
+    }
+  }
+  return bytes;
 }
 
 std::vector<std::vector<Partner>> match_messages(const models::Schedule& s) {

@@ -49,6 +49,10 @@ RankBufferBytes rank_buffer_bytes(const models::Schedule& s, int rank);
 /// receives that do not pair up (the checks models::verify makes before executing).
 void check_replayable(const models::Schedule& s, DataType t);
 
+/// Bytes each in-switch group (NVLS) moves: every SwitchSend and SwitchRecv of a group moves the
+/// same slice size. Throws ReplayError when a group's ops differ or name an unknown group.
+std::vector<std::uint64_t> switch_group_bytes(const models::Schedule& s);
+
 /// The partner of every Send / Recv / RecvReduce: for op i of rank r, the (rank, op) it
 /// pairs with under the FIFO rule per (source, destination, channel), and the message's
 /// sequence number on that connection. Local and switch ops have partner rank -1.

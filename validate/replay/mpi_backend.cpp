@@ -190,21 +190,7 @@ class SwitchWindow {
   SwitchWindow(const models::Schedule& s, DataType t, MPI_Comm comm, int rank) : type_(t), mpi_type_(mpi_type(t)), element_(size_of(t)) {
     const std::size_t groups = s.switch_groups.size();
     contributors_.assign(s.switch_groups.begin(), s.switch_groups.end());
-    bytes_.assign(groups, 0);
-    std::vector<bool> seen(groups, false);
-    for (int r = 0; r < s.nranks; ++r) {
-      const auto& ops = s.ranks[static_cast<std::size_t>(r)].ops;
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        const models::Op& op = ops[i];
-        if (op.kind != models::OpKind::SwitchSend && op.kind != models::OpKind::SwitchRecv) continue;
-        const std::uint64_t bytes = op.kind == models::OpKind::SwitchSend ? op.src.bytes : op.dst.bytes;
-        if (seen[op.tag] && bytes != bytes_[op.tag]) {
-          throw ReplayError(fmt::format("rank {} op {}: in-switch group {} moves {} bytes, its other ops {}", r, i, op.tag, bytes, bytes_[op.tag]));
-        }
-        seen[op.tag] = true;
-        bytes_[op.tag] = bytes;
-      }
-    }
+    bytes_ = switch_group_bytes(s);
     slot_.resize(groups);
     std::uint64_t at = groups * 2 * sizeof(std::int64_t);
     std::uint64_t largest = 0;

@@ -8,23 +8,6 @@
 
 namespace ccsim::validate::replay {
 
-namespace {
-
-std::string_view kind_name(models::OpKind k) {
-  switch (k) {
-    case models::OpKind::Send: return "send";
-    case models::OpKind::Recv: return "recv";
-    case models::OpKind::RecvReduce: return "recv-reduce";
-    case models::OpKind::Copy: return "copy";
-    case models::OpKind::Reduce: return "reduce";
-    case models::OpKind::SwitchSend: return "switch-send";
-    case models::OpKind::SwitchRecv: return "switch-recv";
-  }
-  return "?";
-}
-
-}  // namespace
-
 RankLoop::RankLoop(const models::RankProgram& program, int rank, DataType type) : program_(program), rank_(rank), type_(type) {
   const std::size_t n = program.ops.size();
   dep_count_.assign(n, 0);
@@ -107,7 +90,7 @@ void RankLoop::run(const RankMemory& memory, Transport& transport, Clock::time_p
         const models::Op& op = ops[waiting];
         throw ReplayError(fmt::format("rank {} made no progress for {:g} s: op {} ({} peer {} channel {}) never completed "
                                       "({} of {} ops done)",
-                                      rank_, stall_timeout.count(), waiting, kind_name(op.kind), op.peer, op.channel, done, n));
+                                      rank_, stall_timeout.count(), waiting, models::to_string(op.kind), op.peer, op.channel, done, n));
       }
       transport.idle();
     }

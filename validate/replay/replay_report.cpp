@@ -40,18 +40,7 @@ double median(std::vector<double>& v) {
 
 }  // namespace
 
-std::string_view op_kind_name(models::OpKind k) {
-  switch (k) {
-    case models::OpKind::Send: return "send";
-    case models::OpKind::Recv: return "recv";
-    case models::OpKind::RecvReduce: return "recv-reduce";
-    case models::OpKind::Copy: return "copy";
-    case models::OpKind::Reduce: return "reduce";
-    case models::OpKind::SwitchSend: return "switch-send";
-    case models::OpKind::SwitchRecv: return "switch-recv";
-  }
-  return "?";
-}
+std::string_view op_kind_name(models::OpKind k) { return models::to_string(k); }
 
 std::string perf_test_name(models::Collective c) {
   switch (c) {
