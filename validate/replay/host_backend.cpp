@@ -135,7 +135,7 @@ class HostTransport final : public Transport {
         const std::lock_guard<std::mutex> hold(g.lock);
         const std::byte* src = memory().at(op.src);
         if (g.contributed.load(std::memory_order_relaxed) == 0) {
-          std::memcpy(g.sum.data(), src, op.src.bytes);
+          if (op.src.bytes > 0) std::memcpy(g.sum.data(), src, op.src.bytes);  // empty slices may have null buffers
         } else {
           add(s_.type, g.sum.data(), g.sum.data(), src, op.src.bytes / size_of(s_.type));
         }
@@ -158,7 +158,7 @@ class HostTransport final : public Transport {
         const models::Op& send = s_.schedule.ranks[static_cast<std::size_t>(p.rank)].ops[p.op];
         const std::byte* from = s_.ranks[static_cast<std::size_t>(p.rank)].memory().at(send.src);
         if (op.kind == models::OpKind::Recv) {
-          std::memcpy(memory().at(op.dst), from, op.dst.bytes);
+          if (op.dst.bytes > 0) std::memcpy(memory().at(op.dst), from, op.dst.bytes);
         } else {
           add(s_.type, memory().at(op.dst), memory().at(op.src), from, op.dst.bytes / size_of(s_.type));
         }
@@ -168,7 +168,7 @@ class HostTransport final : public Transport {
       case models::OpKind::SwitchRecv: {
         auto& g = *s_.groups[op.tag];
         if (g.contributed.load(std::memory_order_acquire) < s_.schedule.switch_groups[op.tag]) return false;
-        std::memcpy(memory().at(op.dst), g.sum.data(), op.dst.bytes);
+        if (op.dst.bytes > 0) std::memcpy(memory().at(op.dst), g.sum.data(), op.dst.bytes);
         return true;
       }
       default: return true;

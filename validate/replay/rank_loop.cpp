@@ -57,7 +57,7 @@ void RankLoop::run(const RankMemory& memory, Transport& transport, Clock::time_p
       start_[i] = seconds(now);
       progress = true;
       if (op.kind == models::OpKind::Copy) {
-        std::memmove(memory.at(op.dst), memory.at(op.src), op.dst.bytes);
+        if (op.dst.bytes > 0) std::memmove(memory.at(op.dst), memory.at(op.src), op.dst.bytes);  // empty buffers may be null
         complete(i, Clock::now());
       } else if (op.kind == models::OpKind::Reduce) {
         add(type_, memory.at(op.dst), memory.at(op.dst), memory.at(op.src), op.dst.bytes / size_of(type_));
