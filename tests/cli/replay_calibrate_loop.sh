@@ -11,6 +11,18 @@ set -u
 ccsim=$1; src=$2; work=$3
 budget=${CCSIM_LOOP_MAPE:-15}
 rm -rf "$work"; mkdir -p "$work"; cd "$src" || exit 1
+# A measurement needs the cores: when other work keeps them busy (runnable threads, from
+# /proc/loadavg, at least the core count in every one of 5 samples over a second) the replay
+# would measure that work — skipped (exit 77, ctest SKIP_RETURN_CODE), saying so.
+busy=1000000
+for _ in 1 2 3 4 5; do
+  r=$(awk '{ split($4, a, "/"); print a[1] - 1 }' /proc/loadavg 2>/dev/null || echo 0)
+  [ "$r" -lt "$busy" ] && busy=$r
+  sleep 0.2
+done
+if [ "$busy" -ge "$(nproc)" ]; then
+  echo "other work keeps $busy threads runnable on $(nproc) cores: the replay would measure it; skipped"; exit 77
+fi
 scenario=scenarios/host-replay.yaml
 sizes=(-b 8 -e 2M -f 2)
 # One algorithm throughout, named to calibrate as NCCL_ALGO would be: with NCCL's choice the
