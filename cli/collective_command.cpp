@@ -85,18 +85,8 @@ int run_collective(const CollectiveCliOptions& o) {
   if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
   const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
   const planner::CostModel costs = planner::CostModel::load(cost_table.path);
-  std::optional<planner::CollectiveRunner> built;
-  try {
-    built.emplace(cluster, costs, opts);
-  } catch (const std::invalid_argument& e) {
-    throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm this cluster supports", "'" + o.algo + "'", e.what());
-  }
+  const std::unique_ptr<planner::CollectiveRunner> built = make_runner(cluster, costs, opts, o.algo, o.protocol);
   planner::CollectiveRunner& runner = *built;
-  if (runner.candidates().empty()) {
-    const std::string why = opts.algorithm ? runner.unsupported(*opts.algorithm) : std::string();
-    throw InputError({"<command line>", 0, 0}, "--algo", fmt::format("an algorithm that implements {} with protocol {}",
-                                                                    models::to_string(*collective), o.protocol), "'" + o.algo + "'", why);
-  }
 
   // Sizes as nccl-tests makes them: whole elements, and for ReduceScatter, AllGather and
   // AlltoAll a whole number of elements per rank.

@@ -131,6 +131,24 @@ std::vector<std::uint64_t> sweep_sizes(std::uint64_t lo, std::uint64_t hi, int f
   return sizes;
 }
 
+std::unique_ptr<planner::CollectiveRunner> make_runner(const models::Cluster& cluster, const planner::CostModel& costs,
+                                                       const planner::CollectiveOptions& opts, const std::string& algo,
+                                                       const std::string& protocol) {
+  std::unique_ptr<planner::CollectiveRunner> runner;
+  try {
+    runner = std::make_unique<planner::CollectiveRunner>(cluster, costs, opts);
+  } catch (const std::invalid_argument& e) {
+    throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm this cluster supports", "'" + algo + "'", e.what());
+  }
+  if (runner->candidates().empty()) {
+    const std::string why = opts.algorithm ? runner->unsupported(*opts.algorithm) : std::string();
+    throw InputError({"<command line>", 0, 0}, "--algo",
+                     fmt::format("an algorithm that implements {} with protocol {}", models::to_string(opts.collective), protocol),
+                     "'" + algo + "'", why);
+  }
+  return runner;
+}
+
 std::optional<planner::Algorithm> algorithm_option(const std::string& text) {
   if (text == "auto") return std::nullopt;
   const auto a = planner::parse_algorithm(text);

@@ -4,7 +4,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <memory>
 #include <vector>
+
+#include "planner/collective_runner.hpp"
 
 #include "models/cluster.hpp"
 #include "models/scenario.hpp"
@@ -55,6 +58,12 @@ std::vector<std::uint64_t> sweep_sizes(std::uint64_t lo, std::uint64_t hi, int f
 std::vector<models::DeviceId> select_gpus(const models::Cluster& cluster, int ranks, const std::string& group);
 
 /// `--algo` and `--protocol` values: nullopt for "auto"; throws InputError for unknown names.
+/// The runner of `opts` on `cluster` with `costs` (which it keeps a reference to). Throws
+/// models::InputError naming --algo when the options cannot run here or no algorithm implements
+/// the collective with the protocol asked (`algo`, `protocol`: the option texts, for messages).
+std::unique_ptr<planner::CollectiveRunner> make_runner(const models::Cluster& cluster, const planner::CostModel& costs,
+                                                       const planner::CollectiveOptions& opts, const std::string& algo,
+                                                       const std::string& protocol);
 std::optional<planner::Algorithm> algorithm_option(const std::string& text);
 std::optional<planner::Protocol> protocol_option(const std::string& text);
 

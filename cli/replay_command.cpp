@@ -250,18 +250,8 @@ int run_replay(const ReplayCliOptions& o) {
 
   const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
   const planner::CostModel costs = planner::CostModel::load(cost_table.path);
-  std::optional<planner::CollectiveRunner> built;
-  try {
-    built.emplace(cluster, costs, opts);
-  } catch (const std::invalid_argument& e) {
-    throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm this cluster supports", "'" + o.algo + "'", e.what());
-  }
+  const std::unique_ptr<planner::CollectiveRunner> built = make_runner(cluster, costs, opts, o.algo, o.protocol);
   planner::CollectiveRunner& runner = *built;
-  if (runner.candidates().empty()) {
-    const std::string why = opts.algorithm ? runner.unsupported(*opts.algorithm) : std::string();
-    throw InputError({"<command line>", 0, 0}, "--algo",
-                     fmt::format("an algorithm that implements {} with protocol {}", models::to_string(*collective), o.protocol), "'" + o.algo + "'", why);
-  }
   const bool per_rank = *collective == models::Collective::ReduceScatter || *collective == models::Collective::AllGather ||
                         *collective == models::Collective::AlltoAll;
   const std::uint64_t unit = static_cast<std::uint64_t>(opts.element_size) * (per_rank ? static_cast<std::uint64_t>(n) : 1);
