@@ -8,22 +8,22 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/calibrate_command.hpp"
-#include "cli/collective_command.hpp"
-#include "cli/compare_command.hpp"
-#include "cli/plan_command.hpp"
-#include "cli/replay_command.hpp"
-#include "cli/run_command.hpp"
-#include "cli/sweep_mpi.hpp"
-#include "cli/sweep_command.hpp"
-#include "cli/topo_command.hpp"
-#include "models/atomic_file.hpp"
-#include "models/input_error.hpp"
-#include "models/temp_files.hpp"
+#include "cli/commands/calibrate_command.hpp"
+#include "cli/commands/collective_command.hpp"
+#include "cli/commands/compare_command.hpp"
+#include "cli/commands/plan_command.hpp"
+#include "cli/commands/replay_command.hpp"
+#include "cli/commands/run_command.hpp"
+#include "cli/commands/sweep_mpi.hpp"
+#include "cli/commands/sweep_command.hpp"
+#include "cli/commands/topo_command.hpp"
+#include "support/atomic_file.hpp"
+#include "support/input_error.hpp"
+#include "support/temp_files.hpp"
 
 int main(int argc, char** argv) {
   // SIGINT / SIGTERM / SIGHUP while an output is written leave no temporary file behind.
-  ccsim::models::install_temp_file_cleanup();
+  ccsim::support::install_temp_file_cleanup();
   CLI::App app{"ccsim: simulate collective communication and LLM workloads on GPU clusters"};
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", std::string("ccsim ") + CCSIM_VERSION);
@@ -77,11 +77,11 @@ int main(int argc, char** argv) {
       return 1;
     }
     return rc;
-  } catch (const ccsim::models::InputError& e) {
+  } catch (const ccsim::support::InputError& e) {
     // Under mpirun (sweep, replay) every rank reads the same input: rank 0 alone says what is wrong.
     if (ccsim::cli::launched_rank() == 0) std::cerr << e.what() << "\n";
     return 2;
-  } catch (const ccsim::models::OutputError& e) {
+  } catch (const ccsim::support::OutputError& e) {
     std::cerr << "ccsim: error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

@@ -9,9 +9,9 @@
 #include <string>
 #include <system_error>
 
-#include "models/input_error.hpp"
-#include "sim/analytic_engine.hpp"
-#include "sim/flow_plugin.hpp"
+#include "support/input_error.hpp"
+#include "sim/analytic/analytic_engine.hpp"
+#include "sim/flow/flow_plugin.hpp"
 
 namespace ccsim::sim {
 namespace {
@@ -44,29 +44,29 @@ FlowPluginCreateFn open_flow_plugin(const std::string& path) {
   std::error_code kind_error;
   const std::filesystem::file_status st = std::filesystem::status(path, kind_error);
   if (!kind_error && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
-    throw models::InputError({path, 0, 0}, kPluginKey, kPluginExpected,
-                             std::filesystem::is_directory(st) ? "a directory" : "not a regular file (a fifo, socket or device)");
+    throw support::InputError({path, 0, 0}, kPluginKey, kPluginExpected,
+                              std::filesystem::is_directory(st) ? "a directory" : "not a regular file (a fifo, socket or device)");
   }
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = ::dlerror();
-    throw models::InputError({path, 0, 0}, kPluginKey, kPluginExpected,
-                             std::string("a file that cannot be loaded: ") + (why != nullptr ? why : "unknown dlopen error"));
+    throw support::InputError({path, 0, 0}, kPluginKey, kPluginExpected,
+                              std::string("a file that cannot be loaded: ") + (why != nullptr ? why : "unknown dlopen error"));
   }
   const auto abi = reinterpret_cast<FlowPluginAbiFn>(::dlsym(handle, kFlowPluginAbiSymbol));
   const auto create = reinterpret_cast<FlowPluginCreateFn>(::dlsym(handle, kFlowPluginCreateSymbol));
   if (abi == nullptr || create == nullptr) {
     ::dlclose(handle);
-    throw models::InputError({path, 0, 0}, kPluginKey, kPluginExpected,
-                             std::string("a library without the functions ") + kFlowPluginAbiSymbol + " and " + kFlowPluginCreateSymbol);
+    throw support::InputError({path, 0, 0}, kPluginKey, kPluginExpected,
+                              std::string("a library without the functions ") + kFlowPluginAbiSymbol + " and " + kFlowPluginCreateSymbol);
   }
   FlowPluginAbi theirs;
   abi(&theirs);
   const FlowPluginAbi ours = flow_plugin_abi();
   if (!(theirs == ours)) {
     // Not closed: its static constructors have run, and unloading SimGrid is not supported.
-    throw models::InputError({path, 0, 0}, kPluginKey, kPluginExpected + std::string(" from this build, ") + describe(ours),
-                             "a plugin of " + describe(theirs), "rebuild it with this ccsim");
+    throw support::InputError({path, 0, 0}, kPluginKey, kPluginExpected + std::string(" from this build, ") + describe(ours),
+                              "a plugin of " + describe(theirs), "rebuild it with this ccsim");
   }
   return create;
 }
@@ -102,8 +102,8 @@ std::string load_flow_plugin() {
     return plugin.path;
   }
   const bool from_env = std::getenv("CCSIM_FLOW_PLUGIN") != nullptr && *std::getenv("CCSIM_FLOW_PLUGIN") != '\0';
-  throw models::InputError({candidates.front(), 0, 0}, kPluginKey, kPluginExpected, "no such file",
-                           from_env ? "CCSIM_FLOW_PLUGIN names it" : "tried " + tried);
+  throw support::InputError({candidates.front(), 0, 0}, kPluginKey, kPluginExpected, "no such file",
+                            from_env ? "CCSIM_FLOW_PLUGIN names it" : "tried " + tried);
 }
 
 std::unique_ptr<Engine> make_engine(std::string_view name, const models::Cluster& cluster) {
@@ -117,8 +117,8 @@ std::unique_ptr<Engine> make_engine(std::string_view name, const models::Cluster
     }
     std::unique_ptr<Engine> engine(create(cluster));
     if (!engine) {
-      throw models::InputError({load_flow_plugin(), 0, 0}, kPluginKey, kPluginExpected, "a plugin that created no engine",
-                               "rebuild it with this ccsim");
+      throw support::InputError({load_flow_plugin(), 0, 0}, kPluginKey, kPluginExpected, "a plugin that created no engine",
+                                "rebuild it with this ccsim");
     }
     return engine;
   }

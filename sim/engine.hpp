@@ -1,82 +1,17 @@
 #pragma once
-// The engine interface: execute a Plan (a Schedule placed on GPUs, with its cost parameters)
-// on a cluster and return a Timeline. Two implementations share one test suite:
-// `analytic` (own event queue, max-min sharing) and `flow` (SimGrid S4U).
+// The sim layer's face: the engine interface (sim/execution/engine.hpp) and the factory that
+// makes either engine by name.
 
-#include <array>
-#include <cstdint>
-#include <limits>
 #include <memory>
-#include <string>
 #include <string_view>
-#include <vector>
 
-#include "models/cluster.hpp"
-#include "models/schedule.hpp"
+#include "models/hardware/cluster.hpp"
+#include "sim/execution/engine.hpp"
 
 namespace ccsim::sim {
 
-/// How a Schedule's ops cost time. Every transfer of `b` data bytes over a path pays
-///   steps × (path latency + step_latency[class of the path's farthest link])
-/// before its data flows, then moves b × wire_factor bytes at its max-min fair share of the
-/// links' capacities (bandwidth × link_efficiency of the link's kind). Local copies and
-/// reductions are free (NCCL fuses them with the transfers). base_latency is paid once, before
-/// anything starts. Defaults describe an ideal network: exact α-β with the topology's figures.
-struct CostParams {
-  double wire_factor = 1.0;                       ///< wire bytes per data byte (≥ 1: protocol overhead)
-  std::array<double, 4> step_latency{};           ///< seconds per step, by LinkClass
-  double base_latency = 0.0;                      ///< seconds, once per collective
-  std::vector<double> link_efficiency;            ///< by Topology link kind index; missing = 1
-  /// Highest rate of one connection — the transfers between a source and a destination GPU on
-  /// one channel, together — in wire bytes per second (+inf: links only). Models limits that
-  /// are not in the links, such as NCCL's LL / LL128 protocol throughput caps per channel.
-  double max_rate = std::numeric_limits<double>::infinity();
-};
-
-struct Plan {
-  const models::Schedule* schedule = nullptr;
-  std::vector<models::DeviceId> rank_gpu;  ///< GPU of each rank
-  CostParams cost;
-};
-
-/// What an engine returns. Times in seconds from the collective's start.
-struct OpRecord {
-  std::int32_t rank = 0;
-  std::uint32_t op = 0;
-  double start = 0.0;
-  double end = 0.0;
-};
-struct LinkRecord {
-  models::LinkId link = 0;
-  double bytes = 0.0;  ///< wire bytes carried
-  double busy = 0.0;   ///< seconds with at least one transfer's data flowing over it
-  double peak = 0.0;   ///< highest fraction of capacity in use at any instant (0..1)
-};
-struct Timeline {
-  double makespan = 0.0;
-  std::vector<OpRecord> ops;     ///< one per op per rank
-  std::vector<LinkRecord> links; ///< links that carried data, by link id
-  std::uint64_t transfers = 0;
-  /// Work counters of the analytic engine's incremental sharing (0 from other engines): max-min
-  /// solves, and flows re-solved over all of them. Deterministic, so tests can bound the work.
-  std::uint64_t solves = 0;
-  std::uint64_t solved_flows = 0;
-  /// Entries of the links' flow lists that the component walks looked at (analytic engine).
-  std::uint64_t walked = 0;
-};
-
-class Engine {
- public:
-  virtual ~Engine() = default;
-  virtual std::string_view name() const = 0;
-  /// Executes the plan. Throws std::invalid_argument for plans that do not fit the cluster
-  /// (rank without GPU, NVLS without NVSwitch) and std::runtime_error for schedules that
-  /// deadlock.
-  virtual Timeline run(const Plan& plan) = 0;
-};
-
 /// "analytic" or "flow". Throws std::invalid_argument for other names. "flow" loads the flow
-/// engine plugin on first use (sim/flow_plugin.hpp) and throws models::InputError naming the
+/// engine plugin on first use (sim/flow/flow_plugin.hpp) and throws support::InputError naming the
 /// file(s) tried when it is missing, cannot be loaded or is from another build.
 std::unique_ptr<Engine> make_engine(std::string_view name, const models::Cluster& cluster);
 

@@ -7,10 +7,10 @@
 
 #include <unistd.h>
 
-#include "models/catalog.hpp"
-#include "models/cluster.hpp"
-#include "models/scenario.hpp"
-#include "models/schedule.hpp"
+#include "models/hardware/catalog.hpp"
+#include "models/hardware/cluster.hpp"
+#include "models/scenario/scenario.hpp"
+#include "models/collective/schedule.hpp"
 
 namespace ccsim::test {
 

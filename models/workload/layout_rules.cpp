@@ -1,4 +1,4 @@
-// The layout rules and memory model of models/workload/builder.hpp: check_layout, the
+// The layout rules and memory model of models/workload/program_builder.hpp: check_layout, the
 // recomputation plan, chunk_layers, Megatron-Core's pipeline order, activation bytes per layer
 // and the per-stage memory footprint (split from builder.cpp, which builds the Program).
 
@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "models/workload/builder.hpp"
+#include "models/workload/program_builder.hpp"
 
 namespace ccsim::models {
 double dtype_bytes(const std::string& dtype) {

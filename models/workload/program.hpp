@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "models/collective.hpp"
+#include "models/collective/collective.hpp"
 
 namespace ccsim::models {
 

@@ -10,10 +10,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "models/input_error.hpp"
-#include "models/input_file.hpp"
-#include "models/numbers.hpp"
-#include "models/data_dir.hpp"
+#include "support/input_error.hpp"
+#include "support/input_file.hpp"
+#include "support/numbers.hpp"
+#include "support/data_dir.hpp"
 
 namespace ccsim::models {
 namespace {
@@ -35,7 +35,7 @@ struct ConfigFile {
 
   /// Line and column of the first `"key"` in the file text; 0 when not found. Real config.json
   /// files are flat, so the first occurrence is the key itself.
-  SourceLocation location(const std::string& key) const {
+  support::SourceLocation location(const std::string& key) const {
     const std::string needle = "\"" + key + "\"";
     const std::size_t pos = text.find(needle);
     if (pos == std::string::npos) return {path, 0, 0};
@@ -43,7 +43,7 @@ struct ConfigFile {
   }
 
   /// 1-based line and column of byte offset `pos` (0-based) in the text.
-  SourceLocation position(std::size_t pos) const {
+  support::SourceLocation position(std::size_t pos) const {
     pos = std::min(pos, text.size());
     int line = 1;
     std::size_t line_start = 0;
@@ -58,13 +58,13 @@ struct ConfigFile {
 
   bool has(const std::string& key) const { return root.contains(key) && !root.at(key).is_null(); }
 
-  InputError error(const std::string& key, const std::string& expected, const std::string& found,
-                   const std::string& hint = {}) const {
-    return InputError(location(key), key, expected, found, hint);
+  support::InputError error(const std::string& key, const std::string& expected, const std::string& found,
+                            const std::string& hint = {}) const {
+    return support::InputError(location(key), key, expected, found, hint);
   }
 
-  InputError missing(const std::string& key, const std::string& expected) const {
-    return InputError({path, 1, 1}, key, expected, "no '" + key + "' key");
+  support::InputError missing(const std::string& key, const std::string& expected) const {
+    return support::InputError({path, 1, 1}, key, expected, "no '" + key + "' key");
   }
 };
 
@@ -135,12 +135,12 @@ bool boolean(const ConfigFile& f, const std::string& key, bool fallback) {
 ConfigFile read_config(const std::string& path) {
   ConfigFile f;
   f.path = path;
-  f.text = read_input_file(path, {"a model config.json file"});
+  f.text = support::read_input_file(path, {"a model config.json file"});
   try {
     f.root = Json::parse(f.text);
   } catch (const Json::parse_error& e) {
     // e.byte is the 1-based index of the last character read: the offending one.
-    const SourceLocation where = f.position(e.byte > 0 ? e.byte - 1 : 0);
+    const support::SourceLocation where = f.position(e.byte > 0 ? e.byte - 1 : 0);
     // what() reads "[json.exception.parse_error.101] parse error at line L, column C: DETAIL".
     std::string detail = e.what();
     const std::size_t column = detail.find("column ");
@@ -149,7 +149,7 @@ ConfigFile read_config(const std::string& path) {
     // The detail ends with "; last read: '...'", up to a line of the file's text: never echo it.
     if (const std::size_t last = detail.find("; last read:"); last != std::string::npos) detail.erase(last);
     if (detail.size() > 160) detail = detail.substr(0, 160) + "...";
-    throw InputError(where, "", "valid JSON", "a syntax error (" + detail + ")");
+    throw support::InputError(where, "", "valid JSON", "a syntax error (" + detail + ")");
   } catch (const Json::exception& e) {
     // out_of_range.406: a number the parser cannot hold ("number overflow parsing '1e400'").
     // The exception carries no position: locate the quoted token in the text.
@@ -158,12 +158,12 @@ ConfigFile read_config(const std::string& path) {
     const std::size_t close = open == std::string::npos ? std::string::npos : what.find('\'', open + 1);
     const std::string token = close == std::string::npos ? std::string() : what.substr(open + 1, close - open - 1);
     const std::size_t pos = token.empty() ? std::string::npos : f.text.find(token);
-    const SourceLocation where = pos == std::string::npos ? SourceLocation{path, 1, 1} : f.position(pos);
-    throw InputError(where, "", "a number within the range of a double (about 1.8e308)",
-                     token.empty() ? std::string("a number out of range") : quote_token(token));
+    const support::SourceLocation where = pos == std::string::npos ? support::SourceLocation{path, 1, 1} : f.position(pos);
+    throw support::InputError(where, "", "a number within the range of a double (about 1.8e308)",
+                              token.empty() ? std::string("a number out of range") : support::quote_token(token));
   }
   if (!f.root.is_object()) {
-    throw InputError({path, 1, 1}, "", "a JSON object of config.json keys", describe(f.root));
+    throw support::InputError({path, 1, 1}, "", "a JSON object of config.json keys", describe(f.root));
   }
   return f;
 }
@@ -295,7 +295,7 @@ TransformerConfig parse(const ConfigFile& f, const std::string& name) {
     c.gated_mlp = false;
   } else {
     const std::vector<std::string> known{"silu", "swiglu", "gelu", "gelu_new", "relu"};
-    const std::string suggestion = closest_match(act, known);
+    const std::string suggestion = support::closest_match(act, known);
     throw f.error("hidden_act", "one of silu, swiglu (gated MLP), gelu, gelu_new, relu (two-matrix MLP)",
                   describe(f.root.at("hidden_act")),
                   suggestion.empty() ? std::string() : "did you mean '" + suggestion + "'?");
@@ -346,9 +346,9 @@ TransformerConfig parse(const ConfigFile& f, const std::string& name) {
   // that expert_params() and router_params() are bounded as well.
   const double estimate = total_in<double>(c) + (c.moe ? moe_mlp_params<double>(c, c.moe->experts) : 0.0);
   if (estimate >= kMaxParams) {
-    throw InputError({f.path, 0, 0}, "", "a model below 4e18 parameters",
-                     fmt::format("{:.3g} parameters (check hidden_size, intermediate_size, vocab_size and the expert counts)",
-                                 estimate));
+    throw support::InputError({f.path, 0, 0}, "", "a model below 4e18 parameters",
+                              fmt::format("{:.3g} parameters (check hidden_size, intermediate_size, vocab_size and the expert counts)",
+                                          estimate));
   }
   return c;
 }
@@ -430,7 +430,7 @@ double TransformerConfig::kv_cache_bytes_per_token(double element_bytes) const {
 }
 
 std::string models_dir() {
-  const std::filesystem::path base = data_dir();
+  const std::filesystem::path base = support::data_dir();
   return (base / "models").string();
 }
 
@@ -454,9 +454,9 @@ TransformerConfig load_transformer(const std::string& name_or_path, const std::s
   }
   const std::vector<std::string> names = shipped_models();
   if (std::find(names.begin(), names.end(), name_or_path) == names.end()) {
-    const std::string suggestion = closest_match(name_or_path, names);
-    throw InputError({models_dir(), 0, 0}, "model",
-                     "the name of a shipped model (" + (names.empty() ? std::string("none found") : join(names)) +
+    const std::string suggestion = support::closest_match(name_or_path, names);
+    throw support::InputError({models_dir(), 0, 0}, "model",
+                              "the name of a shipped model (" + (names.empty() ? std::string("none found") : join(names)) +
                          ") or a path to a config.json",
                      "'" + name_or_path + "'",
                      suggestion.empty() ? std::string() : "did you mean '" + suggestion + "'?");

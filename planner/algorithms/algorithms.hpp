@@ -1,5 +1,5 @@
 #pragma once
-// Collective algorithms: each turns a request into a Schedule (models/schedule.hpp).
+// Collective algorithms: each turns a request into a Schedule (models/collective/schedule.hpp).
 //
 //   ring               AllReduce, ReduceScatter, AllGather, Broadcast, Reduce; multi-channel
 //   tree               AllReduce as NCCL's Tree: a chain inside each node, a double binary tree
@@ -28,8 +28,8 @@
 #include <string_view>
 #include <vector>
 
-#include "models/input_error.hpp"
-#include "models/schedule.hpp"
+#include "support/input_error.hpp"
+#include "models/collective/schedule.hpp"
 
 namespace ccsim::planner {
 
@@ -71,9 +71,9 @@ struct AlgorithmRequest {
 
 /// A schedule over its size limit: an input the tool refuses (the CLI exits with code 2),
 /// not a bug. Thrown by generate() (AlgorithmRequest::max_ops) and by the planner's estimate.
-class ScheduleTooLarge : public models::InputError {
+class ScheduleTooLarge : public support::InputError {
  public:
-  using models::InputError::InputError;
+  using support::InputError::InputError;
 };
 
 /// Ops (as counted by AlgorithmRequest::max_ops) that generate(a, request) makes, in closed
@@ -92,7 +92,7 @@ std::string unsupported_reason(Algorithm a, const AlgorithmRequest& request);
 /// on the size (ring, tree, nvls, nvls-tree, direct, hierarchical; not the recursive algorithms,
 /// which skip empty transfers, nor bruck and pairwise). Every byte count of those generators is
 /// a sum of near-equal element splits (detail::part) of the size, each monotone in it. Exact
-/// pruning relies on it: a lower bound at a smaller size bounds the larger one (planner/candidate_bound.hpp).
+/// pruning relies on it: a lower bound at a smaller size bounds the larger one (planner/collective/candidate_bound.hpp).
 bool shape_independent_of_size(Algorithm a, const AlgorithmRequest& x, const AlgorithmRequest& y);
 
 /// Generates the Schedule. Throws std::invalid_argument with unsupported_reason() when the

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "models/schedule.hpp"
+#include "models/collective/schedule.hpp"
 #include "planner/algorithms/algorithms.hpp"
 
 namespace ccsim::planner::detail {

@@ -51,7 +51,7 @@ void hierarchical(Builder& b) {
         scatter(m, ring_all_gather(b, m, piece, c, gather(m)));
       }
       // The intra-node AllGather runs on its own connections (channel c + channels): a
-      // connection delivers in order (sim/execution.hpp), and on the ReduceScatter's
+      // connection delivers in order (sim/execution/execution_graph.hpp), and on the ReduceScatter's
       // connections chunk k's AllGather would hold back chunk k+1's ReduceScatter.
       const int gather_channel = c + b.request().channels;
       for (const auto& m : node_members) scatter(m, ring_all_gather(b, m, region, gather_channel, gather(m)));

@@ -29,7 +29,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "models/schedule.hpp"
+#include "models/collective/schedule.hpp"
 
 namespace ccsim::planner {
 

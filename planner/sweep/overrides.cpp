@@ -10,16 +10,16 @@ namespace ccsim::planner {
 
 namespace {
 
-const models::SourceLocation kCommandLine{"<command line>", 0, 0};
+const support::SourceLocation kCommandLine{"<command line>", 0, 0};
 
-models::InputError set_error(const std::string& key, const std::string& expected, const std::string& found,
-                             const std::string& hint = {}) {
-  return models::InputError(kCommandLine, "--set " + key, expected, found, hint);
+support::InputError set_error(const std::string& key, const std::string& expected, const std::string& found,
+                              const std::string& hint = {}) {
+  return support::InputError(kCommandLine, "--set " + key, expected, found, hint);
 }
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
-/// Maps merge, lists and scalars replace (as scenario includes merge; models/scenario.cpp).
+/// Maps merge, lists and scalars replace (as scenario includes merge; models/scenario/scenario.cpp).
 /// The result shares no node with `over`: yaml-cpp joins the memory of nodes assigned into one
 /// another, so sharing the scenario's layers with every point's document made the layers'
 /// memory (and each later merge) grow with the points built before (a quadratic grid build).
@@ -178,7 +178,7 @@ std::vector<KeySegment> parse_key_path(const std::string& key) {
 SweepAxis parse_set_option(const std::string& text) {
   const std::size_t eq = text.find('=');
   if (eq == std::string::npos) {
-    throw models::InputError(kCommandLine, "--set", "KEY=V1,V2,... (a key path, '=', comma-separated values)", quoted(text));
+    throw support::InputError(kCommandLine, "--set", "KEY=V1,V2,... (a key path, '=', comma-separated values)", quoted(text));
   }
   SweepAxis axis;
   axis.key = text.substr(0, eq);
@@ -202,8 +202,8 @@ std::size_t grid_size(const std::vector<SweepAxis>& axes, std::size_t max_points
   std::size_t n = 1;
   for (const auto& a : axes) {
     if (a.values.empty() || n > max_points / a.values.size()) {
-      throw models::InputError(kCommandLine, "--set", fmt::format("a grid of at most {} points", max_points),
-                               "more (the product of the value counts)");
+      throw support::InputError(kCommandLine, "--set", fmt::format("a grid of at most {} points", max_points),
+                                "more (the product of the value counts)");
     }
     n *= a.values.size();
   }
@@ -219,8 +219,8 @@ std::vector<std::size_t> grid_point(const std::vector<SweepAxis>& axes, std::siz
   return idx;
 }
 
-std::vector<models::YamlSource> point_layers(const std::vector<models::YamlSource>& base,
-                                             const std::vector<Assignment>& assignments) {
+std::vector<support::YamlSource> point_layers(const std::vector<support::YamlSource>& base,
+                                              const std::vector<Assignment>& assignments) {
   YAML::Node merged(YAML::NodeType::Map);
   for (auto it = base.rbegin(); it != base.rend(); ++it) merged = merge(merged, it->node);
 
@@ -278,9 +278,9 @@ std::vector<models::YamlSource> point_layers(const std::vector<models::YamlSourc
     }
   }
 
-  std::vector<models::YamlSource> layers;
+  std::vector<support::YamlSource> layers;
   layers.push_back({over, std::make_shared<const std::string>(kSetLayerFile)});
-  for (const models::YamlSource& layer : base) {
+  for (const support::YamlSource& layer : base) {
     bool touched = false;
     for (const auto& r : removed) touched = touched || holds(layer.node, r);
     if (!touched) {

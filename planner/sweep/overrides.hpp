@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "models/yaml_fields.hpp"
+#include "support/yaml_fields.hpp"
 
 namespace ccsim::planner {
 
@@ -70,7 +70,7 @@ struct Assignment {
 /// they do not merge) and changed there; `auto` removes the key from every layer (base layers
 /// that hold it are copied, never changed in place). Throws InputError naming "--set KEY" for an
 /// index past the end of a list, a list reached without an index, or an index on a map.
-std::vector<models::YamlSource> point_layers(const std::vector<models::YamlSource>& base,
-                                             const std::vector<Assignment>& assignments);
+std::vector<support::YamlSource> point_layers(const std::vector<support::YamlSource>& base,
+                                              const std::vector<Assignment>& assignments);
 
 }  // namespace ccsim::planner

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "models/text_table.hpp"
+#include "support/text_table.hpp"
 
 namespace ccsim::planner {
 
@@ -107,7 +107,7 @@ std::string sweep_text(const SweepResult& r) {
   }
   headers.emplace_back("reason");
   right.push_back(false);
-  models::TextTable table(headers, right);
+  support::TextTable table(headers, right);
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const SweepRow& row = r.rows[i];
     std::vector<std::string> cells{std::to_string(i)};

@@ -4,10 +4,10 @@
 
 #include <fmt/format.h>
 
-#include "planner/cost_model.hpp"
-#include "planner/layout_plan.hpp"
-#include "planner/serving.hpp"
-#include "planner/workload_runner.hpp"
+#include "planner/tuning/cost_model.hpp"
+#include "planner/search/layout_plan.hpp"
+#include "planner/workload/serving.hpp"
+#include "planner/workload/workload_runner.hpp"
 
 namespace ccsim::planner {
 
@@ -24,7 +24,7 @@ std::string choose(const std::string& option, const std::string& scenario, const
 
 }  // namespace
 
-SweepRow rule_row(const models::InputError& e) {
+SweepRow rule_row(const support::InputError& e) {
   SweepRow row;
   row.feasible = false;
   row.reason = (e.key().empty() ? std::string() : e.key() + ": ") + "expected " + e.expected() + ", found " + e.found();

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "models/scenario.hpp"
+#include "models/scenario/scenario.hpp"
 
 namespace ccsim::planner {
 
@@ -18,7 +18,7 @@ struct PointOptions {
   std::string compute_calibration;  ///< compute table; empty: the scenario's, else the default
   std::string serving_calibration;  ///< serving table (inference); empty: the default
   std::optional<double> price_per_gpu_hour;  ///< USD per GPU-hour, for cost_per_mtok
-  /// --plan: each point is the best layout of a search (planner/layout_plan.hpp) instead of
+  /// --plan: each point is the best layout of a search (planner/search/layout_plan.hpp) instead of
   /// the scenario's own strategy; fix / space are `ccsim plan`'s --fix / --space options.
   bool plan = false;
   std::vector<std::string> fix, space;
@@ -44,19 +44,19 @@ struct SweepRow {
   std::string layout;                ///< --plan: the best layout (planner::layout_name); else empty
 };
 
-/// The row of an infeasible point whose scenario broke a rule (models::RuleError): the key, what
+/// The row of an infeasible point whose scenario broke a rule (support::RuleError): the key, what
 /// was expected and what was found, without the file position.
-SweepRow rule_row(const models::InputError& e);
+SweepRow rule_row(const support::InputError& e);
 
 /// Runs `scenario` exactly as `ccsim run` would (same tables, engine, serving figures) and
 /// returns its row; a layout that does not fit in memory is an infeasible row ("out of memory:
-/// stage S needs X GiB per GPU, more than the Y GiB of HBM"). Throws models::InputError for bad
+/// stage S needs X GiB per GPU, more than the Y GiB of HBM"). Throws support::InputError for bad
 /// calibration tables (as `ccsim run` does). `scenario` must have a workload.
 SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& options);
 
 /// `--plan`: the row of the best layout `ccsim plan` finds for `scenario` (figures of its full
 /// run, as `ccsim run` on it gives them), or an infeasible row when every layout is pruned
-/// (the reason gives the counts). Throws models::InputError for bad --fix / --space options.
+/// (the reason gives the counts). Throws support::InputError for bad --fix / --space options.
 SweepRow plan_point(const models::Scenario& scenario, const PointOptions& options);
 
 }  // namespace ccsim::planner

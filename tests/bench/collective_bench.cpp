@@ -22,12 +22,12 @@
 #include <string>
 #include <vector>
 
-#include "models/catalog.hpp"
-#include "models/scenario.hpp"
+#include "models/hardware/catalog.hpp"
+#include "models/scenario/scenario.hpp"
 #include "planner/algorithms/algorithms.hpp"
-#include "planner/collective_runner.hpp"
-#include "planner/cost_model.hpp"
-#include "sim/analytic_engine.hpp"
+#include "planner/collective/collective_runner.hpp"
+#include "planner/tuning/cost_model.hpp"
+#include "sim/analytic/analytic_engine.hpp"
 #include "sim/engine.hpp"
 
 int main(int argc, char** argv) {

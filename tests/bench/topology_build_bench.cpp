@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "models/catalog.hpp"
-#include "models/cluster.hpp"
-#include "models/scenario.hpp"
+#include "models/hardware/catalog.hpp"
+#include "models/hardware/cluster.hpp"
+#include "models/scenario/scenario.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

@@ -1,6 +1,6 @@
 # Calibration tables named by a scenario (simulation.calibration, simulation.compute_calibration;
 # issue 12): the command line's --calibration / --compute-calibration first, then the scenario's
-# key (relative to the file that writes it), then the shipped default (cli/common.hpp
+# key (relative to the file that writes it), then the shipped default (cli/options.hpp
 # choose_table). Runs from SOURCE_DIR; CASE picks the check:
 #   shift    ccsim collective on tests/data/calibration/h100-plus100us.yaml (ring and tree
 #            base_latency + 100 us) takes exactly 100 us longer than on the shipped table, and

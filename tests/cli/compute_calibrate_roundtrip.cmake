@@ -1,7 +1,7 @@
 # Round trip of the compute calibration: `ccsim calibrate --step-times --gemm` fits the synthetic
 # example data and writes a table; `ccsim run --compute-calibration` loads it
 # and reports the fitted GEMM efficiency (75 %, the value the synthetic GEMM table was made with,
-# fitted within 1 % per tests/validate/compute_calibration_test.cpp).
+# fitted within 1 % per tests/validate/calibrate/compute_calibration_test.cpp).
 set(dir "${WORK_DIR}")
 file(REMOVE_RECURSE "${dir}")
 file(MAKE_DIRECTORY "${dir}")

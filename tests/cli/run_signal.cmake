@@ -3,7 +3,7 @@
 # links.csv are in place (they are written before trace.json). The test then sends SIGTERM:
 # ccsim must end of the signal (exit status 128 + 15 from the shell), leave no temporary file
 # and no report.json. The temporary-file removal itself, with a temporary file present when the
-# signal arrives, is tested in tests/models/atomic_file_test.cpp (a forked child).
+# signal arrives, is tested in tests/support/atomic_file_test.cpp (a forked child).
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}/out")
 execute_process(COMMAND sh -c [[

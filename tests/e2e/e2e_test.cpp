@@ -9,8 +9,8 @@
 #include <stdexcept>
 
 #include "e2e/e2e_table.hpp"
-#include "models/catalog.hpp"
-#include "models/scenario.hpp"
+#include "models/hardware/catalog.hpp"
+#include "models/scenario/scenario.hpp"
 #include "test_support.hpp"
 
 using namespace ccsim::e2e;

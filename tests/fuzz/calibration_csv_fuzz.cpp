@@ -1,10 +1,10 @@
-// libFuzzer target: the CSV inputs of the compute calibration (validate/calibration_inputs.hpp),
+// libFuzzer target: the CSV inputs of the compute calibration (validate/calibrate/calibration_inputs.hpp),
 // read the way `ccsim calibrate` reads them: the same bytes as a step-times file and as a GEMM
 // table, then the holdout split of the step rows. Contract: success or a user-input error
 // (tests/fuzz/fuzz_support.hpp).
 
 #include "tests/fuzz/fuzz_support.hpp"
-#include "validate/calibration_inputs.hpp"
+#include "validate/calibrate/calibration_inputs.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string path = ccsim::fuzz::write_input("calibration.csv", data, size);

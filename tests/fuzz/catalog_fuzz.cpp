@@ -7,7 +7,7 @@
 #include <array>
 #include <filesystem>
 
-#include "models/catalog.hpp"
+#include "models/hardware/catalog.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {

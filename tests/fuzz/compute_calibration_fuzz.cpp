@@ -2,7 +2,7 @@
 // planner::ComputeCalibration::load for a GPU catalog name, as `ccsim run` does. Contract:
 // success or a user-input error (tests/fuzz/fuzz_support.hpp).
 
-#include "planner/workload_runner.hpp"
+#include "planner/workload/workload_runner.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -2,7 +2,7 @@
 // loaded by planner::CostModel::load as `--calibration FILE` does. Contract: success or a
 // user-input error (tests/fuzz/fuzz_support.hpp).
 
-#include "planner/cost_model.hpp"
+#include "planner/tuning/cost_model.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -5,7 +5,7 @@
 // the bytes go to one file per process (under $TMPDIR, else /dev/shm, else /tmp), rewritten for
 // each input, and the reader loads that path. The contract checked is the CLI's: a reader either
 // succeeds or throws one of the user-input errors that `ccsim` turns into exit code 2
-// (models::InputError, models::OutputError; cli/main.cpp). Any other exception is a bug, so it
+// (support::InputError, support::OutputError; cli/main.cpp). Any other exception is a bug, so it
 // is printed and the process aborts, which libFuzzer reports as a crash with the input saved.
 
 #include <cxxabi.h>
@@ -21,8 +21,8 @@
 #include <string>
 #include <typeinfo>
 
-#include "models/atomic_file.hpp"
-#include "models/input_error.hpp"
+#include "support/atomic_file.hpp"
+#include "support/input_error.hpp"
 
 namespace ccsim::fuzz {
 
@@ -67,8 +67,8 @@ template <typename Read>
 void expect_success_or_input_error(const char* reader, Read&& read) {
   try {
     read();
-  } catch (const models::InputError&) {
-  } catch (const models::OutputError&) {
+  } catch (const support::InputError&) {
+  } catch (const support::OutputError&) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ccsim fuzz: %s threw %s (not a user-input error): %s\n", reader, type_name(e).c_str(), e.what());
     std::abort();

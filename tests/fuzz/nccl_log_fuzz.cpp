@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "tests/fuzz/fuzz_support.hpp"
-#include "validate/nccl_tests_log.hpp"
+#include "validate/measurements/nccl_tests_log.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string path = ccsim::fuzz::write_input("nccl-tests.log", data, size);

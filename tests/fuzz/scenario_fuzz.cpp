@@ -1,5 +1,5 @@
 // libFuzzer target: a scenario YAML file, loaded against the shipped hardware catalog and built
-// into a cluster, as `ccsim topo|collective|run` do (cli/common.cpp load_scenario_file, then
+// into a cluster, as `ccsim topo|collective|run` do (cli/options.cpp load_scenario_file, then
 // models::build_cluster). Contract: success or a user-input error (tests/fuzz/fuzz_support.hpp).
 //
 // The loader accepts clusters of up to 262,144 GPUs, and building one that large is legitimately
@@ -8,9 +8,9 @@
 // the shipped 16,384-GPU scenario took 14 s to build and was reported as a timeout after 24
 // minutes of a one-hour run. Building large clusters is covered by the test suite and benchmarks.
 
-#include "models/catalog.hpp"
-#include "models/cluster.hpp"
-#include "models/scenario.hpp"
+#include "models/hardware/catalog.hpp"
+#include "models/hardware/cluster.hpp"
+#include "models/scenario/scenario.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {

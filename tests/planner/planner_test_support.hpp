@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "models/cluster.hpp"
-#include "planner/collective_runner.hpp"
-#include "planner/cost_model.hpp"
+#include "models/hardware/cluster.hpp"
+#include "planner/collective/collective_runner.hpp"
+#include "planner/tuning/cost_model.hpp"
 
 namespace ccsim::test {
 

@@ -7,7 +7,7 @@
 
 #include "planner/algorithms/algorithms.hpp"
 #include "sim/engine.hpp"
-#include "sim/maxmin.hpp"
+#include "sim/sharing/maxmin.hpp"
 #include "test_support.hpp"
 
 using namespace ccsim;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "models/collective.hpp"
+#include "models/collective/collective.hpp"
 #include "validate/replay/replay.hpp"
 
 namespace ccsim::validate::replay {

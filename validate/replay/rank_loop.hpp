@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/schedule.hpp"
+#include "models/collective/schedule.hpp"
 #include "validate/replay/replay.hpp"
 
 namespace ccsim::validate::replay {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "validate/replay/backends.hpp"
+#include "validate/replay/backends/backends.hpp"
 
 namespace ccsim::validate::replay {
 

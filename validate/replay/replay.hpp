@@ -12,7 +12,7 @@
 //          kernels on one stream per channel, CUDA events per op.
 //   verbs  ranks are processes with RDMA verbs queue pairs; RDMA writes between ranks.
 //
-// Op semantics are models/schedule.hpp's: the k-th Send from a to b on channel c pairs with the
+// Op semantics are models/collective/schedule.hpp's: the k-th Send from a to b on channel c pairs with the
 // k-th Recv/RecvReduce on b from a on channel c; an op runs once its dependencies are done; a
 // Send is done when its data has been delivered (its source may then be overwritten).
 
@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "models/schedule.hpp"
+#include "models/collective/schedule.hpp"
 
 namespace ccsim::validate::replay {
 

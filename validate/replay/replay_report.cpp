@@ -117,7 +117,7 @@ std::vector<MeasuredOp> median_ops(const SizeResult& r) {
 namespace {
 
 /// median_ops() with the engines' start of a transfer: a send or receive starts when both sides
-/// are ready (the later of the two issues), as in sim/analytic_engine.cpp; local ops as issued.
+/// are ready (the later of the two issues), as in sim/analytic/analytic_engine.cpp; local ops as issued.
 std::vector<MeasuredOp> engine_aligned_ops(const ReplayedSize& s) {
   std::vector<MeasuredOp> ops = median_ops(s.measured);
   if (ops.empty()) return ops;

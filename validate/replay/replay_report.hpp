@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "models/collective.hpp"
-#include "models/schedule.hpp"
+#include "models/collective/collective.hpp"
+#include "models/collective/schedule.hpp"
 #include "sim/engine.hpp"
 #include "validate/replay/replay.hpp"
 

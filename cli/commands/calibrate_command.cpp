@@ -1,0 +1,415 @@
+#include "cli/commands/calibrate_command.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "cli/commands/collective_command.hpp"
+#include "cli/options.hpp"
+#include "cli/commands/compare_command.hpp"
+#include "support/atomic_file.hpp"
+#include "support/digest.hpp"
+#include "support/input_error.hpp"
+#include "support/input_file.hpp"
+#include "planner/tuning/cost_model.hpp"
+#include "validate/calibrate/calibrate.hpp"
+#include "validate/calibrate/compute_calibration.hpp"
+#include "validate/measurements/nccl_tests_log.hpp"
+
+namespace ccsim::cli {
+
+using support::InputError;
+
+CLI::App* add_calibrate_command(CLI::App& app, CalibrateCliOptions& o) {
+  CLI::App* c = app.add_subcommand(
+      "calibrate", "Fit the cost model to your own nccl-tests / rccl-tests logs (or the compute model to measured step times)");
+  c->add_option("logs", o.logs, "nccl-tests / rccl-tests stdout logs measured on the scenario's cluster");
+  c->add_option("--scenario", o.scenario, "scenario describing the measured system")->required();
+  c->add_option_function<std::string>("--out", [&o](const std::string& v) { o.out = v; o.out_given = true; }, "write the fitted table here (the format of scenarios/calibration/nccl.yaml, with provenance)");
+  c->add_option("--holdout", o.holdout,
+                "sizes predicted but not fitted: alternate (every other size, the default), none, or a list such as 1M,64M");
+  c->add_option("--calibration", o.calibration, "table the fit starts from (default: the scenario's, or nccl.yaml / rccl.yaml)");
+  c->add_option("--catalog", o.catalog, "hardware catalog directory");
+  c->add_option("--op", o.op, "the collective the logs measured, for logs that do not name it");
+  c->add_option("--algo", o.algo, "the algorithm the logs ran with (NCCL_ALGO, or ccsim replay --algo): rows are simulated with it "
+                                  "instead of NCCL's choice (default auto)");
+  c->add_option("--protocol", o.protocol, "likewise the protocol (NCCL_PROTO): auto, LL, LL128, Simple");
+  c->add_option("--ranks", o.ranks, "rank count when a log does not say")->check(CLI::Range(1, 1 << 20));
+  c->add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  c->add_option("--loss", o.loss, "cauchy (robust to warm-up rows, the default) or squares (plain least squares)")
+      ->check(CLI::IsMember({"cauchy", "squares"}));
+  c->add_option("--separability", o.separability,
+                "how distinct a parameter's effect on the fitted rows must be from those fitted before it to be fitted "
+                "(sine of the angle, default 0.2)")
+      ->check(CLI::Range(1e-6, 1.0));
+  c->add_flag("--only-used-figures", o.only_used_figures,
+              "keep at the table's value every figure no fitted row uses at the end (figures moved only to change NCCL's "
+              "choice), at the price of a worse fit of the logs");
+  c->add_option("--step-times", o.step_times, "CSV of scenario overrides -> measured step time: fit the compute model");
+  c->add_option("--compute-calibration", o.compute_calibration, "compute table the --step-times fit starts from (default: the scenario's, or compute.yaml)");
+  c->add_option("--gemm", o.gemm, "CSV of GEMM timings (m,n,k,dtype,seconds): fit the compute model's GEMM constants");
+  return c;
+}
+
+namespace {
+
+validate::Holdout parse_holdout_option(const std::string& text) {
+  validate::Holdout h;
+  if (text == "alternate") return h;
+  if (text == "none") {
+    h.mode = validate::Holdout::Mode::None;
+    return h;
+  }
+  h.mode = validate::Holdout::Mode::Sizes;
+  std::stringstream in(text);
+  std::string item;
+  bool empty_item = false;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) {
+      empty_item = true;
+      break;
+    }
+    h.sizes.push_back(parse_size(item, "--holdout"));
+  }
+  if (empty_item || h.sizes.empty() || text.back() == ',') {
+    throw InputError({"<command line>", 0, 0}, "--holdout", "alternate, none, or a comma-separated list of sizes such as 1M,64M",
+                     "'" + text + "'");
+  }
+  return h;
+}
+
+std::string show_value(double v, const std::string& path, bool offset) {
+  if (offset) return format_time_us(v * 1e6) + " us";
+  if (path.rfind("bandwidth_caps", 0) == 0) return fmt::format("{:.4g} GB/s", v / 1e9);
+  return fmt::format("{:.4g}", v);
+}
+
+std::string group_change(const validate::CalibrationParameter& p) {
+  if (p.offset) return fmt::format("{:+.2f} us", p.value * 1e6);
+  return fmt::format("x{:.4g}", p.value);
+}
+
+std::string iso_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+/// A YAML tree as JSON: maps and lists as such, scalars as numbers where they read as one.
+nlohmann::json to_json(const YAML::Node& node) {
+  if (node.IsMap()) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& kv : node) j[kv.first.Scalar()] = to_json(kv.second);
+    return j;
+  }
+  if (node.IsSequence()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& item : node) j.push_back(to_json(item));
+    return j;
+  }
+  if (!node.IsScalar()) return nullptr;
+  const std::string& s = node.Scalar();
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(v)) return v;
+  return s;
+}
+
+struct LogInfo {
+  std::string path;
+  std::string sha256;
+  std::vector<validate::LogTest> tests;
+};
+
+}  // namespace
+
+namespace {
+
+/// `--out` must name a new table, not one of the inputs (it would be overwritten).
+void check_out(const CalibrateCliOptions& o) {
+  if (o.out.empty()) return;
+  std::vector<std::string> inputs = o.logs;
+  for (const std::string* p : {&o.scenario, &o.calibration, &o.step_times, &o.gemm, &o.compute_calibration}) {
+    if (!p->empty()) inputs.push_back(*p);
+  }
+  std::error_code ec;
+  for (const std::string& in : inputs) {
+    if (std::filesystem::exists(o.out, ec) && std::filesystem::equivalent(o.out, in, ec)) {
+      throw InputError({"<command line>", 0, 0}, "--out", "a file other than the command's inputs", "'" + o.out + "', which is an input");
+    }
+  }
+}
+
+}  // namespace
+
+int run_calibrate(const CalibrateCliOptions& o) {
+  if (o.out_given && o.out.empty()) throw InputError({"<command line>", 0, 0}, "--out", "a file name", "''");
+  if (!std::isfinite(o.separability)) {
+    throw InputError({"<command line>", 0, 0}, "--separability", "a number in [1e-6, 1]", fmt::format("{}", o.separability));
+  }
+  check_out(o);
+  if (!o.step_times.empty() || !o.gemm.empty()) {
+    // The compute model (validate/calibrate/compute_calibration.hpp): one kind of fit per run, as the
+    // two write tables of different formats.
+    if (!o.logs.empty()) {
+      throw InputError({"<command line>", 0, 0}, "logs", "either nccl-tests logs or --step-times / --gemm (one table per run)",
+                       o.logs.front());
+    }
+    if (!o.calibration.empty()) {
+      throw InputError({"<command line>", 0, 0}, "--calibration",
+                       "no --calibration with --step-times (the step times are simulated with the scenario's simulation.calibration, "
+                       "as ccsim run does; name the collective table there)",
+                       o.calibration);
+    }
+    if (o.step_times.empty()) {
+      throw InputError({"<command line>", 0, 0}, "--gemm", "--step-times FILE with it (the GEMM table fits the GEMM constants, the step times the rest)",
+                       "--gemm alone");
+    }
+    validate::ComputeCalibrationRequest request;
+    request.scenario = o.scenario;
+    request.step_times = o.step_times;
+    request.gemm = o.gemm;
+    request.holdout = o.holdout;
+    request.out = o.out;
+    // --compute-calibration, else the scenario's simulation.compute_calibration, else compute.yaml.
+    request.compute_table = compute_table(o.compute_calibration, load_scenario_file(o.scenario, o.catalog)).path;
+    std::ostringstream report;
+    validate::calibrate_compute(request, report);
+    std::cout << report.str();
+    return 0;
+  }
+  if (o.logs.empty()) {
+    throw InputError({"<command line>", 0, 0}, "logs", "one or more nccl-tests / rccl-tests logs (or --step-times FILE)", "none");
+  }
+  const validate::Holdout holdout = parse_holdout_option(o.holdout);
+  // Read and check every input before any work: nothing is written when one is bad.
+  std::vector<LogInfo> logs;
+  std::vector<validate::CalibrationRow> rows;
+  for (const std::string& path : o.logs) {
+    LogInfo info;
+    info.path = path;
+    const std::string text = support::read_input_file(path, {"an nccl-tests log file"});
+    info.sha256 = support::sha256_hex(text);
+    std::istringstream in(text);
+    info.tests = validate::parse_nccl_tests_log(in, path);
+    name_collective(info.tests, o.op);
+    const auto log_rows = validate::calibration_rows(path, info.tests, o.ranks > 0 ? std::optional<int>(o.ranks) : std::nullopt);
+    for (validate::CalibrationRow row : log_rows) {
+      row.algorithm = algorithm_option(o.algo);
+      row.protocol = protocol_option(o.protocol);
+      rows.push_back(std::move(row));
+    }
+    logs.push_back(std::move(info));
+  }
+  if (rows.empty()) throw InputError({o.logs.front(), 0, 0}, "", "logs with at least one measured size", "no table rows");
+  for (std::uint64_t size : holdout.sizes) {
+    if (std::none_of(rows.begin(), rows.end(), [&](const validate::CalibrationRow& r) { return r.size == size; })) {
+      throw InputError({"<command line>", 0, 0}, "--holdout", "sizes the logs measured", fmt::format("{} bytes", size));
+    }
+  }
+  validate::assign_holdout(rows, holdout);
+
+  const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  const TableChoice table = collective_table(o.calibration, scenario, cluster);
+  const std::string base_path = table.path;
+  // The shipped default by its name (its absolute path depends on where ccsim is installed).
+  const std::string base_shown =
+      table.origin == TableOrigin::Default ? std::filesystem::path(base_path).filename().string() + " (default)" : base_path;
+  const std::string base_text = support::read_input_file(base_path, {"a collective calibration table (like scenarios/calibration/nccl.yaml)"});
+  const support::YamlSource base = support::load_yaml_map_file(base_path, {"a collective calibration table (like scenarios/calibration/nccl.yaml)"});
+  for (const validate::CalibrationRow& r : rows) {
+    if (static_cast<std::size_t>(r.nranks) > cluster.topology.gpus().size()) {
+      throw InputError({r.log, r.line, 0}, "", fmt::format("a log of at most the scenario's {} GPUs", cluster.topology.gpus().size()),
+                       fmt::format("{} ranks", r.nranks));
+    }
+  }
+  validate::CalibrationResult fit;
+  try {
+    validate::CalibrateOptions options;
+    if (o.loss == "squares") options.robust_scale = 0;
+    options.separability = o.separability;
+    options.only_used_figures = o.only_used_figures;
+    fit = validate::calibrate(cluster, base, rows, options);
+  } catch (const validate::CalibrationError& e) {
+    throw InputError({o.logs.front(), 0, 0}, "", "logs that can support a fit", "too few rows", e.what());
+  } catch (const validate::RowError& e) {
+    throw InputError({e.log, e.line, 0}, "", "a row ccsim can simulate on this scenario", "'" + e.test + "'", e.what());
+  }
+
+  // Provenance and report.
+  YAML::Node provenance;
+  provenance["tool"] = "ccsim calibrate";
+  provenance["date"] = iso_now();
+  provenance["scenario"] = o.scenario;
+  provenance["base_table"] = base_shown;
+  provenance["base_table_sha256"] = support::sha256_hex(base_text);
+  provenance["engine"] = "analytic";
+  provenance["holdout"] = o.holdout;
+  for (const LogInfo& info : logs) {
+    YAML::Node l;
+    l["path"] = info.path;
+    l["sha256"] = info.sha256;
+    for (const validate::LogTest& t : info.tests) {
+      YAML::Node tn;
+      tn["test"] = t.name;
+      tn["collective"] = std::string(models::to_string(*t.collective));
+      tn["ranks"] = o.ranks > 0 ? o.ranks : t.nranks.value_or(0);
+      tn["rows"] = t.rows.size();
+      l["tests"].push_back(tn);
+    }
+    provenance["logs"].push_back(l);
+  }
+  std::vector<const validate::CalibrationParameter*> fitted, separable, unconstrained;
+  for (const auto& p : fit.parameters) {
+    if (p.status == validate::CalibrationParameter::Status::Fitted) fitted.push_back(&p);
+    else if (p.status == validate::CalibrationParameter::Status::NotSeparable || !p.rows.empty() ||
+             p.note != "no fitted row depends on it")
+      separable.push_back(&p);
+    else unconstrained.push_back(&p);
+  }
+  const auto row_sizes = [&](const validate::CalibrationParameter& p) {
+    std::set<std::uint64_t> s;
+    for (std::size_t i : p.rows) s.insert(rows[i].size);
+    return s;
+  };
+  for (const auto* p : fitted) {
+    YAML::Node f;
+    f["parameter"] = p->name;
+    f["change"] = group_change(*p);
+    for (const auto& m : p->members) {
+      YAML::Node mn;
+      mn["path"] = m.path;
+      mn["table"] = show_value(m.before, m.path, p->offset);
+      mn["fitted"] = show_value(m.after, m.path, p->offset);
+      f["figures"].push_back(mn);
+    }
+    const auto sizes = row_sizes(*p);
+    f["fitted_rows"] = p->rows.size();
+    if (!p->note.empty()) f["note"] = p->note;
+    if (!sizes.empty()) f["sizes"] = fmt::format("{} .. {} B", *sizes.begin(), *sizes.rbegin());
+    provenance["fitted"].push_back(f);
+  }
+  for (const auto* p : separable) {
+    YAML::Node f;
+    f["parameter"] = p->name;
+    f["reason"] = p->note;
+    provenance["not_fitted"].push_back(f);
+  }
+  for (const auto* p : unconstrained) provenance["unconstrained"].push_back(p->name);
+  provenance["iterations"] = fit.iterations;
+  const auto pct = [](double v) { return v < 0 ? std::string("n/a") : fmt::format("{:.2f}", v); };
+  const auto pct_text = [](double v) { return v < 0 ? std::string("n/a") : fmt::format("{:.2f} %", v); };
+  for (const LogInfo& info : logs) {
+    YAML::Node m;
+    m["log"] = info.path;
+    m["mape_fitted_before_pct"] = pct(validate::calibration_mape(rows, fit.before, true, info.path));
+    m["mape_fitted_after_pct"] = pct(validate::calibration_mape(rows, fit.after, true, info.path));
+    m["mape_held_out_before_pct"] = pct(validate::calibration_mape(rows, fit.before, false, info.path));
+    m["mape_held_out_after_pct"] = pct(validate::calibration_mape(rows, fit.after, false, info.path));
+    provenance["mape"].push_back(m);
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    YAML::Node rn;
+    rn["log"] = rows[i].log;
+    rn["line"] = rows[i].line;
+    rn["size_B"] = rows[i].size;
+    rn["set"] = rows[i].fit ? "fit" : "held-out";
+    rn["measured_us"] = fmt::format("{:.4g}", rows[i].measured * 1e6);
+    rn["before_us"] = fmt::format("{:.4g}", fit.before[i] * 1e6);
+    rn["after_us"] = fmt::format("{:.4g}", fit.after[i] * 1e6);
+    rn["error_pct"] = fmt::format("{:+.2f}", (fit.after[i] - rows[i].measured) / rows[i].measured * 100);
+    rn["choice"] = fit.choice_after[i];
+    provenance["residuals"].push_back(rn);
+  }
+
+  std::ostringstream text;
+  const int fitted_rows = static_cast<int>(std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.fit; }));
+  text << fmt::format("# ccsim calibrate: scenario {}, {} log{}, {} rows ({} fitted, {} held out: {}); table {} (analytic engine)\n",
+                      cluster.spec.name, logs.size(), logs.size() == 1 ? "" : "s", rows.size(), fitted_rows,
+                      static_cast<int>(rows.size()) - fitted_rows, o.holdout, base_shown);
+  text << fmt::format("# {} of {} parameter groups fitted in {} iterations (table value -> fitted value)\n", fitted.size(),
+                      fit.parameters.size(), fit.iterations);
+  for (const auto* p : fitted) {
+    const auto sizes = row_sizes(*p);
+    text << fmt::format("{}: {}  ({} fitted rows{})\n", p->name, group_change(*p), p->rows.size(),
+                        sizes.empty() ? std::string() : fmt::format(", {} .. {} B", *sizes.begin(), *sizes.rbegin()));
+    if (!p->note.empty()) text << "    (" << p->note << "; they change layouts the logs did not measure; --only-used-figures keeps them at the table's value)\n";
+    for (const auto& m : p->members) {
+      text << fmt::format("    {:<52} {:>12} -> {}\n", m.path, show_value(m.before, m.path, p->offset), show_value(m.after, m.path, p->offset));
+    }
+  }
+  if (!separable.empty()) {
+    text << "# not fitted (kept at the table's value)\n";
+    for (const auto* p : separable) text << fmt::format("{}: {}\n", p->name, p->note);
+  }
+  text << fmt::format("# {} other groups: no fitted row depends on them (kept at the table's values)\n", unconstrained.size());
+  for (const LogInfo& info : logs) {
+    for (std::size_t ti = 0; ti < info.tests.size(); ++ti) {
+      const validate::LogTest& t = info.tests[ti];
+      text << fmt::format("#\n# log {}: {} ({})\n", info.path, t.name, models::to_string(*t.collective));
+      text << fmt::format("#{:>11}  {:>10}  {:>10}  {:>10}  {:>7}  {:<8}  {:<14}  {:<14}\n", "size", "measured", "before", "after", "error",
+                          "set", "before", "after");
+      text << fmt::format("#{:>11}  {:>10}  {:>10}  {:>10}  {:>7}  {:<8}  {:<14}  {:<14}\n", "(B)", "(us)", "(us)", "(us)", "(%)", "",
+                          "(algo/proto)", "(algo/proto)");
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i].log != info.path || rows[i].test_index != static_cast<int>(ti)) continue;
+        text << fmt::format("{:>12}  {:>10}  {:>10}  {:>10}  {:>+7.1f}  {:<8}  {:<14}  {:<14}\n", rows[i].size,
+                            format_time_us(rows[i].measured * 1e6), format_time_us(fit.before[i] * 1e6),
+                            format_time_us(fit.after[i] * 1e6), (fit.after[i] - rows[i].measured) / rows[i].measured * 100,
+                            rows[i].fit ? "fit" : "held-out", fit.choice_before[i], fit.choice_after[i]);
+      }
+    }
+    text << fmt::format("# MAPE {}: fitted sizes {} -> {}; held-out sizes {} -> {}\n", info.path,
+                        pct_text(validate::calibration_mape(rows, fit.before, true, info.path)),
+                        pct_text(validate::calibration_mape(rows, fit.after, true, info.path)),
+                        pct_text(validate::calibration_mape(rows, fit.before, false, info.path)),
+                        pct_text(validate::calibration_mape(rows, fit.after, false, info.path)));
+  }
+
+  if (!o.out.empty()) {
+    // The base table's keys in order, with the provenance after `source`.
+    YAML::Node out(YAML::NodeType::Map);
+    for (const auto& kv : fit.table) {
+      const std::string key = kv.first.Scalar();
+      if (key == "calibration") continue;
+      if (key == "source") {
+        out["source"] = fmt::format("fitted by ccsim calibrate on {} to {} log(s); base table: {}", provenance["date"].as<std::string>(),
+                                    logs.size(), kv.second.IsScalar() ? kv.second.Scalar() : base_path);
+        out["calibration"] = provenance;
+        continue;
+      }
+      out[key] = kv.second;
+    }
+    if (!out["calibration"]) out["calibration"] = provenance;
+    YAML::Emitter emitter;
+    emitter << out;
+    support::write_file_atomic(o.out, std::string("# Collective cost table fitted by `ccsim calibrate` (see the calibration: block).\n") +
+                                         emitter.c_str() + "\n");
+    text << fmt::format("# wrote {}\n", o.out);
+  }
+  if (o.format == "json") {
+    nlohmann::json json = to_json(provenance);
+    json["table"] = to_json(fit.table);
+    std::cout << json.dump(2) << "\n";
+  } else {
+    std::cout << text.str();
+  }
+  return 0;
+}
+
+}  // namespace ccsim::cli

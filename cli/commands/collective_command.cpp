@@ -1,0 +1,208 @@
+#include "cli/commands/collective_command.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/options.hpp"
+#include "support/input_error.hpp"
+#include "planner/collective/collective_runner.hpp"
+
+namespace ccsim::cli {
+
+using support::InputError;
+
+std::string format_time_us(double us) {
+  if (us < 100.0) return fmt::format("{:.2f}", us);
+  if (us < 10000.0) return fmt::format("{:.1f}", us);
+  return fmt::format("{:.0f}", us);
+}
+
+CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
+  CLI::App* c = app.add_subcommand("collective", "Simulate one collective over a sweep of sizes and print nccl-tests' table");
+  c->add_option("scenario", o.scenario, "scenario YAML file")->required();
+  c->add_option("--op", o.op, "allreduce, reducescatter, allgather, broadcast, reduce, alltoall, sendrecv")->required();
+  c->add_option("--algo", o.algo, "auto (NCCL's choice), ring, tree, halving-doubling, recursive-doubling, bruck, direct, "
+                                  "pairwise, hierarchical, nvls, nvls-tree");
+  c->add_option("--protocol", o.protocol, "auto, LL, LL128, Simple");
+  c->add_option("-b,--minbytes", o.min_bytes, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)");
+  c->add_option("-e,--maxbytes", o.max_bytes, "largest size");
+  c->add_option("-f,--stepfactor", o.factor, "multiply the size by this factor between rows")->check(CLI::Range(2, 1024));
+  c->add_option("--engine", o.engine, "analytic or flow")->check(CLI::IsMember({"analytic", "flow"}));
+  c->add_option("--ranks", o.ranks, "use the first N GPUs (default: all)")->check(CLI::Range(1, 1 << 20));
+  c->add_option("--group", o.group, "use these global GPU ranks, e.g. 0-7,16-23");
+  c->add_option("--root", o.root, "root rank of Broadcast and Reduce");
+  c->add_option("--channels", o.channels, "channels: independent rings / tree pairs (default: one per NIC rail across nodes, the searched rings on a direct-link node, else 1)")->check(CLI::Range(1, 64));
+  c->add_option("--granularity", o.granularity, "auto, step or phase")->check(CLI::IsMember({"auto", "step", "phase"}));
+  c->add_option("--ecmp", o.ecmp, "spine choice on a fat tree: hash (per-connection ECMP hash, static routing) or balanced "
+                                  "(even rotation over the spines, as adaptive routing spreads); default: the scenario's fabric.ecmp")
+      ->check(CLI::IsMember({"hash", "balanced"}));
+  c->add_option("-d,--datatype", o.datatype, "element type: float, half, bfloat16, double, int8");
+  c->add_option("--format", o.format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
+  c->add_option("--calibration", o.calibration, "calibration table (default: the scenario's simulation.calibration, else scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
+  c->add_option("--catalog", o.catalog, "hardware catalog directory");
+  return c;
+}
+
+int run_collective(const CollectiveCliOptions& o) {
+  const auto collective = models::parse_collective(o.op);
+  if (!collective) {
+    throw InputError({"<command line>", 0, 0}, "--op", "allreduce, reducescatter, allgather, broadcast, reduce, alltoall or sendrecv",
+                     "'" + o.op + "'");
+  }
+  planner::CollectiveOptions opts;
+  opts.collective = *collective;
+  opts.algorithm = algorithm_option(o.algo);
+  opts.protocol = protocol_option(o.protocol);
+  const std::uint64_t lo = parse_size(o.min_bytes, "--minbytes");
+  const std::uint64_t hi = parse_size(o.max_bytes, "--maxbytes");
+  if (lo == 0) throw InputError({"<command line>", 0, 0}, "--minbytes", "a size above 0", o.min_bytes);
+  if (hi < lo) throw InputError({"<command line>", 0, 0}, "--maxbytes", "a size at least --minbytes", o.max_bytes);
+  opts.element_size = element_size(o.datatype);
+  opts.engine = o.engine;
+  opts.channels = o.channels;
+  opts.granularity = o.granularity;
+  opts.root = o.root;
+
+  models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  if (!o.ecmp.empty()) {
+    if (scenario.cluster.fabric.kind != models::FabricKind::FatTree) {
+      throw InputError({"<command line>", 0, 0}, "--ecmp", "a scenario with a fat-tree fabric (spines to choose among)",
+                       "'" + o.ecmp + "' on a scenario whose fabric is " +
+                           (scenario.cluster.fabric.kind == models::FabricKind::None ? std::string("absent (one node)")
+                                                                                     : "a " + std::string(models::to_string(scenario.cluster.fabric.kind))));
+    }
+    scenario.cluster.fabric.ecmp = o.ecmp == "balanced" ? models::Ecmp::Balanced : models::Ecmp::Hash;
+  }
+  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  opts.gpus = select_gpus(cluster, o.ranks, o.group);
+  const int n = static_cast<int>(opts.gpus.size());
+  if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
+  const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
+  const planner::CostModel costs = planner::CostModel::load(cost_table.path);
+  const std::unique_ptr<planner::CollectiveRunner> built = make_runner(cluster, costs, opts, o.algo, o.protocol);
+  planner::CollectiveRunner& runner = *built;
+
+  // Sizes as nccl-tests makes them: whole elements, and for ReduceScatter, AllGather and
+  // AlltoAll a whole number of elements per rank.
+  const bool per_rank = *collective == models::Collective::ReduceScatter || *collective == models::Collective::AllGather ||
+                        *collective == models::Collective::AlltoAll;
+  const std::uint64_t unit = static_cast<std::uint64_t>(opts.element_size) * (per_rank ? static_cast<std::uint64_t>(n) : 1);
+  // Hashed ECMP under a large direct AlltoAll is the analytic engine's known slow case
+  // (sim/analytic/analytic_engine.hpp): colliding connections give thousands of coupled flows with
+  // distinct rates, each completion re-solving them (512 ranks of h100-16k-rail, 1 MiB: about
+  // 10 minutes on 2 cores; 384 ranks: over 10 minutes at 1 MiB, 15 s at 1 GiB). Oversubscribed
+  // spines bottleneck every flow alike and stay fast; a balanced spread has no collisions.
+  // Not said where the direct schedule (n·(2n − 1) ops) is refused as too large anyway.
+  const bool direct = o.algo == "auto" || o.algo == "direct";
+  const bool direct_fits = static_cast<double>(n) * (2.0 * n - 1) <= static_cast<double>(planner::kMaxScheduleOps);
+  if (*collective == models::Collective::AlltoAll && direct && direct_fits && n >= 384 &&
+      scenario.cluster.fabric.kind == models::FabricKind::FatTree && scenario.cluster.fabric.ecmp == models::Ecmp::Hash &&
+      scenario.cluster.fabric.oversubscription <= 1.0) {
+    std::cerr << "ccsim: note: direct AlltoAll over " << n
+              << " ranks with hashed ECMP on a non-blocking fat tree can take minutes to simulate (ECMP collisions couple "
+                 "thousands of flows); --ecmp balanced (adaptive routing's even spread) takes seconds and has no collisions\n";
+  }
+  std::vector<planner::CollectiveResult> rows;
+  std::vector<std::string> granularity_notes;  // printed once each, however many sizes use them
+  for (const std::uint64_t bytes : sweep_sizes(lo, hi, o.factor, unit)) {
+    try {
+      rows.push_back(runner.run(bytes));
+      // Candidates too large to simulate, skipped for this size (stderr: the table stays nccl-tests').
+      for (const std::string& note : rows.back().notes) std::cerr << "ccsim: note: " << bytes << " bytes: " << note << "\n";
+      // --granularity phase that the chosen algorithm cannot honour: say so instead of silently stepping.
+      if (const planner::CollectiveResult& r = rows.back(); !r.granularity_note.empty()) {
+        const std::string note = fmt::format("--granularity phase not applied to {}/{}: {}; step granularity used",
+                                             planner::to_string(r.algorithm), planner::to_string(r.protocol), r.granularity_note);
+        if (std::find(granularity_notes.begin(), granularity_notes.end(), note) == granularity_notes.end()) {
+          granularity_notes.push_back(note);
+          std::cerr << "ccsim: note: " << note << "\n";
+        }
+      }
+    } catch (const std::invalid_argument& e) {
+      throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm that can run this collective here", o.algo, e.what());
+    }
+  }
+  if (rows.empty()) {
+    throw InputError({"<command line>", 0, 0}, "--maxbytes",
+                     fmt::format("a size range holding at least one whole {}-byte element{}", opts.element_size,
+                                 per_rank ? fmt::format(" per rank ({} bytes)", unit) : ""),
+                     o.max_bytes);
+  }
+
+  const bool reduces = *collective == models::Collective::AllReduce || *collective == models::Collective::ReduceScatter ||
+                       *collective == models::Collective::Reduce;
+  const std::string redop = reduces ? "sum" : "none";
+  const int root = models::has_root(*collective) ? o.root : -1;
+  const double factor = models::busbw_factor(*collective, n);
+  double busbw_sum = 0;
+  const auto count_of = [&](std::uint64_t bytes) { return bytes / unit; };  // per-rank count for per-rank sizes
+  struct Row {
+    std::uint64_t bytes, count;
+    double us, algbw, busbw, bound_us, reached;
+    const planner::CollectiveResult* r;
+  };
+  std::vector<Row> table;
+  for (const auto& r : rows) {
+    const double us = r.time * 1e6;
+    const double algbw = static_cast<double>(r.bytes) / r.time / 1e9;
+    table.push_back({r.bytes, count_of(r.bytes), us, algbw, algbw * factor, r.bound * 1e6, r.bound / r.time * 100.0, &r});
+    busbw_sum += algbw * factor;
+  }
+  const double avg_busbw = table.empty() ? 0.0 : busbw_sum / static_cast<double>(table.size());
+
+  if (o.format == "json") {
+    nlohmann::json j;
+    j["collective"] = std::string(models::to_string(*collective));
+    j["ranks"] = n;
+    j["cluster"] = cluster.spec.name;
+    j["engine"] = o.engine;
+    j["rows"] = nlohmann::json::array();
+    for (const auto& t : table) {
+      j["rows"].push_back({{"size_B", t.bytes}, {"count", t.count}, {"type", o.datatype}, {"redop", redop}, {"root", root},
+                           {"time_us", t.us}, {"algbw_GBps", t.algbw}, {"busbw_GBps", t.busbw},
+                           {"algorithm", std::string(planner::to_string(t.r->algorithm))},
+                           {"protocol", std::string(planner::to_string(t.r->protocol))},
+                           {"granularity", std::string(models::to_string(t.r->granularity))},
+                           {"bound_us", t.bound_us}, {"bound_reached_pct", t.reached}});
+    }
+    j["avg_busbw_GBps"] = avg_busbw;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  if (o.format == "csv") {
+    std::cout << "size_B,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,algorithm,protocol,granularity,bound_us,bound_reached_pct\n";
+    for (const auto& t : table) {
+      std::cout << fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.6g},{},{},{},{:.6g},{:.4g}\n", t.bytes, t.count, o.datatype, redop, root,
+                               t.us, t.algbw, t.busbw, planner::to_string(t.r->algorithm), planner::to_string(t.r->protocol),
+                               models::to_string(t.r->granularity), t.bound_us, t.reached);
+    }
+    return 0;
+  }
+  std::cout << fmt::format("# ccsim collective: {} over {} ranks of {} ({} node{}, {} GPUs), {} engine, {} channel{} per ring\n",
+                           models::to_string(*collective), n, cluster.spec.name, cluster.nodes.size(),
+                           cluster.nodes.size() == 1 ? "" : "s", cluster.topology.gpus().size(), o.engine, runner.channels(),
+                           runner.channels() == 1 ? "" : "s");
+  std::cout << fmt::format("# algorithm {}, protocol {}; costs: {}{}\n", o.algo, o.protocol, costs.source(),
+                           cost_table.note("--calibration", "calibration"));
+  std::cout << "# bound: lower bound from latency, per-rank volume and the max-flow cut (planner/collective/bounds.hpp)\n#\n";
+  std::cout << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:<18}  {:<8}  {:<5}  {:>7}  {:>7}\n", "size",
+                           "count", "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol", "gran", "bound", "reached");
+  std::cout << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:<18}  {:<8}  {:<5}  {:>7}  {:>7}\n", "(B)",
+                           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "", "", "(us)", "(%)");
+  for (const auto& t : table) {
+    std::cout << fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6.2f}  {:>6.2f}  {:<18}  {:<8}  {:<5}  {:>7}  {:>7.1f}\n", t.bytes,
+                             t.count, o.datatype, redop, root, format_time_us(t.us), t.algbw, t.busbw,
+                             planner::to_string(t.r->algorithm), planner::to_string(t.r->protocol),
+                             models::to_string(t.r->granularity), format_time_us(t.bound_us), t.reached);
+  }
+  std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n", avg_busbw);
+  return 0;
+}
+
+}  // namespace ccsim::cli

@@ -1,0 +1,368 @@
+#include "cli/commands/replay_command.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+
+#include <fmt/format.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/options.hpp"
+#include "cli/commands/sweep_mpi.hpp"
+#include "support/atomic_file.hpp"
+#include "support/input_error.hpp"
+#include "planner/collective/collective_runner.hpp"
+#include "validate/replay/replay.hpp"
+#include "validate/replay/replay_report.hpp"
+
+namespace ccsim::cli {
+
+using support::InputError;
+namespace replay = validate::replay;
+namespace fs = std::filesystem;
+
+CLI::App* add_replay_command(CLI::App& app, ReplayCliOptions& o) {
+  CLI::App* c = app.add_subcommand("replay", "Run a collective's simulated Schedule on real hardware (host threads, MPI, CUDA, RDMA verbs), "
+                                             "check it, and print an nccl-tests log with the per-op comparison to the simulation");
+  c->add_option("scenario", o.scenario, "scenario whose cluster the Schedules are lowered for")->required();
+  c->add_option("--op", o.op, "allreduce, reducescatter, allgather, broadcast, reduce, alltoall, sendrecv")->required();
+  c->add_option("--algo", o.algo, "auto (NCCL's choice on the scenario) or an algorithm name, as ccsim collective");
+  c->add_option("--protocol", o.protocol, "auto, LL, LL128, Simple (chooses the schedule's pipelining; data moves as plain copies)");
+  c->add_option("--channels", o.channels, "channels of the schedule (default: as ccsim collective)")->check(CLI::Range(1, 64));
+  c->add_option("-b,--minbytes", o.min_bytes, "smallest size (nccl-tests syntax: 8, 64K, 1M)");
+  c->add_option("-e,--maxbytes", o.max_bytes, "largest size");
+  c->add_option("-f,--stepfactor", o.factor, "multiply the size by this factor between rows")->check(CLI::Range(2, 1024));
+  c->add_option("--ranks", o.ranks, "use the first N GPUs of the scenario (default: all; mpi / verbs: the launcher's process count)")
+      ->check(CLI::Range(1, 4096));
+  c->add_option("--group", o.group, "use these global GPU ranks of the scenario, e.g. 0-3");
+  c->add_option("--root", o.root, "root rank of Broadcast and Reduce");
+  c->add_option("-d,--datatype", o.datatype, "element type with real arithmetic: int8, uint8, int32, uint32, int64, uint64, float, double");
+  c->add_option("--backend", o.backend, "host (threads), mpi (under mpirun), cuda (GPUs of this node), verbs (RDMA, under mpirun)")
+      ->check(CLI::IsMember({"host", "mpi", "cuda", "verbs"}));
+  c->add_option("-n,--iters", o.iters, "timed iterations per size")->check(CLI::Range(1, 100000));
+  c->add_option("-w,--warmup_iters", o.warmup, "untimed iterations before them")->check(CLI::Range(0, 100000));
+  c->add_option("--out", o.out, "directory for the log, trace.json, ops.csv and replay.json")
+      ->check([](const std::string& v) { return v.empty() ? std::string("--out: an empty path") : std::string(); });
+  c->add_option("--trace-size", o.trace_size, "size whose per-op trace and comparison are shown (default: the largest)");
+  c->add_option("--time-stat", o.time_stat, "the log's time column: median (default; robust on a shared host) or mean (nccl-tests' own)")
+      ->check(CLI::IsMember({"median", "mean"}));
+  c->add_option("--top", o.top, "per-op comparison rows printed (largest deviations)")->check(CLI::Range(0, 1000000));
+  c->add_option("--devices", o.devices, "cuda: GPUs to use, e.g. 0,1 (default: all visible; ranks share GPUs round robin)");
+  c->add_option("--nics", o.nics, "verbs: RDMA devices by rail, e.g. mlx5_0,mlx5_1 (default: the host's devices in name order)");
+  c->add_option("--calibration", o.calibration, "calibration table of the simulation (default: as ccsim collective)");
+  c->add_option("--catalog", o.catalog, "hardware catalog directory");
+  return c;
+}
+
+namespace {
+
+/// The comma-separated items of `text`, empty ones included ("a,,b" and "a," have an empty item;
+/// std::getline would drop a trailing one).
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t begin = 0;
+  for (std::size_t comma = text.find(','); comma != std::string::npos; comma = text.find(',', begin)) {
+    out.push_back(text.substr(begin, comma - begin));
+    begin = comma + 1;
+  }
+  out.push_back(text.substr(begin));
+  return out;
+}
+
+std::vector<int> parse_devices(const std::string& text) {
+  std::vector<int> out;
+  if (text.empty()) return out;
+  for (const std::string& item : split_list(text)) {
+    int v = -1;
+    std::size_t used = 0;
+    try {
+      v = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || v < 0) {
+      throw InputError({"<command line>", 0, 0}, "--devices", "a comma-separated list of CUDA device numbers (0,1,...)", "'" + text + "'");
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::string command_line(const ReplayCliOptions& o) {
+  std::string s = fmt::format("ccsim replay {} --op {} --algo {} --protocol {} -b {} -e {} -f {} -d {} --backend {} -n {} -w {} --time-stat {}",
+                              o.scenario, o.op, o.algo, o.protocol, o.min_bytes, o.max_bytes, o.factor, o.datatype, o.backend, o.iters,
+                              o.warmup, o.time_stat);
+  if (o.ranks > 0) s += fmt::format(" --ranks {}", o.ranks);
+  if (!o.group.empty()) s += " --group " + o.group;
+  if (o.channels > 0) s += fmt::format(" --channels {}", o.channels);
+  if (o.root != 0) s += fmt::format(" --root {}", o.root);
+  if (!o.devices.empty()) s += " --devices " + o.devices;
+  if (!o.nics.empty()) s += " --nics " + o.nics;
+  return s;
+}
+
+nlohmann::json summary_json(const replay::LogInfo& info, const std::vector<replay::ReplayedSize>& sizes) {
+  nlohmann::json j;
+  j["test"] = info.test;
+  j["backend"] = info.backend;
+  j["ranks_run_as"] = info.where;
+  j["ranks"] = info.nranks;
+  j["type"] = info.type;
+  j["scenario"] = info.scenario;
+  j["command"] = info.command;
+  j["sizes"] = nlohmann::json::array();
+  for (const auto& s : sizes) {
+    std::vector<double> t = s.measured.iteration_times;
+    std::sort(t.begin(), t.end());
+    const double median = t.empty() ? 0.0 : (t.size() % 2 == 1 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]));
+    j["sizes"].push_back({{"size_B", s.bytes},
+                          {"algorithm", s.algorithm},
+                          {"protocol", s.protocol},
+                          {"channels", s.schedule.channels},
+                          {"ops", s.schedule.op_count()},
+                          {"measured_mean_s", s.measured.mean_time()},
+                          {"measured_median_s", median},
+                          {"measured_min_s", t.empty() ? 0.0 : t.front()},
+                          {"measured_max_s", t.empty() ? 0.0 : t.back()},
+                          {"simulated_s", s.simulated.makespan},
+                          {"wrong", s.measured.wrong},
+                          {"first_wrong", s.measured.first_wrong}});
+  }
+  return j;
+}
+
+}  // namespace
+
+int run_replay(const ReplayCliOptions& o) {
+  const auto collective = models::parse_collective(o.op);
+  if (!collective) {
+    throw InputError({"<command line>", 0, 0}, "--op", "allreduce, reducescatter, allgather, broadcast, reduce, alltoall or sendrecv",
+                     "'" + o.op + "'");
+  }
+  replay::DataType type{};
+  if (!replay::parse_data_type(o.datatype, type)) {
+    throw InputError({"<command line>", 0, 0}, "--datatype",
+                     "a type with real arithmetic on every backend: int8, uint8, int32, uint32, int64, uint64, float, double",
+                     "'" + o.datatype + "'", "half, bfloat16 and fp8 have no host arithmetic; the data volume of float at the same byte size is the same");
+  }
+  const std::uint64_t lo = parse_size(o.min_bytes, "--minbytes");
+  const std::uint64_t hi = parse_size(o.max_bytes, "--maxbytes");
+  if (lo == 0) throw InputError({"<command line>", 0, 0}, "--minbytes", "a size above 0", o.min_bytes);
+  if (hi < lo) throw InputError({"<command line>", 0, 0}, "--maxbytes", "a size at least --minbytes", o.max_bytes);
+  // Host memory of a replay: input + output + scratch per rank; refuse what cannot be meant.
+  constexpr std::uint64_t kMaxReplayBytes = std::uint64_t{16} << 30;
+  if (hi > kMaxReplayBytes) throw InputError({"<command line>", 0, 0}, "--maxbytes", "a size of at most 16G (each rank holds input and output buffers)", o.max_bytes);
+  const std::vector<int> devices = parse_devices(o.devices);
+  const std::vector<std::string> nics = o.nics.empty() ? std::vector<std::string>{} : split_list(o.nics);
+  for (const std::string& n : nics)
+    if (n.empty()) throw InputError({"<command line>", 0, 0}, "--nics", "a comma-separated list of RDMA device names", "'" + o.nics + "'");
+
+  models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+
+  // --out is checked (and created) before the backend starts: under mpirun only rank 0 writes,
+  // and a rank 0 that stopped here after MPI had started would leave the other ranks waiting.
+  const bool reporter = launched_rank() == 0;
+  // A directory this run creates is removed again when the run stops before writing into it
+  // (a size the planner refuses, a backend failure): bad input leaves nothing behind.
+  struct RemoveIfEmpty {
+    fs::path dir;
+    ~RemoveIfEmpty() {
+      std::error_code ec;
+      if (!dir.empty() && fs::is_empty(dir, ec) && !ec) fs::remove(dir, ec);
+    }
+  } created_out;
+  if (!o.out.empty() && reporter) {
+    std::error_code ec;
+    if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) throw support::OutputError(fmt::format("--out {}: exists and is not a directory", o.out));
+    const bool existed = fs::exists(o.out, ec);
+    fs::create_directories(o.out, ec);
+    if (ec || !fs::is_directory(o.out)) throw support::OutputError(fmt::format("--out {}: cannot create the directory ({})", o.out, ec ? ec.message() : "unknown"));
+    if (!existed) created_out.dir = o.out;
+    // Writable? Found now, not after hours of measurement.
+    const fs::path probe = fs::path(o.out) / fmt::format(".ccsim-replay-probe.{}", ::getpid());
+    if (FILE* f = std::fopen(probe.c_str(), "w")) {
+      std::fclose(f);
+      fs::remove(probe, ec);
+    } else {
+      throw support::OutputError(fmt::format("--out {}: cannot write into the directory ({})", o.out, std::strerror(errno)));
+    }
+  }
+
+  // The backend first: mpi and verbs learn the rank count from the launcher.
+  replay::BackendOptions backend_options;
+  backend_options.devices = devices;
+  backend_options.nics = nics;
+  std::unique_ptr<replay::Backend> backend;
+  try {
+    backend = replay::make_backend(o.backend, backend_options);
+  } catch (const replay::ReplayError& e) {
+    std::cerr << "ccsim: error: " << e.what() << "\n";
+    return 3;
+  }
+  int ranks = o.ranks;
+  if (backend->world_ranks() > 0) {
+    if (ranks > 0 && ranks != backend->world_ranks()) {
+      throw InputError({"<command line>", 0, 0}, "--ranks", fmt::format("the {} processes mpirun started", backend->world_ranks()),
+                       std::to_string(ranks), fmt::format("use mpirun -n {} or --ranks {}", ranks, backend->world_ranks()));
+    }
+    if (o.group.empty()) ranks = backend->world_ranks();
+  }
+  planner::CollectiveOptions opts;
+  opts.collective = *collective;
+  opts.algorithm = algorithm_option(o.algo);
+  opts.protocol = protocol_option(o.protocol);
+  opts.element_size = replay::size_of(type);
+  opts.channels = o.channels;
+  opts.root = o.root;
+  opts.gpus = select_gpus(cluster, ranks, o.group);
+  const int n = static_cast<int>(opts.gpus.size());
+  if (backend->world_ranks() > 0 && n != backend->world_ranks()) {
+    throw InputError({"<command line>", 0, 0}, "--group", fmt::format("{} GPUs, one per process mpirun started", backend->world_ranks()),
+                     fmt::format("{} GPUs", n));
+  }
+  if (o.root != 0 && !models::has_root(*collective)) {
+    throw InputError({"<command line>", 0, 0}, "--root", "no --root: only Broadcast and Reduce have a root", std::to_string(o.root));
+  }
+  // One thread per rank: beyond this the host backend measures the scheduler, not the Schedule.
+  constexpr int kMaxHostRanks = 1024;
+  if (o.backend == "host" && n > kMaxHostRanks) {
+    throw InputError({"<command line>", 0, 0}, o.group.empty() ? "--ranks" : "--group",
+                     fmt::format("at most {} ranks on the host backend (one thread per rank)", kMaxHostRanks), fmt::format("{} ranks", n),
+                     "use --ranks N, or the mpi backend across machines");
+  }
+  if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
+  for (models::DeviceId g : opts.gpus) backend_options.rail_of_rank.push_back(std::max(0, cluster.topology.device(g).rail));
+  if (o.backend == "verbs") {  // again, with the rails
+    try {
+      backend = replay::make_backend(o.backend, backend_options);
+    } catch (const replay::ReplayError& e) {
+      std::cerr << "ccsim: error: " << e.what() << "\n";
+      return 3;
+    }
+  }
+
+  const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
+  const planner::CostModel costs = planner::CostModel::load(cost_table.path);
+  const std::unique_ptr<planner::CollectiveRunner> built = make_runner(cluster, costs, opts, o.algo, o.protocol);
+  planner::CollectiveRunner& runner = *built;
+  const bool per_rank = *collective == models::Collective::ReduceScatter || *collective == models::Collective::AllGather ||
+                        *collective == models::Collective::AlltoAll;
+  const std::uint64_t unit = static_cast<std::uint64_t>(opts.element_size) * (per_rank ? static_cast<std::uint64_t>(n) : 1);
+  const std::vector<std::uint64_t> sizes = sweep_sizes(lo, hi, o.factor, unit);
+  if (sizes.empty()) {
+    throw InputError({"<command line>", 0, 0}, "--maxbytes",
+                     fmt::format("a size range holding at least one whole {}-byte element{}", opts.element_size,
+                                 per_rank ? fmt::format(" per rank ({} bytes)", unit) : ""),
+                     o.max_bytes);
+  }
+  std::uint64_t trace_bytes = sizes.back();
+  if (!o.trace_size.empty()) {
+    const std::uint64_t t = parse_size(o.trace_size, "--trace-size");
+    const std::uint64_t rounded = t / unit * unit;
+    if (std::find(sizes.begin(), sizes.end(), rounded) == sizes.end()) {
+      std::string list;
+      for (std::uint64_t b : sizes) list += (list.empty() ? "" : ", ") + std::to_string(b);
+      throw InputError({"<command line>", 0, 0}, "--trace-size", "one of the sizes replayed (-b, -e, -f, rounded to whole elements): " + list,
+                       o.trace_size);
+    }
+    trace_bytes = rounded;
+  }
+  const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic", cluster);
+  replay::ReplayConfig config;
+  config.type = type;
+  config.iters = o.iters;
+  config.warmup = o.warmup;
+  std::vector<replay::ReplayedSize> done;
+  std::string csv_rows;
+  for (std::uint64_t bytes : sizes) {
+    replay::ReplayedSize s;
+    s.bytes = bytes;
+    planner::Algorithm a{};
+    planner::Protocol p{};
+    try {
+      const planner::CollectiveResult choice = runner.run(bytes);
+      a = choice.algorithm;
+      p = choice.protocol;
+      s.schedule = runner.step_schedule(a, p, bytes);
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::invalid_argument& e) {
+      throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm that can run this collective here", o.algo, e.what());
+    }
+    s.algorithm = std::string(planner::to_string(a));
+    s.protocol = std::string(planner::to_string(p));
+    s.simulated = runner.run_schedule(s.schedule, a, p, *engine);
+    // Per-op records cost about 48 bytes per op per timed iteration: bounded at 2^25 records.
+    constexpr double kMaxRecords = 33554432.0;
+    config.record_ops = static_cast<double>(o.iters) * static_cast<double>(s.schedule.op_count()) <= kMaxRecords;
+    if (!config.record_ops && reporter) {
+      std::cerr << fmt::format("ccsim: note: {} bytes: per-op times not recorded ({} iterations x {} ops is over {:.0f} records); "
+                               "only iteration times are kept\n", bytes, o.iters, s.schedule.op_count(), kMaxRecords);
+    }
+    try {
+      s.measured = backend->run(s.schedule, config);
+    } catch (const replay::ReplayError& e) {
+      std::cerr << fmt::format("ccsim: error: {} backend, {} bytes ({}/{}): {}\n", o.backend, bytes, s.algorithm, s.protocol, e.what());
+      return 3;
+    } catch (const std::bad_alloc&) {
+      std::cerr << fmt::format("ccsim: error: {} backend, {} bytes: not enough memory for the ranks' buffers (use a smaller -e or fewer "
+                               "ranks)\n", o.backend, bytes);
+      return 3;
+    }
+    // ops.csv gets every op of every size; per-op records are kept for the traced size only.
+    if (!o.out.empty() && backend->reporter()) csv_rows += replay::ops_csv_rows(s);
+    if (!config.record_ops || bytes != trace_bytes) s.measured.ops.clear();
+    done.push_back(std::move(s));
+  }
+  if (!backend->reporter()) return 0;
+
+  replay::LogInfo info;
+  info.test = replay::perf_test_name(*collective);
+  info.collective = *collective;
+  info.nranks = n;
+  info.type = std::string(replay::to_string(type));
+  info.root = models::has_root(*collective) ? o.root : -1;
+  info.command = command_line(o);
+  info.backend = o.backend;
+  info.where = backend->describe(n);
+  info.scenario = o.scenario;
+  info.min_bytes = lo;
+  info.max_bytes = hi;
+  info.factor = o.factor;
+  info.warmup = o.warmup;
+  info.iters = o.iters;
+  info.median = o.time_stat == "median";
+  const std::string log = replay::nccl_tests_log(info, done);
+  const replay::ReplayedSize& traced = *std::find_if(done.begin(), done.end(), [&](const auto& s) { return s.bytes == trace_bytes; });
+  const std::vector<replay::OpComparison> comparison = replay::compare_ops(traced);
+  std::uint64_t wrong = 0;
+  for (const auto& s : done) wrong += s.measured.wrong;
+
+  std::cout << log;
+  std::cout << fmt::format("#\n# Per-op comparison at {} bytes ({}/{}, {} ops): measured median of {} iterations vs simulated, largest "
+                           "deviations first\n",
+                           traced.bytes, traced.algorithm, traced.protocol, traced.schedule.op_count(), o.iters);
+  std::cout << replay::comparison_table(comparison, static_cast<std::size_t>(o.top));
+  std::cout.flush();  // the measurements reach the terminal even if --out then fails
+  if (!o.out.empty()) {
+    const fs::path dir(o.out);
+    // A log left by an earlier run would mark the new, partly written set complete: remove it first.
+    std::error_code ec;
+    fs::remove(dir / (info.test + ".log"), ec);
+    if (ec) throw support::OutputError(fmt::format("--out {}: cannot replace {}.log ({})", o.out, info.test, ec.message()));
+    support::write_file_atomic((dir / "trace.json").string(), replay::trace_json(traced, o.backend));
+    support::write_file_atomic((dir / "ops.csv").string(), replay::ops_csv({}) + csv_rows);
+    support::write_file_atomic((dir / "replay.json").string(), summary_json(info, done).dump(2) + "\n");
+    support::write_file_atomic((dir / (info.test + ".log")).string(), log);  // last: its presence means the set is complete
+  }
+  return wrong == 0 ? 0 : 4;
+}
+
+}  // namespace ccsim::cli

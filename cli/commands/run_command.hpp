@@ -1,0 +1,28 @@
+#pragma once
+// `ccsim run SCENARIO [--engine analytic|flow] [--out DIR [--report-only]]`: simulate one step of the
+// scenario's LLM workload (training step, prefill or decode) and report where the time goes.
+// Exit codes: 0 simulated, 2 bad input, 3 the layout does not fit in GPU memory (reported,
+// not simulated).
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace ccsim::cli {
+
+struct RunCliOptions {
+  std::string scenario;
+  std::string engine;  ///< empty: the scenario's simulation.engine
+  std::string out;
+  bool report_only = false;  ///< --out writes report.json and effective.yaml only (no ops.csv, links.csv, trace.json)
+  std::string calibration;
+  std::string compute_calibration;
+  std::string serving_calibration;  ///< empty: scenarios/calibration/serving.yaml (inference phases)
+  std::string catalog;
+};
+
+CLI::App* add_run_command(CLI::App& app, RunCliOptions& options);
+/// Throws support::InputError on bad input, support::OutputError when --out cannot be written.
+int run_run(const RunCliOptions& options);
+
+}  // namespace ccsim::cli

@@ -1,0 +1,42 @@
+#include "cli/commands/topo_command.hpp"
+
+#include <iostream>
+#include <sstream>
+
+#include "support/atomic_file.hpp"
+#include "models/hardware/catalog.hpp"
+#include "models/scenario/scenario.hpp"
+#include "models/hardware/topology_summary.hpp"
+
+namespace ccsim::cli {
+
+CLI::App* add_topo_command(CLI::App& app, TopoOptions& options) {
+  CLI::App* topo = app.add_subcommand("topo", "Print the cluster topology of a scenario: devices, links, "
+                                               "injection and bisection bandwidth, paths from GPU 0");
+  topo->add_option("scenario", options.scenario, "scenario YAML file")->required();
+  topo->add_option("--format", options.format, "output format")->check(CLI::IsMember({"text", "json"}));
+  topo->add_option("--dot", options.dot, "also write the topology as Graphviz DOT to FILE");
+  topo->add_option("--catalog", options.catalog, "hardware catalog directory (default: the shipped scenarios/hardware)");
+  return topo;
+}
+
+int run_topo(const TopoOptions& options) {
+  const models::Catalog catalog =
+      models::Catalog::load(options.catalog.empty() ? models::Catalog::default_dir() : options.catalog);
+  const models::Scenario scenario = models::load_scenario(options.scenario, catalog);
+  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  const models::TopologySummary summary = models::summarize(cluster);
+  if (!options.dot.empty()) {
+    std::ostringstream dot;
+    models::write_dot(cluster, dot);
+    support::write_file_atomic(options.dot, dot.str());
+  }
+  if (options.format == "json") {
+    std::cout << models::to_json(summary).dump(2) << "\n";
+  } else {
+    std::cout << models::render_text(summary);
+  }
+  return 0;
+}
+
+}  // namespace ccsim::cli

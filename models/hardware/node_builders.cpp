@@ -1,0 +1,139 @@
+#include "models/hardware/node_builders.hpp"
+
+#include <algorithm>
+
+namespace ccsim::models {
+namespace {
+
+LinkAttrs attrs_of(const LinkSpec& spec, int lanes = 1) {
+  return LinkAttrs{spec.link_class, spec.name, lanes, spec.bandwidth * lanes, spec.latency, spec.lineage};
+}
+
+/// The slower of two PCIe generations: a link trains at the speed of its slower end.
+const LinkSpec& slower(const LinkSpec& a, const LinkSpec& b) { return a.bandwidth <= b.bandwidth ? a : b; }
+
+/// CPUs, PCIe switches, GPUs and NICs, with PCIe and socket links.
+NodeDevices build_host(Topology& t, const NodeSpec& spec, int node) {
+  NodeDevices nd;
+  nd.nic_link = spec.nic_link;
+  nd.nic_transport_overhead = spec.nic_transport_overhead;
+  const std::uint16_t gpu_model = t.add_gpu_model(spec.gpu.name);
+  for (int c = 0; c < spec.cpus; ++c) {
+    Device d;
+    d.kind = DeviceKind::Cpu;
+    d.node = node;
+    d.local = c;
+    nd.cpus.push_back(t.add_device(d));
+  }
+  if (spec.cpu) {
+    // Half the sustained copy bandwidth each way: staged data is written once and read once.
+    const LinkAttrs memory_link{LinkClass::Host, spec.cpu->memory_kind, spec.cpu->memory_channels,
+                                spec.cpu->memory_sustained() / 2.0, spec.cpu->memory_latency, {}};
+    for (int c = 0; c < spec.cpus; ++c) {
+      Device m;
+      m.kind = DeviceKind::Memory;
+      m.node = node;
+      m.local = c;
+      m.cpu = nd.cpus[static_cast<std::size_t>(c)];
+      const DeviceId id = t.add_device(m);
+      nd.memories.push_back(id);
+      t.device(m.cpu).memory = id;
+      t.add_link(m.cpu, id, memory_link);
+    }
+  }
+  // Sockets of one board (domain) are joined all-to-all; domains are not joined.
+  for (int a = 0; a < spec.cpus; ++a)
+    for (int b = a + 1; b < spec.cpus && b / spec.cpus_per_domain == a / spec.cpus_per_domain; ++b)
+      t.add_link(nd.cpus[static_cast<std::size_t>(a)], nd.cpus[static_cast<std::size_t>(b)], attrs_of(spec.cpu_link));
+
+  for (int s = 0; s < spec.pcie_switches; ++s) {
+    Device d;
+    d.kind = DeviceKind::PcieSwitch;
+    d.node = node;
+    d.local = s;
+    d.cpu = nd.cpus[static_cast<std::size_t>(s / (spec.pcie_switches / spec.cpus))];
+    const DeviceId id = t.add_device(d);
+    nd.pcie_switches.push_back(id);
+    t.add_link(id, d.cpu, attrs_of(spec.pcie_link));
+  }
+  // Attachment points: the switches, or the CPU root ports when there are none.
+  const std::vector<DeviceId>& parents = spec.pcie_switches > 0 ? nd.pcie_switches : nd.cpus;
+  const int per_parent_gpus = spec.gpus / static_cast<int>(parents.size());
+  const int per_parent_nics = spec.nics / static_cast<int>(parents.size());
+
+  for (int n = 0; n < spec.nics; ++n) {
+    // Fewer NICs than attachment points: one NIC on every k-th switch.
+    const int parent_index = per_parent_nics > 0 ? n / per_parent_nics : n * static_cast<int>(parents.size()) / spec.nics;
+    const DeviceId parent = parents[static_cast<std::size_t>(parent_index)];
+    Device d;
+    d.kind = DeviceKind::Nic;
+    d.node = node;
+    d.local = n;
+    d.rail = n;
+    d.host_bounce = spec.nic_transport != NicTransport::Gdr;
+    d.pcie_switch = spec.pcie_switches > 0 ? parent : kNoDevice;
+    d.cpu = spec.pcie_switches > 0 ? t.device(parent).cpu : parent;
+    const DeviceId id = t.add_device(d);
+    nd.nics.push_back(id);
+    t.add_link(id, parent, attrs_of(spec.pcie_link));
+  }
+  for (int g = 0; g < spec.gpus; ++g) {
+    const int parent_index = g / per_parent_gpus;
+    const DeviceId parent = parents[static_cast<std::size_t>(parent_index)];
+    Device d;
+    d.kind = DeviceKind::Gpu;
+    d.node = node;
+    d.local = g;
+    d.spec = gpu_model;
+    d.p2p = spec.p2p;
+    d.pcie_switch = spec.pcie_switches > 0 ? parent : kNoDevice;
+    d.cpu = spec.pcie_switches > 0 ? t.device(parent).cpu : parent;
+    if (spec.nics > 0) {
+      // Same position under the same parent when there are as many NICs as GPUs there,
+      // otherwise the NICs of the parent are shared in order.
+      const int within = g % per_parent_gpus;
+      const int nic_index = per_parent_nics > 0
+                                ? parent_index * per_parent_nics + within * per_parent_nics / per_parent_gpus
+                                : g * spec.nics / spec.gpus;
+      d.nic = nd.nics[static_cast<std::size_t>(nic_index)];
+      d.rail = nic_index;
+    }
+    const DeviceId id = t.add_device(d);
+    nd.gpus.push_back(id);
+    t.add_link(id, parent, attrs_of(slower(spec.gpu.host_link, spec.pcie_link)));
+  }
+  return nd;
+}
+
+}  // namespace
+
+NodeDevices build_nvswitch_node(Topology& t, const NodeSpec& spec, int node) {
+  NodeDevices nd = build_host(t, spec, node);
+  Device sw;
+  sw.kind = DeviceKind::NvSwitch;
+  sw.node = node;
+  sw.spec = static_cast<std::uint16_t>(spec.nvswitch_chips);
+  sw.nvls = spec.nvls;
+  nd.nvswitch = t.add_device(sw);
+  for (DeviceId g : nd.gpus) t.add_link(g, nd.nvswitch, attrs_of(*spec.gpu.scaleup_link, spec.gpu.scaleup_links));
+  return nd;
+}
+
+NodeDevices build_direct_node(Topology& t, const NodeSpec& spec, int node) {
+  NodeDevices nd = build_host(t, spec, node);
+  for (const GpuPairLinks& g : spec.gpu_links)
+    t.add_link(nd.gpus[static_cast<std::size_t>(g.a)], nd.gpus[static_cast<std::size_t>(g.b)], attrs_of(g.link, g.count));
+  return nd;
+}
+
+NodeDevices add_node(Topology& t, const NodeSpec& spec, int node) {
+  switch (spec.layout) {
+    case NodeLayout::NvSwitch: return build_nvswitch_node(t, spec, node);
+    case NodeLayout::XgmiMesh:
+    case NodeLayout::PcieBox:
+    case NodeLayout::Direct: return build_direct_node(t, spec, node);
+  }
+  return {};
+}
+
+}  // namespace ccsim::models

@@ -1,0 +1,61 @@
+#pragma once
+// Fast routes for engines: the same answers as Topology::route() for the pairs engines ask
+// about, at scale. Routes inside a node are computed once per node template and position and
+// shifted to other nodes of the same group (their devices and links are laid out
+// identically); routes between nodes are composed from the GPU -> NIC route, the NIC's leaf
+// link, a leaf-spine-leaf hop chosen among the ECMP spines by a flow hash (in a three-tier
+// fabric, between pods: leaf-spine-core-spine-leaf, the source pod's spine, the core and the
+// destination pod's spine each chosen by the flow hash), and the NIC -> GPU route. Anything
+// else falls back to Topology::route() with a cache. With `ecmp: balanced` (FabricSpec) the
+// spine and core come from the balanced rotation of the NICs' leaf ports and the channel
+// instead of the hash (models/hardware/fabric.hpp).
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "models/hardware/cluster.hpp"
+
+namespace ccsim::models {
+
+class Router {
+ public:
+  explicit Router(const Cluster& cluster);
+
+  /// Path from device `src` to device `dst` (GPU, NIC or NVSwitch). With hashed ECMP (the
+  /// default) `flow` selects among equal-cost spine (and core) paths (flows with equal hashes
+  /// take the same switches); with balanced ECMP `channel` and the NICs' leaf ports do
+  /// (FabricSpec::ecmp). The reference is valid until the next call. Throws
+  /// std::runtime_error when no path exists.
+  const Path& route(DeviceId src, DeviceId dst, std::uint64_t flow = 0, std::uint32_t channel = 0);
+
+  const Topology& topology() const { return cluster_.topology; }
+
+ private:
+  struct NodeLayout {
+    DeviceId first_device = 0;
+    LinkId first_link = 0;
+    int group = 0;
+  };
+  const Path& local(DeviceId src, DeviceId dst);
+  const Path& fallback(DeviceId src, DeviceId dst);
+  void compose(std::vector<LinkId>& out, const Path& p) const { out.insert(out.end(), p.links.begin(), p.links.end()); }
+
+  const Cluster& cluster_;
+  std::vector<NodeLayout> nodes_;
+  std::vector<int> group_first_node_;             ///< per node group: its first node
+  std::vector<LinkId> nic_uplink_;                 ///< per device: NIC -> leaf link (or ~0)
+  std::vector<std::uint32_t> leaf_port_;           ///< per device (NIC): its port's position among its leaf's NIC ports
+  std::vector<std::uint32_t> leaf_ports_;          ///< per device (leaf): its NIC ports
+  std::vector<std::uint32_t> source_turn_;         ///< per device (NIC): its term of the balanced rotation as a source
+  bool balanced_ = false;                          ///< ECMP by the balanced rotation instead of the hash
+  std::vector<std::vector<LinkId>> leaf_up_;       ///< per device (leaf): links to each spine, spine order
+  std::vector<std::vector<LinkId>> spine_down_;    ///< per device (spine): links to each leaf, indexed by leaf local
+  std::vector<std::vector<LinkId>> spine_up_;      ///< per device (spine): links to each core, core order
+  std::vector<std::vector<LinkId>> core_down_;     ///< per device (core): links to each spine, indexed by spine local
+  std::unordered_map<std::uint64_t, Path> local_cache_;    ///< (group, local src, local dst) -> links relative to the node
+  std::unordered_map<std::uint64_t, Path> fallback_cache_;
+  Path scratch_;
+};
+
+}  // namespace ccsim::models

@@ -1,0 +1,278 @@
+#include "planner/search/layout_plan.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "support/input_error.hpp"
+#include "models/workload/program_builder.hpp"
+
+namespace ccsim::planner {
+
+namespace {
+
+double mean_of(const std::vector<StageBreakdown>& stages, double StageBreakdown::*field) {
+  if (stages.empty()) return 0;
+  double s = 0;
+  for (const auto& b : stages) s += b.*field;
+  return s / static_cast<double>(stages.size());
+}
+
+/// The figures of a full run, as report.json computes them.
+CandidateResult figures(const WorkloadResult& r, const models::WorkloadSpec& w, int dp) {
+  CandidateResult c;
+  c.fits = r.feasible;
+  c.step_time = r.step_time;
+  c.tokens_per_s = r.program.tokens / r.step_time;
+  c.mfu = r.mfu;
+  c.compute = mean_of(r.stages, &StageBreakdown::compute);
+  c.exposed_total = mean_of(r.stages, &StageBreakdown::exposed_total);
+  c.bubble = mean_of(r.stages, &StageBreakdown::idle);
+  for (std::size_t d = 0; d < c.exposed.size(); ++d) {
+    double s = 0;
+    for (const auto& b : r.stages) s += b.exposed[d];
+    c.exposed[d] = r.stages.empty() ? 0 : s / static_cast<double>(r.stages.size());
+  }
+  if (w.phase == "prefill") c.ttft = r.step_time;
+  if (w.phase == "decode") c.tpot = r.step_time;
+  if (r.serving) {
+    c.ttft = r.serving->ttft;
+    c.tpot = r.serving->tpot;
+    c.output_tokens_per_s = r.serving->output_tokens_per_s * dp;
+  }
+  return c;
+}
+
+WorkloadResult run_one(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
+                       const ComputeCalibration& compute, const ServingCalibration& serving, const std::string& engine,
+                       const std::shared_ptr<CommCostCache>& shared, WorkloadRunner::Detail detail) {
+  WorkloadRunner runner(scenario, cluster, costs, compute, engine);
+  if (scenario.workload->phase != "training_step") runner.set_serving(serving);
+  if (shared) runner.set_shared_costs(shared);
+  runner.set_detail(detail);
+  return runner.run();
+}
+
+/// The objective as a number to minimise.
+double objective_value(const CandidateResult& c, const PlanOptions& o, const std::string& phase) {
+  if (o.objective == "tokens-per-s") return -(phase == "serving" ? c.output_tokens_per_s : c.tokens_per_s);
+  if (o.objective == "mfu") return -c.mfu;
+  if (o.objective == "cost") return c.cost_per_mtok;
+  return c.step_time;
+}
+
+}  // namespace
+
+CandidateResult evaluate_candidate(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
+                                   const ComputeCalibration& compute, const ServingCalibration& serving, const Candidate& c,
+                                   bool exact, const std::string& engine, const std::shared_ptr<CommCostCache>& shared) {
+  const models::Scenario full = with_layout(scenario, c);
+  const models::WorkloadSpec& w = c.workload;
+  const models::StrategySpec& s = c.strategy;
+  const int m = models::micro_batches(w, s);
+  int g = 1, ma = 1, mb = 2;
+  if (s.pipeline_schedule == "interleaved") {
+    g = s.microbatch_group_size_per_vp_stage > 0 ? s.microbatch_group_size_per_vp_stage : s.pp;
+    ma = g + m % g;
+    mb = 2 * g + m % g;
+  }
+  const bool screen = !exact && w.phase == "training_step" && w.global_batch_size > 0 && m > ma + mb;
+  CandidateResult out;
+  if (!screen) {
+    const WorkloadResult r = run_one(full, cluster, costs, compute, serving, engine, shared, WorkloadRunner::Detail::NoLinks);
+    out = figures(r, w, s.dp);
+    out.exact = true;
+    out.candidate = c;
+    // The run's footprint is the reported one (serving: the KV cache of the last decode step).
+    double mem = 0;
+    for (const auto& f : r.memory) mem = std::max(mem, f.total());
+    if (!r.memory.empty()) out.candidate.memory = mem;
+    return out;
+  } else {
+    // Two shorter steps; every figure is affine in m past the pipeline's warm-up.
+    const auto shorter = [&](int micro) {
+      models::Scenario sc = full;
+      sc.workload->global_batch_size = static_cast<std::int64_t>(micro) * w.micro_batch_size * s.dp;
+      return figures(run_one(sc, cluster, costs, compute, serving, engine, shared, WorkloadRunner::Detail::StepOnly), *sc.workload, s.dp);
+    };
+    const CandidateResult a = shorter(ma);
+    const CandidateResult b = shorter(mb);
+    const double k = static_cast<double>(m - mb) / g;
+    const auto extend = [&](double fa, double fb) { return fb + k * (fb - fa); };
+    out.step_time = extend(a.step_time, b.step_time);
+    out.compute = extend(a.compute, b.compute);
+    out.exposed_total = extend(a.exposed_total, b.exposed_total);
+    out.bubble = extend(a.bubble, b.bubble);
+    for (std::size_t d = 0; d < out.exposed.size(); ++d) out.exposed[d] = extend(a.exposed[d], b.exposed[d]);
+    // Tokens and model FLOPs grow with m: tokens/s and MFU scale with m / step time.
+    out.tokens_per_s = b.tokens_per_s * b.step_time / out.step_time * m / mb;
+    out.mfu = b.mfu * b.step_time / out.step_time * m / mb;
+    out.exact = false;
+  }
+  out.candidate = c;
+  return out;
+}
+
+void check_objective(const std::string& objective, double price_per_gpu_hour) {
+  const support::SourceLocation cmd{"<command line>", 0, 0};
+  if (objective != "step-time" && objective != "tokens-per-s" && objective != "mfu" && objective != "cost") {
+    throw support::InputError(cmd, "--objective", "step-time, tokens-per-s, mfu or cost", "'" + objective + "'");
+  }
+  if (objective == "cost" && !(price_per_gpu_hour > 0)) {
+    throw support::InputError(cmd, "--objective cost", "--price-per-gpu-hour USD as well (the price of one GPU-hour)", "no price");
+  }
+}
+
+PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
+                        const ComputeCalibration& compute, const ServingCalibration& serving, const SearchSpace& space,
+                        const PlanOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string& phase = scenario.workload->phase;
+  const support::SourceLocation cmd{"<command line>", 0, 0};
+  check_objective(o.objective, o.price_per_gpu_hour);
+  if (phase == "training_step" && (o.max_tpot || o.max_ttft)) {
+    throw support::InputError(cmd, o.max_tpot ? "--max-tpot" : "--max-ttft", "an inference scenario (phase prefill, decode or serving)",
+                              "a training step");
+  }
+  if (o.max_tpot && phase == "prefill") throw support::InputError(cmd, "--max-tpot", "a decode or serving scenario", "phase prefill");
+  if (o.max_ttft && phase == "decode") throw support::InputError(cmd, "--max-ttft", "a prefill or serving scenario", "phase decode");
+  if (!o.rerank.empty() && o.rerank != "flow") throw support::InputError(cmd, "--rerank", "flow", "'" + o.rerank + "'");
+
+  Enumeration en = enumerate_layouts(scenario, cluster, space);
+  PlanResult out;
+  out.enumerated = en.total;
+  out.pruned = en.pruned;
+  const auto shared = std::make_shared<CommCostCache>();
+  const double gpus = cluster.spec.total_gpus();
+  const auto finish = [&](CandidateResult& r) {
+    const double tokens = r.tokens_per_s * r.step_time;
+    r.cost_per_mtok = o.price_per_gpu_hour > 0 && tokens > 0 ? o.price_per_gpu_hour * gpus / 3600.0 * r.step_time / tokens * 1e6 : 0;
+    r.objective = objective_value(r, o, phase);
+  };
+
+  // Evaluates `todo` (indices into en.candidates) on worker threads; results by position.
+  const int jobs = o.jobs > 0 ? o.jobs : std::max(1U, std::thread::hardware_concurrency());
+  const auto run_all = [&](const std::vector<std::size_t>& todo, bool exact, const std::string& engine) {
+    std::vector<CandidateResult> results(todo.size());
+    std::atomic<std::size_t> next{0}, done{0};
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    const auto worker = [&] {
+      for (std::size_t i = next++; i < todo.size(); i = next++) {
+        try {
+          results[i] = evaluate_candidate(scenario, cluster, costs, compute, serving, en.candidates[todo[i]], exact, engine, shared);
+          results[i].index = todo[i];
+        } catch (...) {
+          const std::lock_guard<std::mutex> lock(failure_mutex);
+          if (!failure) failure = std::current_exception();
+          next = todo.size();
+        }
+        ++done;
+      }
+    };
+    std::vector<std::thread> threads;
+    const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), todo.size()));
+    if (n <= 1) {
+      worker();
+    } else {
+      for (int t = 0; t < n; ++t) threads.emplace_back(worker);
+      // The calling thread reports progress while the workers run.
+      while (o.progress && done.load() < todo.size() && next.load() < todo.size()) {
+        o.progress(done.load(), todo.size());
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+      for (auto& t : threads) t.join();
+    }
+    if (failure) std::rethrow_exception(failure);
+    if (o.progress) o.progress(todo.size(), todo.size());
+    return results;
+  };
+
+  std::vector<std::size_t> all(en.candidates.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  std::vector<CandidateResult> results = run_all(all, o.exact, "analytic");
+  out.evaluated = results.size();
+  for (const auto& r : results) out.exact_runs += r.exact ? 1 : 0;
+  // Memory as the full run saw it (serving's KV cache grows over the decode steps), then the
+  // latency targets (inference phases are simulated in full: one step each).
+  const Layout own = layout_of(scenario);
+  std::vector<CandidateResult> kept;
+  for (auto& r : results) {
+    if (!r.fits) {
+      ++out.pruned[kPruneMemory];
+      if (same_layout(r.candidate.layout, own)) out.scenario_dropped = "does not fit in GPU memory";
+      continue;
+    }
+    const bool tpot_ok = !o.max_tpot || r.tpot <= *o.max_tpot;
+    const bool ttft_ok = !o.max_ttft || r.ttft <= *o.max_ttft;
+    if (!tpot_ok || !ttft_ok) {
+      ++out.pruned[kPruneLatency];
+      if (same_layout(r.candidate.layout, own)) {
+        out.scenario_dropped = fmt::format("misses the latency target ({})", !tpot_ok ? fmt::format("TPOT {:.4g} s", r.tpot)
+                                                                                      : fmt::format("TTFT {:.4g} s", r.ttft));
+      }
+      continue;
+    }
+    finish(r);
+    kept.push_back(std::move(r));
+  }
+  const auto better = [](const CandidateResult& a, const CandidateResult& b) {
+    return a.objective != b.objective ? a.objective < b.objective : a.index < b.index;
+  };
+  std::sort(kept.begin(), kept.end(), better);
+  // The best of the screen run in full; their figures are `ccsim run`'s.
+  const std::size_t full_runs = std::min(kept.size(), static_cast<std::size_t>(std::max(2 * o.top, 20)));
+  std::vector<std::size_t> redo;
+  for (std::size_t i = 0; i < full_runs; ++i)
+    if (!kept[i].exact) redo.push_back(kept[i].index);
+  std::vector<CandidateResult> again = run_all(redo, true, "analytic");
+  out.exact_runs += redo.size();
+  std::map<std::size_t, CandidateResult*> by_index;
+  for (auto& r : again) by_index[r.index] = &r;
+  for (std::size_t i = 0; i < full_runs; ++i) {
+    if (kept[i].exact) continue;
+    kept[i] = *by_index.at(kept[i].index);
+    finish(kept[i]);
+  }
+  std::sort(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(full_runs), better);
+
+  if (o.rerank == "flow") {
+    const std::size_t k = std::min(kept.size(), static_cast<std::size_t>(o.top));
+    std::vector<std::size_t> top;
+    for (std::size_t i = 0; i < k; ++i) top.push_back(kept[i].index);
+    const std::vector<CandidateResult> flow = run_all(top, true, "flow");
+    for (std::size_t i = 0; i < k; ++i) {
+      CandidateResult f = flow[i];
+      f.index = kept[i].index;
+      finish(f);
+      kept[i].flow_step_time = f.step_time;
+      kept[i].objective = f.objective;
+    }
+    std::sort(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(k), better);
+  }
+  // Where the scenario's own layout ranks (a full run when the screen alone placed it).
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    if (!same_layout(kept[i].candidate.layout, own)) continue;
+    out.scenario_rank = i;
+    out.scenario_layout = kept[i];
+    if (!kept[i].exact) {
+      out.scenario_layout = run_all({kept[i].index}, true, "analytic").front();
+      out.scenario_layout->index = kept[i].index;
+      finish(*out.scenario_layout);
+      ++out.exact_runs;
+    }
+    break;
+  }
+  out.ranked = std::move(kept);
+  std::tie(out.shared_hits, out.shared_misses) = shared->hits_misses();
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace ccsim::planner

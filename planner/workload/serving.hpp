@@ -1,0 +1,58 @@
+#pragma once
+// Serving-engine figures for inference phases (`ccsim run` with phase prefill, decode or
+// serving), from scenarios/calibration/serving.yaml: the engine's per-step host overhead and
+// the latency constants of vLLM's custom all-reduce kernels. Defaults, overridden per GPU
+// catalog name; every value in the file names its source.
+
+#include <string>
+#include <vector>
+
+namespace ccsim::planner {
+
+struct ServingCalibration {
+  /// Seconds added to every prefill step: scheduler, input preparation, sampler, output
+  /// processing on the host, not overlapped with the GPU (vLLM runs them between steps).
+  double prefill_step_overhead = 0.0;
+  /// Seconds added to every decode step (same parts, plus the CUDA graph launch).
+  double decode_step_overhead = 0.0;
+  /// vLLM custom all-reduce: kernel launch and start barrier, seconds, once per all-reduce
+  /// (sim::CostParams::base_latency of its Schedules).
+  double custom_allreduce_launch = 3e-6;
+  /// vLLM custom all-reduce: cross-GPU flag barrier of one stage, seconds (one stage for the
+  /// one-shot kernel, two for the two-shot; sim::CostParams::step_latency).
+  double custom_allreduce_stage = 2.5e-6;
+  std::string source;
+
+  /// Throws support::InputError on a bad table (unknown keys, times that are negative, over
+  /// 1 s for step overheads or over 1 ms for the all-reduce constants).
+  static ServingCalibration load(const std::string& path, const std::string& gpu);
+  /// $CCSIM_DATA_DIR/calibration/serving.yaml, or the source tree's.
+  static std::string default_path();
+};
+
+/// A request-level result (phase: serving), as vLLM's benchmarks report it for a batch of
+/// `batch` requests of `input_len` prompt tokens generating `output_len` tokens each, all
+/// admitted together (benchmarks/benchmark_latency.py): one prefill step, which samples the
+/// first token, then output_len − 1 decode steps.
+struct ServingResult {
+  struct DecodePoint {
+    double context = 0;  ///< tokens attended by each sequence in this step
+    double step = 0;     ///< seconds, engine overhead included
+  };
+  double ttft = 0;               ///< seconds: the prefill step, overhead included
+  double tpot = 0;               ///< seconds: (e2e − ttft) / (output_len − 1), vLLM's TPOT
+  double e2e = 0;                ///< seconds: ttft + Σ decode steps
+  double output_tokens_per_s = 0;///< batch · output_len / e2e
+  double total_tokens_per_s = 0; ///< batch · (input_len + output_len) / e2e
+  double prefill_compute = 0;    ///< seconds, prefill step's compute per GPU (mean over stages)
+  double prefill_comm = 0;       ///< seconds, prefill step's exposed communication per GPU
+  std::vector<DecodePoint> decode;  ///< the simulated decode steps (first, middle, last)
+};
+
+/// Σ over decode steps k = 1 .. n of T(c_k), c_k evenly spaced, from T at k = 1 (`first`), at
+/// the middle context (`middle`) and at k = n (`last`): n·(first + 2·middle + last)/4, the
+/// composite trapezoid rule on the two halves — exact when T is linear in the context, as
+/// the roofline makes a decode step (KV-cache reads and attention FLOPs grow linearly).
+double sum_decode_steps(double first, double middle, double last, double n);
+
+}  // namespace ccsim::planner

@@ -1,0 +1,29 @@
+#pragma once
+// What `ccsim run` writes: the text summary on stdout, and with --out DIR the files
+// report.json (schema in README.md "ccsim run outputs"), ops.csv, links.csv, trace.json
+// (Chrome trace event format: one process per node, one thread per GPU stream; opens in
+// ui.perfetto.dev and chrome://tracing) and effective.yaml. All are pure functions of the
+// result: same input, same bytes.
+
+#include <string>
+
+#include "models/hardware/cluster.hpp"
+#include "models/scenario/scenario.hpp"
+#include "planner/workload/workload_runner.hpp"
+
+namespace ccsim::planner {
+
+struct RunContext {
+  const models::Scenario& scenario;
+  const models::Cluster& cluster;
+  const WorkloadResult& result;
+  std::string engine;
+};
+
+std::string run_summary(const RunContext& c);
+std::string report_json(const RunContext& c);
+std::string ops_csv(const RunContext& c);
+std::string links_csv(const RunContext& c);
+std::string trace_json(const RunContext& c);
+
+}  // namespace ccsim::planner

@@ -1,0 +1,138 @@
+// Measured AllReduce bus bandwidths of systems whose GPUs stage through host memory (issue 8,
+// fault 6), against ccsim's host-memory model. Each case states the measurement, its public
+// source, the closed-form value of the model and the error budget (the error measured when
+// the model was written, rounded up).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "planner/collective/collective_runner.hpp"
+#include "planner/tuning/cost_model.hpp"
+#include "test_support.hpp"
+
+using namespace ccsim;
+
+namespace {
+
+constexpr double kGB = 1e9;
+constexpr std::uint64_t kBytes = 1ULL << 30;  // 1 GiB, the smallest size of the reports (-b 1g)
+
+const planner::CostModel& default_costs() {
+  static const planner::CostModel costs = planner::CostModel::load(planner::CostModel::default_path());
+  return costs;
+}
+
+models::Cluster real_case(const std::string& file) {
+  return models::build_cluster(
+      models::load_scenario(test::source_path("tests/data/real-cases/" + file), test::shipped_catalog()).cluster);
+}
+
+/// nccl-tests busbw of an AllReduce of kBytes on the given GPU ranks: S / t × 2(n − 1) / n, GB/s.
+double allreduce_busbw(const models::Cluster& c, const std::vector<int>& ranks) {
+  planner::CollectiveOptions o;
+  o.collective = models::Collective::AllReduce;
+  for (int r : ranks) o.gpus.push_back(c.topology.gpus()[static_cast<std::size_t>(r)]);
+  planner::CollectiveRunner runner(c, default_costs(), o);
+  const planner::CollectiveResult res = runner.run(kBytes);
+  const double n = static_cast<double>(ranks.size());
+  return static_cast<double>(kBytes) / res.time * 2.0 * (n - 1.0) / n / kGB;
+}
+
+// The model's bottlenecks, from the catalog's public figures (independent of the simulator):
+//  * host memory of a Xeon 8480+ socket: 8 channels × 38.4 GB/s × 0.75 = 230.4 GB/s sustained,
+//    115.2 GB/s each way (write, read). A staged flow into socket s writes and reads its memory
+//    once, so f flows received on one socket get 115.2 / f GB/s each.
+//  * a GPU's PCIe Gen5 x16 link: 63 GB/s × NCCL's 0.7619 = 48.0 GB/s each way, one flow each way.
+//  * the socket link (UPI, 128 GB/s each way) carries one flow each way: never the bottleneck.
+// Ring AllReduce with the Simple protocol runs at the slowest flow's rate: busbw = that rate.
+constexpr double kMemoryEachWay = 8 * 38.4 * 0.75 / 2;  // GB/s
+constexpr double kPcieGen5 = 63.0 * 0.7619;             // GB/s
+
+// Error budgets, percent: |simulated − measured| / measured as measured when the model was
+// written, rounded up to the next whole percent (see the README's fault 6 table).
+// Measured (1 GiB, analytic engine): 8 x RTX 5090 28.76 GB/s (+2.7 %), 4 x RTX 5090 28.78 GB/s
+// (−17.8 %), one socket 28.78 GB/s (+19.9 %), two sockets 47.93 GB/s (+37.0 %).
+constexpr double kBudgetEight = 3;
+constexpr double kBudgetFour = 18;
+constexpr double kBudgetOneSocket = 20;
+constexpr double kBudgetTwoSockets = 37;
+
+double error_pct(double simulated, double measured) { return (simulated - measured) / measured * 100.0; }
+
+}  // namespace
+
+TEST_CASE("host memory: 8 x RTX 5090 without P2P, 8 GPUs and 4 GPUs (nccl#1639)", "[validate][real-cases][host-memory]") {
+  // Source: NVIDIA/nccl issue #1639 ("The performance of NCCL All-Reduce across 8 NVIDIA 5090
+  // GPUs is extremely poor"): 2 x Xeon 8480+, all_reduce_perf -b 1g -e 8g -g 8: busbw 28 GB/s;
+  // with 4 GPUs: 35 GB/s. Issue 8, fault 6.
+  const models::Cluster c = real_case("rtx5090-8gpu-nop2p.yaml");
+  // The memory link of each socket carries half the sustained copy bandwidth each way.
+  const models::Topology& t = c.topology;
+  const models::DeviceId mem0 = t.device(t.device(t.gpus()[0]).cpu).memory;
+  REQUIRE(mem0 != models::kNoDevice);
+  for (models::LinkId id : t.out_links(mem0)) CHECK(t.link(id).bandwidth == Approx(kMemoryEachWay * kGB));
+  // 8 GPUs, ring 0..7: each socket receives 4 flows (0→1, 1→2, 2→3, 7→0 on socket 0):
+  // 115.2 / 4 = 28.8 GB/s.
+  const double eight = allreduce_busbw(c, {0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(eight == Approx(std::min(kPcieGen5, kMemoryEachWay / 4)).epsilon(0.03));
+  // 4 GPUs (-g 4: devices 0-3, one socket): 4 flows on socket 0's memory, 28.8 GB/s.
+  const double four = allreduce_busbw(c, {0, 1, 2, 3});
+  CHECK(four == Approx(std::min(kPcieGen5, kMemoryEachWay / 4)).epsilon(0.03));
+  // Direction: 8 GPUs must not be faster than 4. In the model both are bound by socket 0's
+  // memory carrying 4 flows, so they differ only by the latency of 14 against 6 ring steps;
+  // the only resource 8 GPUs add, the UPI (128 GB/s each way), carries one 28.8 GB/s flow each
+  // way. The measured 28 against 35 GB/s is not explained by a public figure here (−17.8 % on
+  // the 4-GPU case), see the README.
+  CHECK(eight <= four);
+  INFO(fmt::format("8 GPUs {:.2f} GB/s ({:+.1f} %), 4 GPUs {:.2f} GB/s ({:+.1f} %)", eight, error_pct(eight, 28.0), four,
+                   error_pct(four, 35.0)));
+  CHECK(std::fabs(error_pct(eight, 28.0)) <= kBudgetEight);
+  CHECK(std::fabs(error_pct(four, 35.0)) <= kBudgetFour);
+}
+
+TEST_CASE("host memory: 8 PCIe GPUs, P2P disabled, one socket against two sockets", "[validate][real-cases][host-memory]") {
+  // Source: issue 8, fault 6 (a measurement on a dual-socket PCIe Gen5 server with
+  // NCCL_P2P_DISABLE): GPUs 0-3 (one socket) 24 GB/s, GPUs 0,1,6,7 (two sockets) 35 GB/s.
+  const models::Cluster c = real_case("pcie-gen5-2socket-p2p-disabled.yaml");
+  // GPUs 0-3: 4 flows into socket 0's memory: 115.2 / 4 = 28.8 GB/s.
+  const double one_socket = allreduce_busbw(c, {0, 1, 2, 3});
+  CHECK(one_socket == Approx(std::min(kPcieGen5, kMemoryEachWay / 4)).epsilon(0.03));
+  // GPUs 0,1,6,7, ring 0→1→6→7→0: each socket receives 2 flows (7→0, 0→1 on socket 0):
+  // min(48.0, 115.2 / 2) = 48.0 GB/s, the PCIe link.
+  const double two_sockets = allreduce_busbw(c, {0, 1, 6, 7});
+  CHECK(two_sockets == Approx(std::min(kPcieGen5, kMemoryEachWay / 2)).epsilon(0.03));
+  CHECK(two_sockets > one_socket);  // splitting over sockets helps
+  INFO(fmt::format("one socket {:.2f} GB/s ({:+.1f} %), two sockets {:.2f} GB/s ({:+.1f} %)", one_socket,
+                   error_pct(one_socket, 24.0), two_sockets, error_pct(two_sockets, 35.0)));
+  CHECK(std::fabs(error_pct(one_socket, 24.0)) <= kBudgetOneSocket);
+  CHECK(std::fabs(error_pct(two_sockets, 35.0)) <= kBudgetTwoSockets);
+}
+
+TEST_CASE("host memory: a PIX pair without P2P still costs the switch uplink twice", "[validate][host-memory]") {
+  // scenarios/pcie-2gpu-nop2p.yaml: 2 x RTX 2080 Ti under one PCIe Gen3 switch, no P2P. Both
+  // flows of the 2-rank ring (0→1 and 1→0) go GPU → switch → CPU → memory → CPU → switch →
+  // GPU: each direction of the switch's uplink carries both, 15.75 × 0.7619 / 2 = 6.0 GB/s each
+  // (the memory, 2 × 21.33 × 0.75 / 2 = 16 GB/s each way, carries them at 8 GB/s each).
+  const models::Cluster c = test::shipped_cluster("pcie-2gpu-nop2p.yaml");
+  const models::Topology& t = c.topology;
+  const models::DeviceId g0 = t.gpus()[0];
+  const models::DeviceId g1 = t.gpus()[1];
+  const models::DeviceId sw = t.device(g0).pcie_switch;
+  const models::DeviceId cpu = t.device(g0).cpu;
+  const models::DeviceId mem = t.device(cpu).memory;
+  REQUIRE(mem != models::kNoDevice);
+  for (const auto& [a, b] : {std::pair{g0, g1}, std::pair{g1, g0}}) {
+    const models::Route r = t.route(a, b);
+    std::vector<models::DeviceId> hops{a};
+    for (models::LinkId id : r.path.links) hops.push_back(t.link_target(id));
+    CHECK(hops == std::vector<models::DeviceId>{a, sw, cpu, mem, cpu, sw, b});
+    CHECK(r.path.type == models::PathType::Phb);
+  }
+  const double busbw = allreduce_busbw(c, {0, 1});
+  CHECK(busbw == Approx(15.75 * 0.7619 / 2).epsilon(0.03));
+}
