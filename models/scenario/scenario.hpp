@@ -5,7 +5,7 @@
 // replace) and may name catalog entries (`node: dgx-h100`, `gpu: H100-SXM5`) with overrides.
 //
 // Every rule on the input is checked here, with file, line, column, key, expected and found
-// (InputError); see README.md "Scenario files" for the schema.
+// (InputError); see docs/scenario-format.md for the schema.
 
 #include <cstdint>
 #include <map>

@@ -1,6 +1,6 @@
 #pragma once
 // What `ccsim run` writes: the text summary on stdout, and with --out DIR the files
-// report.json (schema in README.md "ccsim run outputs"), ops.csv, links.csv, trace.json
+// report.json (schema in docs/commands/run.md), ops.csv, links.csv, trace.json
 // (Chrome trace event format: one process per node, one thread per GPU stream; opens in
 // ui.perfetto.dev and chrome://tracing) and effective.yaml. All are pure functions of the
 // result: same input, same bytes.

@@ -219,9 +219,9 @@ scaled_table() {  # scaled_table ENGINE LIMIT "DPS" VARIANTS...
   done
 }
 
-# --- single cases: the rows README "Performance" reports and the cases
+# --- single cases: the rows of docs/performance.md's large-cases table
 cases_table() {  # cases_table quick|full
-  local t="single cases (README Performance rows and the issue's cases)" c="time · memory"
+  local t="single cases (the large cases of docs/performance.md)" c="time · memory"
   measure "$t" case "topology build 16384 GPUs" "" "$c" "$limit" "$bench/ccsim_bench_topology" scenarios/h100-16k-rail.yaml 1
   measure "$t" case "ccsim topo 16384 GPUs (bisection max-flow)" "" "$c" "$limit" "$ccsim" topo scenarios/h100-16k-rail.yaml
   measure "$t" case "8-GPU AllReduce 1 GiB (dgx-h100-1node; auto)" "" "$c" "$limit" \

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The calibration loop on this machine (README "Validation harness"): replay an AllReduce on the
+# The calibration loop on this machine (docs/replay.md): replay an AllReduce on the
 # host backend, fit the host model to that log with ccsim calibrate (every other size held
 # out), predict every size with ccsim collective and the fitted table, and check the held-out
 # sizes against the replay's own measurements. Error budget: mean absolute percentage error
-# over the held-out sizes at most $CCSIM_LOOP_MAPE (default 15 %; see the README for what was
+# over the held-out sizes at most $CCSIM_LOOP_MAPE (default 15 %; see docs/replay.md for what was
 # measured). The replay measures a shared, noisy 2-core machine: the test runs alone (ctest
 # RUN_SERIAL) and replays up to three times, passing at the first within budget.
 # Usage: replay_calibrate_loop.sh CCSIM SOURCE_DIR WORK_DIR

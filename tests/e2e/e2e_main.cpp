@@ -1,9 +1,9 @@
 // ccsim_e2e: checks `ccsim run` against the published end-to-end results of
-// tests/data/e2e/results.csv (issue 10, "What done looks like").
+// tests/data/e2e/results.csv.
 //
 //   ccsim_e2e check  RESULTS.csv OUTDIR ID              one row: |simulated/published - 1| <= budget
 //   ccsim_e2e family RESULTS.csv FAMILIES.csv OUTDIR F  Spearman's rho over family F >= its floor
-//   ccsim_e2e table  RESULTS.csv FAMILIES.csv OUTDIR    the markdown table for the README
+//   ccsim_e2e table  RESULTS.csv FAMILIES.csv OUTDIR    the markdown table of docs/accuracy.md
 //
 // OUTDIR/ID/report.json is what `ccsim run SCENARIO --out OUTDIR/ID --report-only` wrote
 // (tests/CMakeLists.txt runs it as the fixture of each row; scripts/e2e-table for the table).

@@ -414,7 +414,7 @@ TEST_CASE("decode: per-token TP communication grows when TP crosses the node bou
   // token; across the boundary each pays the network hops (NCCL's per-hop network latency is
   // 2.7 µs for LL against 0.6 µs on NVLink), so TP time per token must grow, while each GPU
   // reads half the weights (compute shrinks). The literature's measured TPOT jump (~0.86 ms ->
-  // ~11.6 ms, Xu et al. HOTI 2025) is compared in the README, not asserted.
+  // ~11.6 ms, Xu et al. HOTI 2025) is compared in docs/accuracy.md, not asserted.
   const auto run = [](const std::string& file) {
     const models::Scenario sc = models::load_scenario(test::source_path("scenarios/workloads/" + file), test::shipped_catalog());
     const models::Cluster cluster = models::build_cluster(sc.cluster);

@@ -233,7 +233,7 @@ TEST_CASE("calibrate holds out alternate sizes per test, or the sizes named", "[
 
 namespace {
 
-/// Held-out MAPE after calibrating on alternate sizes of a real log (the README's table).
+/// Held-out MAPE after calibrating on alternate sizes of a real log (the table of docs/calibration.md).
 double held_out_mape(const char* log, const char* scenario, const char* table) {
   const models::Cluster cluster = test::shipped_cluster(scenario);
   std::ifstream in(test::source_path(std::string("tests/data/nccl-tests/") + log));

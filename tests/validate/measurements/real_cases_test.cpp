@@ -54,7 +54,7 @@ constexpr double kMemoryEachWay = 8 * 38.4 * 0.75 / 2;  // GB/s
 constexpr double kPcieGen5 = 63.0 * 0.7619;             // GB/s
 
 // Error budgets, percent: |simulated − measured| / measured as measured when the model was
-// written, rounded up to the next whole percent (see the README's fault 6 table).
+// written, rounded up to the next whole percent (see the real cases table of docs/accuracy.md).
 // Measured (1 GiB, analytic engine): 8 x RTX 5090 28.76 GB/s (+2.7 %), 4 x RTX 5090 28.78 GB/s
 // (−17.8 %), one socket 28.78 GB/s (+19.9 %), two sockets 47.93 GB/s (+37.0 %).
 constexpr double kBudgetEight = 3;
@@ -87,7 +87,7 @@ TEST_CASE("host memory: 8 x RTX 5090 without P2P, 8 GPUs and 4 GPUs (nccl#1639)"
   // memory carrying 4 flows, so they differ only by the latency of 14 against 6 ring steps;
   // the only resource 8 GPUs add, the UPI (128 GB/s each way), carries one 28.8 GB/s flow each
   // way. The measured 28 against 35 GB/s is not explained by a public figure here (−17.8 % on
-  // the 4-GPU case), see the README.
+  // the 4-GPU case), see docs/limitations.md.
   CHECK(eight <= four);
   INFO(fmt::format("8 GPUs {:.2f} GB/s ({:+.1f} %), 4 GPUs {:.2f} GB/s ({:+.1f} %)", eight, error_pct(eight, 28.0), four,
                    error_pct(four, 35.0)));
