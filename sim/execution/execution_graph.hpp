@@ -68,6 +68,8 @@ class ExecutionGraph {
   std::uint32_t connections = 0;                ///< distinct Transfer::connection values
 
  private:
+  class Builder;  // the construction steps (execution_graph.cpp)
+
   const Plan& plan_;
   std::vector<std::int32_t> op_rank_;
   std::vector<std::uint32_t> rank_first_op_;
