@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "sim/sharing/incremental_sharing.hpp"
@@ -30,6 +31,20 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 std::uint32_t add(MaxMinProblem& p, std::initializer_list<std::uint32_t> resources) {
   const std::vector<std::uint32_t> r(resources);
   return p.add_flow(r);
+}
+
+/// Resources of capacities `capacity`, and flow i over `flows[i]`.
+MaxMinProblem system_of(std::vector<double> capacity, std::initializer_list<std::initializer_list<std::uint32_t>> flows) {
+  MaxMinProblem p;
+  p.capacity = std::move(capacity);
+  for (const auto& f : flows) add(p, f);
+  return p;
+}
+
+/// Starts flows 0 .. n − 1 together and re-solves.
+IncrementalSharing::Resolution start_all(IncrementalSharing& sharing, std::uint32_t n) {
+  for (std::uint32_t f = 0; f < n; ++f) sharing.add(f);
+  return sharing.resolve();
 }
 
 /// The flowing flows of `sharing` as a problem of their own (same resources), solved afresh;
@@ -97,11 +112,7 @@ TEST_CASE("max-min solver: two resources in series with a third flow on one", "[
   // Parking lot: flow 0 crosses A and B in series, flow 1 crosses A only, flow 2 B only.
   // C_A = 10, C_B = 4: B's share 4/2 = 2 < A's 10/2 = 5, so B saturates first and freezes
   // r_0 = r_2 = 2; A has 10 − 2 = 8 left for flow 1 alone: r_1 = 8.
-  MaxMinProblem p;
-  p.capacity = {10.0, 4.0};
-  add(p, {0, 1});
-  add(p, {0});
-  add(p, {1});
+  MaxMinProblem p = system_of({10.0, 4.0}, {{0, 1}, {0}, {1}});
   std::vector<double> rates = sim::solve_max_min(p);
   CHECK(rates[0] == Approx(2.0).epsilon(1e-12));
   CHECK(rates[1] == Approx(8.0).epsilon(1e-12));
@@ -120,12 +131,7 @@ TEST_CASE("max-min solver: three levels", "[maxmin]") {
   // Shares: A 1/1 = 1, B 4/2 = 2, C 9/3 = 3. A saturates first: r_0 = 1. Then B has 3 left for
   // flow 1 (share 3) and C 8 for flows 2 and 3 (share 4): B saturates, r_1 = 3; then C,
   // r_2 = r_3 = 4.
-  MaxMinProblem p;
-  p.capacity = {1.0, 4.0, 9.0};
-  add(p, {0, 1, 2});
-  add(p, {1});
-  add(p, {2});
-  add(p, {2});
+  const MaxMinProblem p = system_of({1.0, 4.0, 9.0}, {{0, 1, 2}, {1}, {2}, {2}});
   const std::vector<double> rates = sim::solve_max_min(p);
   CHECK(rates[0] == Approx(1.0).epsilon(1e-12));
   CHECK(rates[1] == Approx(3.0).epsilon(1e-12));
@@ -153,11 +159,7 @@ TEST_CASE("max-min solver: more levels than the level loop takes (the heap finis
 TEST_CASE("max-min solver: a flow without resources is unbounded", "[maxmin]") {
   // Flow 1 crosses nothing: no resource limits it, r_1 = +inf. Flows 0 and 2 share X (C_X = 6)
   // as if flow 1 did not exist: 3 each.
-  MaxMinProblem p;
-  p.capacity = {6.0};
-  add(p, {0});
-  p.add_flow({});
-  add(p, {0});
+  const MaxMinProblem p = system_of({6.0}, {{0}, {}, {0}});
   const std::vector<double> rates = sim::solve_max_min(p);
   CHECK(rates[0] == Approx(3.0).epsilon(1e-12));
   CHECK(rates[1] == kInf);
@@ -168,9 +170,7 @@ TEST_CASE("incremental sharing: flows join and leave one resource: C/k each", "[
   // Five flows over one resource X, C_X = 10, started one at a time: with k flowing, each gets
   // 10/k. Then stopped one at a time (first started first): with k left, 10/k again. All run
   // at one rate, so no flow left is slower than the stopped one: each stop re-solves them all.
-  MaxMinProblem system;
-  system.capacity = {10.0};
-  for (int i = 0; i < 5; ++i) add(system, {0});
+  const MaxMinProblem system = system_of({10.0}, {{0}, {0}, {0}, {0}, {0}});
   IncrementalSharing sharing(system);
   CHECK_FALSE(sharing.dirty());
   for (std::uint32_t f = 0; f < 5; ++f) {
@@ -203,15 +203,9 @@ TEST_CASE("incremental sharing: a component splits when the flow joining it leav
   // resource: r_0 = r_2 = 10, both re-solved.
   // Flow 3 (over A only) starts: A's component is {0, 3}, r_0 = r_3 = 5; B's component {2} is
   // not re-solved and keeps r_2 = 10.
-  MaxMinProblem system;
-  system.capacity = {10.0, 10.0};
-  add(system, {0});
-  add(system, {0, 1});
-  add(system, {1});
-  add(system, {0});
+  const MaxMinProblem system = system_of({10.0, 10.0}, {{0}, {0, 1}, {1}, {0}});
   IncrementalSharing sharing(system);
-  for (std::uint32_t f = 0; f < 3; ++f) sharing.add(f);
-  IncrementalSharing::Resolution res = sharing.resolve();
+  IncrementalSharing::Resolution res = start_all(sharing, 3);
   CHECK(res.all);  // everything started at once
   for (std::uint32_t f = 0; f < 3; ++f) CHECK(sharing.rate(f) == Approx(5.0).epsilon(1e-12));
 
@@ -243,15 +237,9 @@ TEST_CASE("incremental sharing: slower flows keep their rates when a faster one 
   // A's share 1 < B's 10/3: r_0 = r_1 = 1; B has 9 left for flows 2 and 3: r_2 = r_3 = 4.5.
   // Flow 3 leaves (rate 4.5): flows 0 and 1 are slower and keep 1 (rule 2); only flow 2 is
   // re-solved, against what flow 1 keeps of B: r_2 = 10 − 1 = 9.
-  MaxMinProblem system;
-  system.capacity = {2.0, 10.0};
-  add(system, {0});
-  add(system, {0, 1});
-  add(system, {1});
-  add(system, {1});
+  const MaxMinProblem system = system_of({2.0, 10.0}, {{0}, {0, 1}, {1}, {1}});
   IncrementalSharing sharing(system);
-  for (std::uint32_t f = 0; f < 4; ++f) sharing.add(f);
-  sharing.resolve();
+  start_all(sharing, 4);
   CHECK(sharing.rate(0) == Approx(1.0).epsilon(1e-12));
   CHECK(sharing.rate(1) == Approx(1.0).epsilon(1e-12));
   CHECK(sharing.rate(2) == Approx(4.5).epsilon(1e-12));
@@ -271,13 +259,9 @@ TEST_CASE("incremental sharing: a stop that leaves only slower flows re-solves n
   // C_A = 10 with flow 0 alone: r_0 = 10. C_B = 6 with flows 1, 2 and 3: r = 2 each. Flow 0
   // leaves: every flow left runs below 10, so all keep their rates (rule 3) with no walk and
   // no solve.
-  MaxMinProblem system;
-  system.capacity = {10.0, 6.0};
-  add(system, {0});
-  for (int i = 0; i < 3; ++i) add(system, {1});
+  const MaxMinProblem system = system_of({10.0, 6.0}, {{0}, {1}, {1}, {1}});
   IncrementalSharing sharing(system);
-  for (std::uint32_t f = 0; f < 4; ++f) sharing.add(f);
-  sharing.resolve();
+  start_all(sharing, 4);
   const IncrementalSharing::Work before = sharing.work();
   sharing.remove(0);
   const IncrementalSharing::Resolution res = sharing.resolve();
@@ -290,11 +274,7 @@ TEST_CASE("incremental sharing: a stop that leaves only slower flows re-solves n
 TEST_CASE("incremental sharing: a flow without resources is unbounded", "[maxmin][incremental]") {
   // Flows 0 and 1 share X (C_X = 8): 4 each. Flow 2 crosses nothing and starts later: r_2 = +inf,
   // flows 0 and 1 keep 4. It leaves: nothing else changes.
-  MaxMinProblem system;
-  system.capacity = {8.0};
-  add(system, {0});
-  add(system, {0});
-  system.add_flow({});
+  const MaxMinProblem system = system_of({8.0}, {{0}, {0}, {}});
   IncrementalSharing sharing(system);
   sharing.add(0);
   sharing.add(1);
@@ -311,9 +291,7 @@ TEST_CASE("incremental sharing: a flow without resources is unbounded", "[maxmin
 }
 
 TEST_CASE("incremental sharing: starting or stopping a flow twice is a bug", "[maxmin][incremental]") {
-  MaxMinProblem system;
-  system.capacity = {1.0};
-  add(system, {0});
+  const MaxMinProblem system = system_of({1.0}, {{0}});
   IncrementalSharing sharing(system);
   CHECK_THROWS_WITH(sharing.remove(0), "incremental sharing: flow 0 stopped while not flowing");
   sharing.add(0);
@@ -377,8 +355,7 @@ TEST_CASE("incremental sharing: one large component, flows leaving in rate order
     add(system, {0, i + 1});
   }
   IncrementalSharing sharing(system);
-  for (std::uint32_t f = 0; f < 600; ++f) sharing.add(f);
-  sharing.resolve();
+  start_all(sharing, 600);
   // Closed form of the start: flows with 1 + i ≤ s run at 1 + i, the others at s, where the
   // spine is full: Σ_{i < k} (1 + i) + (600 − k) s = 3000 with k = ⌊s⌋. k = 5 gives
   // s = (3000 − (1+2+3+4+5)) / 595 = 2985 / 595 = 5.0168…, and 5 < s < 6 confirms k = 5.
