@@ -31,13 +31,15 @@ IncrementalSharing::IncrementalSharing(MaxMinProblem system)
       rate_(system_.flows(), 0.0),
       version_(system_.flows(), 0),
       flowing_(system_.flows(), 0),
+      started_once_(system_.flows(), 0),
       active_pos_(system_.flows(), kNone),
       res_mark_(system_.capacity.size(), 0),
       flow_mark_(system_.flows(), 0),
       local_index_(system_.capacity.size(), kNone) {}
 
 void IncrementalSharing::add(std::uint32_t f) {
-  if (flowing_[f]) throw std::logic_error("incremental sharing: flow " + std::to_string(f) + " started twice");
+  if (started_once_[f]) throw std::logic_error("incremental sharing: flow " + std::to_string(f) + " started twice");
+  started_once_[f] = 1;
   flowing_[f] = 1;
   rate_[f] = 0.0;
   active_pos_[f] = static_cast<std::uint32_t>(active_.size());

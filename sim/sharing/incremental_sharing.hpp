@@ -62,11 +62,11 @@ class IncrementalSharing {
   /// second, ≥ 0; a resource may appear in no flow). All flows start idle.
   explicit IncrementalSharing(MaxMinProblem system);
 
-  /// Flow f starts flowing, at rate 0 until the next resolve(). Precondition: f has not
-  /// started before (each flow flows once).
+  /// Flow f starts flowing, at rate 0 until the next resolve(). Each flow flows once: throws
+  /// std::logic_error when f has started before.
   void add(std::uint32_t f);
   /// Flow f stops flowing. Returns the resources that no flowing flow uses any more (each once,
-  /// valid until the next call). Precondition: f is flowing.
+  /// valid until the next call). Throws std::logic_error when f is not flowing.
   std::span<const std::uint32_t> remove(std::uint32_t f);
 
   /// True when flows started or stopped since the last resolve().
@@ -139,7 +139,7 @@ class IncrementalSharing {
   // Per flow.
   std::vector<double> rate_;
   std::vector<std::uint32_t> version_;
-  std::vector<char> flowing_;
+  std::vector<char> flowing_, started_once_;
   std::vector<std::uint32_t> active_, active_pos_;  // flowing flows (unordered), and where each sits
   std::vector<std::uint32_t> by_rate_;  // flowing flows sorted by rate, when by_rate_valid_
   bool by_rate_valid_ = false;

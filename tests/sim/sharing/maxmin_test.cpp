@@ -290,11 +290,15 @@ TEST_CASE("incremental sharing: a flow without resources is unbounded", "[maxmin
   CHECK(sharing.rate(0) == Approx(4.0).epsilon(1e-12));
 }
 
-TEST_CASE("incremental sharing: starting or stopping a flow twice is a bug", "[maxmin][incremental]") {
+TEST_CASE("incremental sharing: starting a flow twice or stopping an idle one is a bug", "[maxmin][incremental]") {
   const MaxMinProblem system = system_of({1.0}, {{0}});
   IncrementalSharing sharing(system);
   CHECK_THROWS_WITH(sharing.remove(0), "incremental sharing: flow 0 stopped while not flowing");
   sharing.add(0);
+  CHECK_THROWS_WITH(sharing.add(0), "incremental sharing: flow 0 started twice");
+  sharing.remove(0);
+  CHECK_THROWS_WITH(sharing.remove(0), "incremental sharing: flow 0 stopped while not flowing");
+  // Once stopped, a flow may still sit in its resources' flow lists: it cannot start again.
   CHECK_THROWS_WITH(sharing.add(0), "incremental sharing: flow 0 started twice");
 }
 
