@@ -79,7 +79,7 @@ MaxMinProblem sharing_system(const Plan& plan, const models::Topology& topo, con
   return system;
 }
 
-class IncrementalLoop final : public detail::AnalyticRun {
+class IncrementalLoop final : public detail::AnalyticRun, private IncrementalSharing::RateListener {
  public:
   IncrementalLoop(const Plan& plan, models::Router& router, std::vector<std::uint32_t>& link_local)
       : AnalyticRun(plan, router),
@@ -97,7 +97,8 @@ class IncrementalLoop final : public detail::AnalyticRun {
 
  private:
   void start_bytes(std::uint32_t t) override;
-  void apply(const IncrementalSharing::Resolution& resolution);
+  void rate_changed(std::uint32_t t, double old_rate, bool all) override;
+  void resolve();
   double finish_time(std::uint32_t t) const {
     const double rate = sharing_.rate(t);
     return rate == kInf ? since_[t] : since_[t] + remaining_[t] / rate;
@@ -122,7 +123,7 @@ class IncrementalLoop final : public detail::AnalyticRun {
 Timeline IncrementalLoop::run() {
   start_dag();
   while (true) {
-    if (sharing_.dirty()) apply(sharing_.resolve());
+    if (sharing_.dirty()) resolve();
     // Stale heap entries (flows re-rated or done) are dropped lazily; when they outnumber the
     // live ones the heap is rebuilt, so it stays O(flowing) however often rates change.
     if (finishes_.size() > 2 * sharing_.active().size() + 1024) rebuild_finishes();
@@ -155,15 +156,16 @@ void IncrementalLoop::start_bytes(std::uint32_t t) {
   sharing_.add(t);
 }
 
-// The flows whose rate changed: their bytes settled at the old rate, their finish times anew.
-void IncrementalLoop::apply(const IncrementalSharing::Resolution& resolution) {
-  for (const IncrementalSharing::RateChange& change : resolution.changed) {
-    const std::uint32_t t = change.flow;
-    const double old = change.old_rate;
-    remaining_[t] = old == kInf ? 0.0 : std::max(0.0, remaining_[t] - old * (now_ - since_[t]));
-    since_[t] = now_;
-    if (!resolution.all) finishes_.push({finish_time(t), t, sharing_.version(t)});
-  }
+// A flow whose rate changed: its bytes settled at the old rate, its finish time anew (all at
+// once after the re-solve when every flow was re-solved).
+void IncrementalLoop::rate_changed(std::uint32_t t, double old_rate, bool all) {
+  remaining_[t] = old_rate == kInf ? 0.0 : std::max(0.0, remaining_[t] - old_rate * (now_ - since_[t]));
+  since_[t] = now_;
+  if (!all) finishes_.push({finish_time(t), t, sharing_.version(t)});
+}
+
+void IncrementalLoop::resolve() {
+  const IncrementalSharing::Resolution resolution = sharing_.resolve(*this);
   if (resolution.all) rebuild_finishes();
   for (std::uint32_t r : resolution.resources)
     if (r < nlinks_) link_peak_[r] = std::max(link_peak_[r], sharing_.load(r) / sharing_.capacity(r));

@@ -20,6 +20,14 @@ constexpr std::size_t kWalkBudget = 256;
 /// 1, then 2, 4 … up to this many after consecutive failures; a walk that completes resets it.
 constexpr std::uint32_t kMaxWalkBackoff = 64;
 constexpr std::uint32_t kNone = ~0U;
+constexpr std::uint32_t kNotStarted = ~0U;
+constexpr std::uint32_t kStopped = ~0U - 1;
+
+/// Tells no one.
+class NoListener final : public IncrementalSharing::RateListener {
+ public:
+  void rate_changed(std::uint32_t, double, bool) override {}
+};
 
 }  // namespace
 
@@ -31,15 +39,13 @@ IncrementalSharing::IncrementalSharing(MaxMinProblem system)
       rate_(system_.flows(), 0.0),
       version_(system_.flows(), 0),
       flowing_(system_.flows(), 0),
-      started_once_(system_.flows(), 0),
-      active_pos_(system_.flows(), kNone),
+      active_pos_(system_.flows(), kNotStarted),
       res_mark_(system_.capacity.size(), 0),
       flow_mark_(system_.flows(), 0),
       local_index_(system_.capacity.size(), kNone) {}
 
 void IncrementalSharing::add(std::uint32_t f) {
-  if (started_once_[f]) throw std::logic_error("incremental sharing: flow " + std::to_string(f) + " started twice");
-  started_once_[f] = 1;
+  if (active_pos_[f] != kNotStarted) throw std::logic_error("incremental sharing: flow " + std::to_string(f) + " started twice");
   flowing_[f] = 1;
   rate_[f] = 0.0;
   active_pos_[f] = static_cast<std::uint32_t>(active_.size());
@@ -64,7 +70,7 @@ std::span<const std::uint32_t> IncrementalSharing::remove(std::uint32_t f) {
   active_[p] = active_.back();
   active_pos_[active_[p]] = p;
   active_.pop_back();
-  active_pos_[f] = kNone;
+  active_pos_[f] = kStopped;
   active_incidences_ -= count(f);
   idle_.clear();
   for (const std::uint32_t r : resources(f)) {
@@ -83,10 +89,14 @@ std::span<const std::uint32_t> IncrementalSharing::remove(std::uint32_t f) {
 }
 
 IncrementalSharing::Resolution IncrementalSharing::resolve() {
-  changes_.clear();
-  if (!dirty()) return {changes_, false, {}};
+  NoListener none;
+  return resolve(none);
+}
+
+IncrementalSharing::Resolution IncrementalSharing::resolve(RateListener& listener) {
+  if (!dirty()) return {};
   choose();
-  const bool all = !solve_set_.empty() && solve();
+  const bool all = !solve_set_.empty() && solve(listener);
   seeds_.clear();
   unbound_.clear();
   started_ = false;
@@ -95,7 +105,7 @@ IncrementalSharing::Resolution IncrementalSharing::resolve() {
   // Stale heap entries (flows re-rated or stopped) are dropped lazily; when they outnumber the
   // live ones the heap is rebuilt, so it stays O(flowing) however often rates change.
   if (top_rates_.size() > 2 * active_.size() + 1024) rebuild_rate_heap();
-  return {changes_, all, touched_};
+  return {all, touched_};
 }
 
 void IncrementalSharing::next_epoch() {
@@ -254,9 +264,9 @@ void IncrementalSharing::measure_kept() {
   }
 }
 
-// Solves solve_set_ over touched_ at the capacity the kept flows leave; returns true when every
-// flowing flow was re-solved.
-bool IncrementalSharing::solve() {
+// Solves solve_set_ over touched_ at the capacity the kept flows leave, telling `listener` of
+// every rate changed; returns true when every flowing flow was re-solved.
+bool IncrementalSharing::solve(RateListener& listener) {
   problem_.capacity.clear();
   problem_.offsets.assign(1, 0);
   problem_.resources.clear();
@@ -270,7 +280,13 @@ bool IncrementalSharing::solve() {
   ++work_.solves;
   work_.solved_flows += solve_set_.size();
   const bool bulk = solve_set_.size() == active_.size();
-  for (std::size_t i = 0; i < solve_set_.size(); ++i) set_rate(solve_set_[i], rates[i], bulk);
+  for (std::size_t i = 0; i < solve_set_.size(); ++i) {
+    const std::uint32_t f = solve_set_[i];
+    const double old = rate_[f];
+    if (old == rates[i]) continue;  // unchanged: its heap entry stands
+    set_rate(f, rates[i], bulk);
+    listener.rate_changed(f, old, bulk);
+  }
   if (bulk) rebuild_rate_heap();
   if (by_rate_valid_) {
     // The re-solved flows (the tail) take rates ≥ the kept ones, up to rounding.
@@ -282,8 +298,6 @@ bool IncrementalSharing::solve() {
 
 // With `bulk` (every flow re-solved) the rate heap is rebuilt at once afterwards.
 void IncrementalSharing::set_rate(std::uint32_t f, double r, bool bulk) {
-  if (rate_[f] == r) return;  // unchanged: its heap entry stands
-  changes_.push_back({f, rate_[f]});
   if (r != kInf && rate_[f] != kInf)
     for (const std::uint32_t q : resources(f)) load_[q] += r - rate_[f];
   rate_[f] = r;

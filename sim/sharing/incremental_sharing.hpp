@@ -72,19 +72,26 @@ class IncrementalSharing {
   /// True when flows started or stopped since the last resolve().
   bool dirty() const { return started_ || stopped_; }
 
-  /// A flow whose rate the last resolve() changed, with its rate before (bytes per second).
-  struct RateChange {
-    std::uint32_t flow;
-    double old_rate;
+  /// Told of each rate resolve() changes, as it changes it, in the order the re-solve takes the
+  /// flows: the flow, its rate before (bytes per second; rate() already gives the new one), and
+  /// whether every flowing flow is being re-solved.
+  class RateListener {
+   public:
+    virtual void rate_changed(std::uint32_t f, double old_rate, bool all) = 0;
+
+   protected:
+    ~RateListener() = default;
   };
-  /// What resolve() changed; the spans stay valid until the next call of add, remove or resolve.
+  /// What a resolve() did; `resources` stays valid until the next resolve().
   struct Resolution {
-    std::span<const RateChange> changed;    ///< in the order the re-solve took the flows
-    bool all = false;                        ///< every flowing flow was re-solved
+    bool all = false;                          ///< every flowing flow was re-solved
     std::span<const std::uint32_t> resources;  ///< the resources of the re-solved flows
   };
   /// Brings every flowing flow's rate to the max-min fair allocation of the flowing flows
-  /// (a flow without resources: +infinity), re-solving only what the rules above require.
+  /// (a flow without resources: +infinity), re-solving only what the rules above require, and
+  /// tells `listener` of every rate it changes.
+  Resolution resolve(RateListener& listener);
+  /// The same, telling no one.
   Resolution resolve();
 
   /// Rate of flow f in bytes per second (0 before it starts; a stopped flow keeps its last one).
@@ -121,7 +128,7 @@ class IncrementalSharing {
   bool walk(double keep_below, std::size_t budget);
   void pick_by_rate(double keep_below);
   void measure_kept();
-  bool solve();
+  bool solve(RateListener& listener);
   void set_rate(std::uint32_t f, double r, bool bulk);
   /// The order of by_rate_: by rate, then by flow.
   bool slower(std::uint32_t a, std::uint32_t b) const { return rate_[a] != rate_[b] ? rate_[a] < rate_[b] : a < b; }
@@ -139,8 +146,9 @@ class IncrementalSharing {
   // Per flow.
   std::vector<double> rate_;
   std::vector<std::uint32_t> version_;
-  std::vector<char> flowing_, started_once_;
-  std::vector<std::uint32_t> active_, active_pos_;  // flowing flows (unordered), and where each sits
+  std::vector<char> flowing_;
+  // Flowing flows (unordered), and where each sits (kNotStarted before it starts, kStopped after).
+  std::vector<std::uint32_t> active_, active_pos_;
   std::vector<std::uint32_t> by_rate_;  // flowing flows sorted by rate, when by_rate_valid_
   bool by_rate_valid_ = false;
   // Flowing flows' rates, highest on top (a max-heap; entries whose version is stale, or whose
@@ -170,7 +178,6 @@ class IncrementalSharing {
   std::uint32_t walks_to_skip_ = 0, walk_backoff_ = 0;  // walks to skip after failed ones, and the current step
   MaxMinProblem problem_;
   std::vector<std::uint32_t> flow_res_;
-  std::vector<RateChange> changes_;
   std::vector<std::uint32_t> idle_;
   Work work_;
 };

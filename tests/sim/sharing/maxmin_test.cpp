@@ -83,6 +83,16 @@ void check_against_fresh(const MaxMinProblem& system, const IncrementalSharing& 
   }
 }
 
+/// Keeps what resolve() says it changed.
+struct Changes final : IncrementalSharing::RateListener {
+  struct Change {
+    std::uint32_t flow;
+    double old_rate;
+  };
+  std::vector<Change> changed;
+  void rate_changed(std::uint32_t f, double old_rate, bool) override { changed.push_back({f, old_rate}); }
+};
+
 /// A small deterministic generator (Knuth's MMIX LCG), so the generated systems are the same on
 /// every platform.
 struct Lcg {
@@ -211,9 +221,10 @@ TEST_CASE("incremental sharing: a component splits when the flow joining it leav
 
   sharing.remove(1);
   const std::uint64_t solved_before = sharing.work().solved_flows;
-  res = sharing.resolve();
+  Changes changes;
+  res = sharing.resolve(changes);
   CHECK(res.all);  // flows 0 and 2 are all that flow
-  CHECK(res.changed.size() == 2);
+  CHECK(changes.changed.size() == 2);
   CHECK(sharing.rate(0) == Approx(10.0).epsilon(1e-12));
   CHECK(sharing.rate(2) == Approx(10.0).epsilon(1e-12));
   CHECK(sharing.work().solved_flows == solved_before + 2);
@@ -246,10 +257,12 @@ TEST_CASE("incremental sharing: slower flows keep their rates when a faster one 
   CHECK(sharing.rate(3) == Approx(4.5).epsilon(1e-12));
   sharing.remove(3);
   const std::uint64_t solved_before = sharing.work().solved_flows;
-  const IncrementalSharing::Resolution res = sharing.resolve();
-  REQUIRE(res.changed.size() == 1);
-  CHECK(res.changed[0].flow == 2);
-  CHECK(res.changed[0].old_rate == Approx(4.5).epsilon(1e-12));
+  Changes changes;
+  const IncrementalSharing::Resolution res = sharing.resolve(changes);
+  CHECK_FALSE(res.all);
+  REQUIRE(changes.changed.size() == 1);
+  CHECK(changes.changed[0].flow == 2);
+  CHECK(changes.changed[0].old_rate == Approx(4.5).epsilon(1e-12));
   CHECK(sharing.rate(2) == Approx(9.0).epsilon(1e-12));
   CHECK(sharing.work().solved_flows == solved_before + 1);
   check_against_fresh(system, sharing);
@@ -264,8 +277,10 @@ TEST_CASE("incremental sharing: a stop that leaves only slower flows re-solves n
   start_all(sharing, 4);
   const IncrementalSharing::Work before = sharing.work();
   sharing.remove(0);
-  const IncrementalSharing::Resolution res = sharing.resolve();
-  CHECK(res.changed.empty());
+  Changes changes;
+  const IncrementalSharing::Resolution res = sharing.resolve(changes);
+  CHECK(changes.changed.empty());
+  CHECK(res.resources.empty());
   CHECK(sharing.work().solves == before.solves);
   CHECK(sharing.work().walked == before.walked);
   for (std::uint32_t f = 1; f < 4; ++f) CHECK(sharing.rate(f) == Approx(2.0).epsilon(1e-12));
@@ -285,8 +300,9 @@ TEST_CASE("incremental sharing: a flow without resources is unbounded", "[maxmin
   CHECK(sharing.rate(0) == Approx(4.0).epsilon(1e-12));
   CHECK(sharing.rate(1) == Approx(4.0).epsilon(1e-12));
   CHECK(sharing.remove(2).empty());
-  const IncrementalSharing::Resolution res = sharing.resolve();
-  CHECK(res.changed.empty());
+  Changes changes;
+  sharing.resolve(changes);
+  CHECK(changes.changed.empty());
   CHECK(sharing.rate(0) == Approx(4.0).epsilon(1e-12));
 }
 
