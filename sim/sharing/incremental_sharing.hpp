@@ -56,6 +56,10 @@
 
 namespace ccsim::sim {
 
+/// The max-min rates of the flows of one system as they start and stop. Flows are the system's
+/// flow indices (0 .. flows() − 1), resources its capacity indices; rates in bytes per second.
+/// Used by the analytic engine's default loop (sim/analytic/incremental_loop.cpp), one flow per
+/// transfer.
 class IncrementalSharing {
  public:
   /// `system`: every flow that may ever flow, each over its resources (capacities in bytes per
