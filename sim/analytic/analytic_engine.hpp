@@ -9,21 +9,22 @@
 // contention the two engines agree exactly (α + S/B per transfer).
 // Events are ordered by (time, sequence number): ties resolve in creation order.
 //
-// Sharing is re-solved incrementally (Sharing::Incremental, the default), exactly: max-min
+// Sharing is re-solved incrementally (Sharing::Incremental, the default), exactly, by
+// IncrementalSharing (sim/sharing/incremental_sharing.hpp, where the proofs are): max-min
 // sharing splits into independent problems, one per connected component of the flow–link
 // graph, so a flow that starts or finishes re-solves only its component (found by walking the
 // links' flow lists from the changed flows); and when flows only finish, the flows whose rate
 // is below the lowest rate of a finished flow keep their rates exactly — progressive filling
-// reaches their levels before any level the finished flows took part in (see the proof above
-// run_incremental) — so the walk passes only through flows at or above that rate. A ring, tree
-// or pipeline across a fabric has small components (the flows that collide on a link), so an
-// event costs its component, not every flow in flight: Llama-3.1-405B on 8,192 H100 with ToR
-// wiring went from 1,150 s to tens of seconds, a 1,024-rank ring at step granularity from
-// 180–284 s to ~15 s. When a component is huge (a direct AlltoAll whose flows all cross one
-// spine), flows at or above the lowest finished rate are found in a list sorted by rate
-// instead; and when no flow in flight runs at or above that rate (a heap of rates says so in
-// O(log n)), nothing is walked or re-solved at all (direct AlltoAll on 1,024 ranks of the 2:1
-// fabric: ~1,000 such completions, each of which used to walk flow lists of 10^5 entries).
+// reaches their levels before any level the finished flows took part in — so the walk passes
+// only through flows at or above that rate. A ring, tree or pipeline across a fabric has small
+// components (the flows that collide on a link), so an event costs its component, not every
+// flow in flight: Llama-3.1-405B on 8,192 H100 with ToR wiring takes tens of seconds (1,150 s
+// when every event re-solves every flow), a 1,024-rank ring at step granularity ~15 s (180–284
+// s). When a component is huge (a direct AlltoAll whose flows all cross one spine), flows at or
+// above the lowest finished rate are found in a list sorted by rate instead; and when no flow in
+// flight runs at or above that rate (a heap of rates says so in O(log n)), nothing is walked or
+// re-solved at all (direct AlltoAll on 1,024 ranks of the 2:1 fabric: ~1,000 such completions,
+// each of which would otherwise walk flow lists of 10^5 entries).
 // Finish times sit in a heap and each flow's bytes are settled lazily when its rate changes.
 //
 // Why direct AlltoAll on the rail-optimized fabric blows up with hashed ECMP (384–2,048 ranks
@@ -34,12 +35,14 @@
 // flows of many different rates: thousands of distinct rates, coupled through NICs and
 // uplinks into one component, and thousands of distinct completion times. Each completion
 // speeds up the flows of its NIC and link, which then overtake others, so the flows at or
-// above the finished rate — what rule 2 must re-solve — are a large share of all flows at every
-// event: O(events · flows), with no exact shortcut, since the rates really are all different.
+// above the finished rate — what rule 2 of incremental_sharing.hpp must re-solve — are a large
+// share of all flows at every event: O(events · flows), with no exact shortcut, since the rates
+// really are all different.
 // The balanced spread (FabricSpec::ecmp = balanced, adaptive routing) has no collisions: each
 // NIC's flows share it equally, finish together, and the run takes a handful of solves.
-// Sharing::Reference re-solves every flowing transfer at every event (the original loop),
-// kept for the tests that prove the two agree.
+// Sharing::Reference re-solves every flowing transfer at every event, kept for the tests that
+// prove the two agree. The loops: sim/analytic/reference_loop.cpp and incremental_loop.cpp,
+// over what they share (sim/analytic/detail/analytic_run.hpp).
 
 #include <cstdint>
 #include <vector>

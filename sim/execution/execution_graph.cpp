@@ -21,197 +21,274 @@ const models::Op& ExecutionGraph::op(std::uint32_t id) const {
   return plan_.schedule->ranks[r].ops[id - rank_first_op_[r]];
 }
 
+namespace {
+
+/// Key of a (source, destination, channel) connection: ranks for matching, GPUs for caps.
+std::uint64_t key_of(int src, int dst, int channel) {
+  return (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) | static_cast<std::uint64_t>(channel);
+}
+
+/// A send with what its transfer needs of it (steps, latency pool, bytes), so matching a
+/// receive reads the entry the search found rather than the peer's program.
+struct SendEntry {
+  std::uint64_t key;
+  std::uint32_t op;
+  std::uint32_t steps;
+  std::uint32_t tag;
+  std::uint64_t bytes;
+  bool operator<(const SendEntry& o) const { return key != o.key ? key < o.key : op < o.op; }
+};
+
+}  // namespace
+
+/// The construction steps, in the order the constructor takes them (the errors come in that
+/// order too: unpaired receives and NVLS without NVSwitch, then unpaired sends).
+class ExecutionGraph::Builder {
+ public:
+  Builder(ExecutionGraph& g, const Plan& plan, models::Router& router)
+      : g_(g), s_(*plan.schedule), plan_(plan), router_(router), topo_(router.topology()),
+        capped_(plan.cost.max_rate < std::numeric_limits<double>::infinity()) {}
+  void number_ops();
+  void link_dependents();
+  void collect_sends();
+  void add_transfers();
+  void pool_latencies();
+  void check_sends_matched() const;
+
+ private:
+  void add_received(int r, std::size_t i);
+  void add_switch_leg(int r, std::size_t i);
+  std::uint32_t add_transfer(Transfer t, const models::Path& path, std::uint32_t steps, std::uint64_t data_bytes);
+  std::size_t range_of(std::uint64_t key) const;
+  models::DeviceId nvswitch_of(int rank) const;
+  std::uint32_t op_id(int r, std::size_t i) const { return g_.rank_first_op_[static_cast<std::size_t>(r)] + static_cast<std::uint32_t>(i); }
+
+  ExecutionGraph& g_;
+  const models::Schedule& s_;
+  const Plan& plan_;
+  models::Router& router_;
+  const models::Topology& topo_;
+  const bool capped_;
+  // Sends per (source, destination, channel) in op order, matched to receives in order: one
+  // sorted array (no per-key containers: a direct AlltoAll has n(n−1) keys). The range of a
+  // key starts at its first entry; next_[start] counts its sends already matched and
+  // last_on_connection_[start] is its latest transfer.
+  std::vector<SendEntry> sends_;  // sorted by (key, send op)
+  std::vector<std::uint32_t> next_, last_on_connection_;
+  std::unordered_map<std::uint64_t, std::uint32_t> connection_ids_;  // (source GPU, destination GPU, channel)
+};
+
 ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_(plan) {
   const models::Schedule& s = *plan.schedule;
-  const models::Topology& topo = router.topology();
   if (static_cast<int>(plan.rank_gpu.size()) != s.nranks) {
     throw std::invalid_argument(fmt::format("plan maps {} ranks to GPUs, schedule has {}", plan.rank_gpu.size(), s.nranks));
   }
-  // Global op ids, rank by rank.
-  std::uint32_t total = 0;
-  for (int r = 0; r < s.nranks; ++r) {
-    rank_first_op_.push_back(total);
-    total += static_cast<std::uint32_t>(s.ranks[static_cast<std::size_t>(r)].ops.size());
-  }
-  rank_first_op_.push_back(total);
-  op_rank_.resize(total);
-  for (int r = 0; r < s.nranks; ++r)
-    for (std::uint32_t i = rank_first_op_[r]; i < rank_first_op_[r + 1]; ++i) op_rank_[i] = r;
+  Builder b(*this, plan, router);
+  b.number_ops();
+  b.link_dependents();
+  b.collect_sends();
+  b.add_transfers();
+  b.pool_latencies();
+  b.check_sends_matched();
+}
 
-  // Dependencies (CSR of dependents).
-  dep_count.assign(total, 0);
+// Global op ids, rank by rank.
+void ExecutionGraph::Builder::number_ops() {
+  std::uint32_t total = 0;
+  for (int r = 0; r < s_.nranks; ++r) {
+    g_.rank_first_op_.push_back(total);
+    total += static_cast<std::uint32_t>(s_.ranks[static_cast<std::size_t>(r)].ops.size());
+  }
+  g_.rank_first_op_.push_back(total);
+  g_.op_rank_.resize(total);
+  for (int r = 0; r < s_.nranks; ++r)
+    for (std::uint32_t i = g_.rank_first_op_[r]; i < g_.rank_first_op_[r + 1]; ++i) g_.op_rank_[i] = r;
+}
+
+// Dependencies (CSR of dependents).
+void ExecutionGraph::Builder::link_dependents() {
+  const std::uint32_t total = g_.op_count();
+  g_.dep_count.assign(total, 0);
   std::vector<std::uint32_t> fan(total + 1, 0);
-  for (int r = 0; r < s.nranks; ++r) {
-    const auto& prog = s.ranks[static_cast<std::size_t>(r)];
+  for (int r = 0; r < s_.nranks; ++r) {
+    const auto& prog = s_.ranks[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < prog.ops.size(); ++i) {
       const auto deps = prog.deps(i);
-      dep_count[rank_first_op_[r] + i] = static_cast<std::uint32_t>(deps.size());
-      for (std::uint32_t d : deps) ++fan[rank_first_op_[r] + d + 1];
+      g_.dep_count[op_id(r, i)] = static_cast<std::uint32_t>(deps.size());
+      for (std::uint32_t d : deps) ++fan[op_id(r, d) + 1];
     }
   }
   for (std::uint32_t i = 0; i < total; ++i) fan[i + 1] += fan[i];
-  dependents_begin = fan;
-  dependents.resize(fan[total]);
-  for (int r = 0; r < s.nranks; ++r) {
-    const auto& prog = s.ranks[static_cast<std::size_t>(r)];
+  g_.dependents_begin = fan;
+  g_.dependents.resize(fan[total]);
+  for (int r = 0; r < s_.nranks; ++r) {
+    const auto& prog = s_.ranks[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < prog.ops.size(); ++i)
-      for (std::uint32_t d : prog.deps(i)) dependents[fan[rank_first_op_[r] + d]++] = rank_first_op_[r] + static_cast<std::uint32_t>(i);
+      for (std::uint32_t d : prog.deps(i)) g_.dependents[fan[op_id(r, d)]++] = op_id(r, i);
   }
+}
 
-  // Match sends and receives FIFO per (src, dst, channel).
-  const CostParams& cost = plan.cost;
-  const auto add_transfer = [&](Transfer t, const models::Path& path, std::uint32_t steps, std::uint64_t data_bytes) {
-    models::LinkClass worst = models::LinkClass::ScaleUp;
-    for (models::LinkId id : path.links) worst = std::max(worst, topo.link(id).link_class);
-    // Whole bytes, as SimGrid's payloads are: both engines see the same transfer.
-    t.bytes = std::round(static_cast<double>(data_bytes) * cost.wire_factor);
-    t.latency = steps * (path.latency + cost.step_latency[static_cast<std::size_t>(worst)]);
-    t.path_begin = static_cast<std::uint32_t>(path_links.size());
-    t.path_count = static_cast<std::uint32_t>(path.links.size());
-    path_links.insert(path_links.end(), path.links.begin(), path.links.end());
-    transfers.push_back(t);
-    return static_cast<std::uint32_t>(transfers.size() - 1);
-  };
-  op_transfer.assign(total, kNoOp);
-  group_size.assign(s.switch_groups.begin(), s.switch_groups.end());
-  group_receivers.assign(s.switch_groups.size(), {});
-  // Sends per (source, destination, channel) in op order, matched to receives in order: one
-  // sorted array (no per-key containers: a direct AlltoAll has n(n−1) keys). The range of a
-  // key starts at its first entry; next[start] counts its sends already matched and
-  // last_on_connection[start] is its latest transfer.
-  const auto key_of = [](int src, int dst, int channel) {
-    return (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) | static_cast<std::uint64_t>(channel);
-  };
-  // Each send with what its transfer needs of it (steps, latency pool, bytes), so matching a
-  // receive reads the entry the search found rather than the peer's program.
-  struct SendEntry {
-    std::uint64_t key;
-    std::uint32_t op;
-    std::uint32_t steps;
-    std::uint32_t tag;
-    std::uint64_t bytes;
-    bool operator<(const SendEntry& o) const { return key != o.key ? key < o.key : op < o.op; }
-  };
-  std::vector<SendEntry> sends;  // sorted by (key, send op)
-  std::unordered_map<std::uint64_t, std::uint32_t> connection_ids;  // (source GPU, destination GPU, channel)
-  const bool capped = cost.max_rate < std::numeric_limits<double>::infinity();
-  for (int r = 0; r < s.nranks; ++r) {
-    const auto& prog = s.ranks[static_cast<std::size_t>(r)];
+// Every send, sorted by connection key; room for one transfer per send and per switch leg.
+void ExecutionGraph::Builder::collect_sends() {
+  for (int r = 0; r < s_.nranks; ++r) {
+    const auto& prog = s_.ranks[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < prog.ops.size(); ++i)
       if (const models::Op& op = prog.ops[i]; op.kind == OpKind::Send) {
-        sends.push_back({key_of(r, op.peer, op.channel), rank_first_op_[r] + static_cast<std::uint32_t>(i), op.steps, op.tag, op.src.bytes});
+        sends_.push_back({key_of(r, op.peer, op.channel), op_id(r, i), op.steps, op.tag, op.src.bytes});
       }
   }
-  std::sort(sends.begin(), sends.end());  // op ids grow with op order: each key's sends stay in order
-  {
-    // One transfer per send and per switch leg.
-    std::size_t legs = 0;
-    for (const auto& prog : s.ranks)
-      for (const models::Op& op : prog.ops) legs += op.kind == OpKind::SwitchSend || op.kind == OpKind::SwitchRecv ? 1 : 0;
-    transfers.reserve(sends.size() + legs);
-  }
-  std::vector<std::uint32_t> next(sends.size(), 0), last_on_connection(sends.size(), kNoOp);
-  const auto range_of = [&](std::uint64_t key) -> std::size_t {  // start of key's range, or sends.size()
-    const auto it = std::lower_bound(sends.begin(), sends.end(), key, [](const SendEntry& e, std::uint64_t k) { return e.key < k; });
-    return it != sends.end() && it->key == key ? static_cast<std::size_t>(it - sends.begin()) : sends.size();
-  };
-  const auto nvswitch_of = [&](int rank) {
-    const models::DeviceId gpu = plan.rank_gpu[static_cast<std::size_t>(rank)];
-    for (models::LinkId id : topo.out_links(gpu))
-      if (topo.device(topo.link_target(id)).kind == models::DeviceKind::NvSwitch) return topo.link_target(id);
-    throw std::invalid_argument(fmt::format("NVLS: rank {} ({}) has no NVSwitch", rank, topo.name(gpu)));
-  };
-  for (int r = 0; r < s.nranks; ++r) {
-    const auto& prog = s.ranks[static_cast<std::size_t>(r)];
-    const models::DeviceId gpu = plan.rank_gpu[static_cast<std::size_t>(r)];
+  std::sort(sends_.begin(), sends_.end());  // op ids grow with op order: each key's sends stay in order
+  std::size_t legs = 0;
+  for (const auto& prog : s_.ranks)
+    for (const models::Op& op : prog.ops) legs += op.kind == OpKind::SwitchSend || op.kind == OpKind::SwitchRecv ? 1 : 0;
+  g_.transfers.reserve(sends_.size() + legs);
+  next_.assign(sends_.size(), 0);
+  last_on_connection_.assign(sends_.size(), kNoOp);
+}
+
+// Match sends and receives FIFO per (src, dst, channel); one transfer per rank <-> NVSwitch leg.
+void ExecutionGraph::Builder::add_transfers() {
+  g_.op_transfer.assign(g_.op_count(), kNoOp);
+  g_.group_size.assign(s_.switch_groups.begin(), s_.switch_groups.end());
+  g_.group_receivers.assign(s_.switch_groups.size(), {});
+  for (int r = 0; r < s_.nranks; ++r) {
+    const auto& prog = s_.ranks[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < prog.ops.size(); ++i) {
-      const models::Op& op = prog.ops[i];
-      const std::uint32_t id = rank_first_op_[r] + static_cast<std::uint32_t>(i);
-      if (op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) {
-        const std::uint64_t key = key_of(op.peer, r, op.channel);
-        const std::size_t start = range_of(key);
-        if (start == sends.size() || start + next[start] >= sends.size() || sends[start + next[start]].key != key) {
-          throw std::invalid_argument(fmt::format("rank {} op {} receives from rank {} but nothing is sent", r, i, op.peer));
-        }
-        const SendEntry& send = sends[start + next[start]++];
-        const std::uint32_t send_id = send.op;
-        const models::DeviceId src = plan.rank_gpu[static_cast<std::size_t>(op.peer)];
-        Transfer t;
-        if (capped) {  // connections matter only for a rate cap
-          const auto [it_conn, fresh] =
-              connection_ids.try_emplace(key_of(static_cast<int>(src), static_cast<int>(gpu), op.channel), connections);
-          if (fresh) ++connections;
-          t.connection = it_conn->second;
-        }
-        t.send_op = send_id;
-        t.recv_op = id;
-        t.src = src;
-        t.dst = gpu;
-        t.steps = send.steps;
-        t.pool = send.tag;
-        // ECMP: the spine is chosen by a hash of the connection (source rank, destination
-        // rank, channel), as a switch hashes a queue pair's header; each channel is its own QP.
-        // (With balanced ECMP the router uses the channel and the NICs' leaf ports instead.)
-        const std::uint64_t flow = support::splitmix64(key_of(op.peer, r, op.channel));
-        const std::uint32_t tid =
-            src == gpu ? add_transfer(t, models::Path{}, send.steps, send.bytes)
-                       : add_transfer(t, router.route(src, gpu, flow, static_cast<std::uint32_t>(op.channel)), send.steps, send.bytes);
-        op_transfer[send_id] = tid;
-        op_transfer[id] = tid;
-        // Receives of one rank come in op order, and are matched to sends in op order, so
-        // transfers of one connection are created in message order.
-        if (last_on_connection[start] != kNoOp) {
-          transfers[last_on_connection[start]].next_on_connection = tid;
-          transfers[tid].waits_for_previous = true;
-        }
-        last_on_connection[start] = tid;
-      } else if (op.kind == OpKind::SwitchSend || op.kind == OpKind::SwitchRecv) {
-        const models::DeviceId sw = nvswitch_of(r);
-        Transfer t;
-        t.connection = connections++;  // in-switch legs are not capped together
-        t.group = op.tag;
-        const bool up = op.kind == OpKind::SwitchSend;
-        (up ? t.send_op : t.recv_op) = id;
-        t.src = up ? gpu : sw;
-        t.dst = up ? sw : gpu;
-        const std::uint32_t tid = add_transfer(t, router.route(t.src, t.dst), op.steps, op.bytes());
-        op_transfer[id] = tid;
-        if (!up) group_receivers[op.tag].push_back(tid);
+      const OpKind kind = prog.ops[i].kind;
+      if (kind == OpKind::Recv || kind == OpKind::RecvReduce) {
+        add_received(r, i);
+      } else if (kind == OpKind::SwitchSend || kind == OpKind::SwitchRecv) {
+        add_switch_leg(r, i);
       }
     }
   }
-  // Latency pools (phase-granularity rings): every transfer pays its steps times the pool's
-  // mean per-step latency (see models::Op::tag).
-  // Pooled transfers are the matched sends (group == kNoOp) of Send ops with a tag and steps,
-  // whose steps and tag each Transfer keeps. Pools are numbered densely from 1 per generator.
+}
+
+// Receive op i of rank r: the transfer from the next unmatched send of its connection.
+void ExecutionGraph::Builder::add_received(int r, std::size_t i) {
+  const models::Op& op = s_.ranks[static_cast<std::size_t>(r)].ops[i];
+  const std::uint32_t id = op_id(r, i);
+  const models::DeviceId gpu = plan_.rank_gpu[static_cast<std::size_t>(r)];
+  const std::uint64_t key = key_of(op.peer, r, op.channel);
+  const std::size_t start = range_of(key);
+  if (start == sends_.size() || start + next_[start] >= sends_.size() || sends_[start + next_[start]].key != key) {
+    throw std::invalid_argument(fmt::format("rank {} op {} receives from rank {} but nothing is sent", r, i, op.peer));
+  }
+  const SendEntry& send = sends_[start + next_[start]++];
+  const std::uint32_t send_id = send.op;
+  const models::DeviceId src = plan_.rank_gpu[static_cast<std::size_t>(op.peer)];
+  Transfer t;
+  if (capped_) {  // connections matter only for a rate cap
+    const auto [it_conn, fresh] = connection_ids_.try_emplace(key_of(static_cast<int>(src), static_cast<int>(gpu), op.channel), g_.connections);
+    if (fresh) ++g_.connections;
+    t.connection = it_conn->second;
+  }
+  t.send_op = send_id;
+  t.recv_op = id;
+  t.src = src;
+  t.dst = gpu;
+  t.steps = send.steps;
+  t.pool = send.tag;
+  // ECMP: the spine is chosen by a hash of the connection (source rank, destination
+  // rank, channel), as a switch hashes a queue pair's header; each channel is its own QP.
+  // (With balanced ECMP the router uses the channel and the NICs' leaf ports instead.)
+  const std::uint64_t flow = support::splitmix64(key_of(op.peer, r, op.channel));
+  const std::uint32_t tid =
+      src == gpu ? add_transfer(t, models::Path{}, send.steps, send.bytes)
+                 : add_transfer(t, router_.route(src, gpu, flow, static_cast<std::uint32_t>(op.channel)), send.steps, send.bytes);
+  g_.op_transfer[send_id] = tid;
+  g_.op_transfer[id] = tid;
+  // Receives of one rank come in op order, and are matched to sends in op order, so
+  // transfers of one connection are created in message order.
+  if (last_on_connection_[start] != kNoOp) {
+    g_.transfers[last_on_connection_[start]].next_on_connection = tid;
+    g_.transfers[tid].waits_for_previous = true;
+  }
+  last_on_connection_[start] = tid;
+}
+
+// Switch op i of rank r: a GPU -> NVSwitch (SwitchSend) or NVSwitch -> GPU (SwitchRecv) leg.
+void ExecutionGraph::Builder::add_switch_leg(int r, std::size_t i) {
+  const models::Op& op = s_.ranks[static_cast<std::size_t>(r)].ops[i];
+  const std::uint32_t id = op_id(r, i);
+  const models::DeviceId gpu = plan_.rank_gpu[static_cast<std::size_t>(r)];
+  const models::DeviceId sw = nvswitch_of(r);
+  Transfer t;
+  t.connection = g_.connections++;  // in-switch legs are not capped together
+  t.group = op.tag;
+  const bool up = op.kind == OpKind::SwitchSend;
+  (up ? t.send_op : t.recv_op) = id;
+  t.src = up ? gpu : sw;
+  t.dst = up ? sw : gpu;
+  const std::uint32_t tid = add_transfer(t, router_.route(t.src, t.dst), op.steps, op.bytes());
+  g_.op_transfer[id] = tid;
+  if (!up) g_.group_receivers[op.tag].push_back(tid);
+}
+
+std::uint32_t ExecutionGraph::Builder::add_transfer(Transfer t, const models::Path& path, std::uint32_t steps, std::uint64_t data_bytes) {
+  const CostParams& cost = plan_.cost;
+  models::LinkClass worst = models::LinkClass::ScaleUp;
+  for (models::LinkId id : path.links) worst = std::max(worst, topo_.link(id).link_class);
+  // Whole bytes, as SimGrid's payloads are: both engines see the same transfer.
+  t.bytes = std::round(static_cast<double>(data_bytes) * cost.wire_factor);
+  t.latency = steps * (path.latency + cost.step_latency[static_cast<std::size_t>(worst)]);
+  t.path_begin = static_cast<std::uint32_t>(g_.path_links.size());
+  t.path_count = static_cast<std::uint32_t>(path.links.size());
+  g_.path_links.insert(g_.path_links.end(), path.links.begin(), path.links.end());
+  g_.transfers.push_back(t);
+  return static_cast<std::uint32_t>(g_.transfers.size() - 1);
+}
+
+// Start of key's range in sends_, or sends_.size().
+std::size_t ExecutionGraph::Builder::range_of(std::uint64_t key) const {
+  const auto it = std::lower_bound(sends_.begin(), sends_.end(), key, [](const SendEntry& e, std::uint64_t k) { return e.key < k; });
+  return it != sends_.end() && it->key == key ? static_cast<std::size_t>(it - sends_.begin()) : sends_.size();
+}
+
+models::DeviceId ExecutionGraph::Builder::nvswitch_of(int rank) const {
+  const models::DeviceId gpu = plan_.rank_gpu[static_cast<std::size_t>(rank)];
+  for (models::LinkId id : topo_.out_links(gpu))
+    if (topo_.device(topo_.link_target(id)).kind == models::DeviceKind::NvSwitch) return topo_.link_target(id);
+  throw std::invalid_argument(fmt::format("NVLS: rank {} ({}) has no NVSwitch", rank, topo_.name(gpu)));
+}
+
+// Latency pools (phase-granularity rings): every transfer pays its steps times the pool's
+// mean per-step latency (see models::Op::tag).
+// Pooled transfers are the matched sends (group == kNoOp) of Send ops with a tag and steps,
+// whose steps and tag each Transfer keeps. Pools are numbered densely from 1 per generator.
+void ExecutionGraph::Builder::pool_latencies() {
+  std::vector<Transfer>& transfers = g_.transfers;
   const auto pooled = [](const Transfer& t) { return t.send_op != kNoOp && t.group == kNoOp && t.pool != 0 && t.steps != 0; };
   std::uint32_t pools = 0;
   for (const Transfer& t : transfers)
     if (pooled(t)) pools = std::max(pools, t.pool);
-  if (pools > 0) {
-    // (Σ per-step latency, count) per pool: by index when tags are dense (the generators'), else by map.
-    std::vector<std::pair<double, std::uint32_t>> dense;
-    std::map<std::uint32_t, std::pair<double, std::uint32_t>> sparse;
-    const bool by_index = pools <= transfers.size() + 1;
-    if (by_index) dense.assign(static_cast<std::size_t>(pools) + 1, {0.0, 0});
-    const auto acc_of = [&](std::uint32_t pool) -> std::pair<double, std::uint32_t>& { return by_index ? dense[pool] : sparse[pool]; };
-    for (const Transfer& t : transfers) {
-      if (!pooled(t)) continue;
-      auto& acc = acc_of(t.pool);
-      acc.first += t.latency / t.steps;
-      acc.second += 1;
-    }
-    for (Transfer& t : transfers) {
-      if (!pooled(t)) continue;
-      const auto& acc = acc_of(t.pool);
-      t.latency = t.steps * (acc.first / acc.second);
-    }
+  if (pools == 0) return;
+  // (Σ per-step latency, count) per pool: by index when tags are dense (the generators'), else by map.
+  std::vector<std::pair<double, std::uint32_t>> dense;
+  std::map<std::uint32_t, std::pair<double, std::uint32_t>> sparse;
+  const bool by_index = pools <= transfers.size() + 1;
+  if (by_index) dense.assign(static_cast<std::size_t>(pools) + 1, {0.0, 0});
+  const auto acc_of = [&](std::uint32_t pool) -> std::pair<double, std::uint32_t>& { return by_index ? dense[pool] : sparse[pool]; };
+  for (const Transfer& t : transfers) {
+    if (!pooled(t)) continue;
+    auto& acc = acc_of(t.pool);
+    acc.first += t.latency / t.steps;
+    acc.second += 1;
   }
-  std::uint64_t unmatched = ~0ULL;  // the smallest key with a send left over, for a deterministic message
-  for (std::size_t start = 0; start < sends.size() && unmatched == ~0ULL;) {
+  for (Transfer& t : transfers) {
+    if (!pooled(t)) continue;
+    const auto& acc = acc_of(t.pool);
+    t.latency = t.steps * (acc.first / acc.second);
+  }
+}
+
+// Throws for the smallest connection key with a send left over (a deterministic message).
+void ExecutionGraph::Builder::check_sends_matched() const {
+  std::uint64_t unmatched = ~0ULL;
+  for (std::size_t start = 0; start < sends_.size() && unmatched == ~0ULL;) {
     std::size_t end = start;
-    while (end < sends.size() && sends[end].key == sends[start].key) ++end;
-    if (start + next[start] != end) unmatched = sends[start].key;
+    while (end < sends_.size() && sends_[end].key == sends_[start].key) ++end;
+    if (start + next_[start] != end) unmatched = sends_[start].key;
     start = end;
   }
   if (unmatched != ~0ULL) {

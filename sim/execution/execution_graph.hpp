@@ -12,6 +12,13 @@ namespace ccsim::sim::detail {
 
 inline constexpr std::uint32_t kNoOp = ~0U;
 
+/// What link `l` carries under `cost`, in bytes per second per direction: its bandwidth ×
+/// CostParams::link_efficiency of its kind (1 when the table has no entry for the kind).
+inline double link_capacity(const models::Link& l, const CostParams& cost) {
+  const double eff = l.kind < cost.link_efficiency.size() ? cost.link_efficiency[l.kind] : 1.0;
+  return l.bandwidth * eff;
+}
+
 /// One data movement: a matched send/recv pair, or a rank <-> NVSwitch leg of an NVLS op.
 struct Transfer {
   std::uint32_t send_op = kNoOp;  ///< global op id of the send side (kNoOp for switch -> GPU)
@@ -61,6 +68,8 @@ class ExecutionGraph {
   std::uint32_t connections = 0;                ///< distinct Transfer::connection values
 
  private:
+  class Builder;  // the construction steps (execution_graph.cpp)
+
   const Plan& plan_;
   std::vector<std::int32_t> op_rank_;
   std::vector<std::uint32_t> rank_first_op_;

@@ -75,102 +75,74 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
-/// Runs in the child: simulate, write [status=0, makespan, op times, link bytes] and _exit(0)
-/// (or throw before anything is written).
-[[noreturn]] void simulate(const Plan& plan, const models::Topology& topo, ExecutionGraph& g, bool merge, bool actors,
-                          int fd) {
-  std::vector<std::string> args{"ccsim-flow"};
-  for (const auto& c : simgrid_configuration()) args.push_back(c);
-  if (actors) {
-    // An issuing actor only puts, waits and clears its mailbox (ccsim's completion handling
-    // runs in maestro): measured high-water mark under 2 KiB, so 16 KiB stacks, without guard
-    // pages (an mprotect'ed page per actor would exhaust the kernel's map count, 65,530 by
-    // default, with the 32,768 Comms in flight of the 16,384-rank ring).
-    args.emplace_back("--cfg=contexts/stack-size:16");
-    args.emplace_back("--cfg=contexts/guard-size:0");
-  }
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  int argc = static_cast<int>(argv.size());
-  simgrid::s4u::Engine engine(&argc, argv.data());
-  sg_link_load_plugin_init();  // per-link peak load (bytes/s), for LinkRecord::peak
-  auto* zone = simgrid::s4u::create_star_zone("ccsim");
+/// What one simulation runs: the plan, its topology and execution graph, and the engine's options.
+struct SimulationInput {
+  const Plan& plan;
+  const models::Topology& topo;
+  ExecutionGraph& graph;
+  bool merge = true;   ///< FlowEngine::Merging::Identical
+  bool actors = true;  ///< FlowEngine::Issuing::Actors
+};
 
-  const auto capacity = [&](models::LinkId id) {
-    const models::Link& l = topo.link(id);
-    const double eff = l.kind < plan.cost.link_efficiency.size() ? plan.cost.link_efficiency[l.kind] : 1.0;
-    return l.bandwidth * eff;
-  };
-  std::vector<simgrid::s4u::Link*> links(topo.num_links(), nullptr);
+/// The SimGrid platform and the run's state, in the child process. The constructor builds the
+/// platform; run() simulates; write_results() sends the Timeline's numbers to the parent.
+class FlowRun {
+ public:
+  FlowRun(const SimulationInput& in, simgrid::s4u::Engine& engine);
+  void run();
+  /// Writes [status=0, makespan, op times, link bytes, Comms started], or [status=1, message]
+  /// when the schedule deadlocked.
+  void write_results(int fd) const;
+
+ private:
+  void build_routes();
+  void create_mailboxes();
+  void find_network_model();
+  void install_callbacks();
+  void apply_penalties();
+  void done(std::uint32_t t);
+  void launch(std::uint32_t t);
+  void flush();
+  void start_actor_comm(std::uint32_t host, std::uint64_t bytes, double k, std::vector<std::uint32_t> members);
+  void start_detached_comm(std::uint32_t host, std::uint64_t bytes, double k, std::vector<std::uint32_t> members);
+  void handle();
+  void latency_over(double at);
+
+  const Plan& plan_;
+  const models::Topology& topo_;
+  ExecutionGraph& g_;
+  const bool merge_;
+  const bool actors_;
+  const bool capped_;
+  simgrid::s4u::Engine& engine_;
+  simgrid::s4u::NetZone* zone_;
+  std::vector<simgrid::s4u::Link*> links_;
   // One virtual host per distinct path (link sequence), whose route is that path: channels of
   // one device pair may hash onto different ECMP spines, so a host per (source, destination)
   // pair would send them all down the first channel's path. With a rate cap, one host per
   // (connection, path), whose route also holds a private link of the cap's capacity.
-  const bool capped = plan.cost.max_rate < std::numeric_limits<double>::infinity();
-  std::map<std::vector<models::LinkId>, std::uint32_t> path_ids;
-  std::vector<std::uint32_t> transfer_path(g.transfers.size(), 0);
-  std::map<std::pair<std::uint64_t, std::uint32_t>, std::uint32_t> host_ids;  // (connection or ~0, path) -> host
-  std::vector<simgrid::s4u::Host*> hosts;
-  std::vector<simgrid::s4u::Link*> host_cap;  // each host's cap link (capped only)
-  std::vector<double> cap_now;                // its bandwidth now (bytes/s)
-  std::vector<std::uint32_t> transfer_host(g.transfers.size(), ~0U);
-  for (std::size_t t = 0; t < g.transfers.size(); ++t) {
-    const auto& tr = g.transfers[t];
-    if (tr.path_count == 0) continue;
-    const auto first = g.path_links.begin() + tr.path_begin;
-    const auto [pit, fresh_path] =
-        path_ids.try_emplace(std::vector<models::LinkId>(first, first + tr.path_count), static_cast<std::uint32_t>(path_ids.size()));
-    transfer_path[t] = pit->second;
-    const std::uint64_t owner = capped ? std::uint64_t{tr.connection} : ~0ULL;
-    auto [it, fresh] = host_ids.try_emplace({owner, pit->second}, static_cast<std::uint32_t>(hosts.size()));
-    if (fresh) {
-      std::vector<simgrid::s4u::LinkInRoute> route;
-      if (capped) {
-        host_cap.push_back(zone->create_link("cap" + std::to_string(hosts.size()), plan.cost.max_rate)->set_latency(0)->seal());
-        cap_now.push_back(plan.cost.max_rate);
-        route.emplace_back(host_cap.back());
-      }
-      for (std::uint32_t k = 0; k < tr.path_count; ++k) {
-        const models::LinkId id = g.path_links[tr.path_begin + k];
-        if (links[id] == nullptr) {
-          links[id] = zone->create_link("l" + std::to_string(id), capacity(id))->set_latency(0)->seal();
-        }
-        route.emplace_back(links[id]);
-      }
-      hosts.push_back(zone->create_host("p" + std::to_string(hosts.size()), 1e9));
-      zone->add_route(hosts.back()->get_netpoint(), nullptr, nullptr, nullptr, route, false);
-    }
-    transfer_host[t] = it->second;
-  }
-  // Every transfer goes to one sink host over the pair's links only. The sink's own route is
-  // empty: a shared link there, even a FATPIPE one, would tie every flow into one constraint
-  // and make SimGrid re-solve all of them at each completion.
-  auto* sink = zone->create_host("sink", 1e9);
-  zone->add_route(nullptr, sink->get_netpoint(), nullptr, nullptr, {}, false);
-  zone->seal();
+  std::map<std::vector<models::LinkId>, std::uint32_t> path_ids_;
+  std::vector<std::uint32_t> transfer_path_;
+  std::map<std::pair<std::uint64_t, std::uint32_t>, std::uint32_t> host_ids_;  // (connection or ~0, path) -> host
+  std::vector<simgrid::s4u::Host*> hosts_;
+  std::vector<simgrid::s4u::Link*> host_cap_;  // each host's cap link (capped only)
+  std::vector<double> cap_now_;                // its bandwidth now (bytes/s)
+  std::vector<std::uint32_t> transfer_host_;
+  simgrid::s4u::Host* sink_ = nullptr;
   // Actors path: each host's Comms go through its own mailbox, whose permanent receiver lives
   // on the sink, so a put's route is the host's route to the sink (sender's host to receiver's
   // host). The receiver does nothing itself (its body returns at once): a permanent receiver
   // only names the destination of the Comms pushed into the mailbox.
-  std::vector<simgrid::s4u::Mailbox*> mailboxes;
-  std::vector<std::uint32_t> host_comms(hosts.size(), 0);  // Comms created and not finished
-  if (actors) {
-    auto receiver = simgrid::s4u::Actor::create("receiver", sink, []() {});
-    for (std::size_t h = 0; h < hosts.size(); ++h) {
-      mailboxes.push_back(simgrid::s4u::Mailbox::by_name("m" + std::to_string(h)));
-      mailboxes.back()->set_receiver(receiver);
-    }
-  }
-  for (auto* l : links)
-    if (l != nullptr) sg_link_load_track(l);  // after sealing: the plugin attaches at seal time
+  std::vector<simgrid::s4u::Mailbox*> mailboxes_;
+  std::vector<std::uint32_t> host_comms_;  // Comms created and not finished
 
-  DagState dag(g);
-  std::vector<double> op_start(g.op_count(), -1.0), op_end(g.op_count(), -1.0);
-  std::vector<double> link_bytes(topo.num_links(), 0.0);
+  DagState dag_;
+  std::vector<double> op_start_, op_end_;
+  std::vector<double> link_bytes_;
   // Busy time: a link is busy while at least one transfer's data flows over it (after the
   // transfer's latency, until it completes), as in the analytic engine.
-  std::vector<std::uint32_t> link_flows(topo.num_links(), 0);
-  std::vector<double> link_busy(topo.num_links(), 0.0), busy_since(topo.num_links(), 0.0);
+  std::vector<std::uint32_t> link_flows_;
+  std::vector<double> link_busy_, busy_since_;
   // Transfers launched at one simulated instant over the same route (same virtual host, so the
   // same link set) with the same whole-byte payload get equal max-min rates at every instant
   // (the fair allocation is unique and symmetric in them), so they finish together. They run as
@@ -191,221 +163,344 @@ class Reader {
   // after the models advance the clock, from the network model's finished actions), so the
   // actors' stacks only hold SimGrid's put and wait. Detached: the reference path, sendto_init
   // Comms whose completions come through Activity::on_completion.
-  std::map<const simgrid::s4u::Activity*, std::vector<std::uint32_t>> in_flight;  // Detached path
-  std::vector<simgrid::s4u::CommPtr> keep;  // Detached path
+  std::map<const simgrid::s4u::Activity*, std::vector<std::uint32_t>> in_flight_;  // Detached path
+  std::vector<simgrid::s4u::CommPtr> keep_;  // Detached path
   // Actors path. A Comm's network action and its kernel activity (CommImpl) are found through
   // the network model's action sets; both are keyed by the activity's address.
-  std::unordered_map<const void*, std::vector<std::uint32_t>> actor_in_flight;  // activity -> transfers
-  std::unordered_map<const void*, double> pending_penalty;  // activity -> k, put this round, penalty not set yet
-  std::size_t puts_due = 0;  // actors created whose put has not been served yet
-  std::string actor_failure;
-  std::vector<std::vector<std::uint32_t>> completed;
-  simgrid::kernel::resource::Model* network_model = nullptr;
-  for (auto* m : engine.get_all_models())
-    if (m->get_name() == "Network_CM02") network_model = m;
-  if (network_model == nullptr) throw std::runtime_error("flow engine: SimGrid has no Network_CM02 model");
-  std::vector<std::uint32_t> batch;  // transfers to launch at this instant
-  std::size_t comms_started = 0;
-  DagState::Events ev;
-  const double t0 = plan.cost.base_latency;
-  // All the puts of one scheduling round are served before any of their actors resumes, and
-  // their actions are the newest in the started set: the last actor to resume sets every
-  // merged Comm's sharing penalty in one backward pass (before the solver runs again).
-  const auto apply_penalties = [&]() {
-    auto* set = network_model->get_started_action_set();
-    for (auto it = set->rbegin(); it != set->rend() && !pending_penalty.empty(); ++it) {
-      const auto p = pending_penalty.find(it->get_activity());
-      if (p == pending_penalty.end()) continue;
-      it->set_sharing_penalty(1.0 / p->second);
-      pending_penalty.erase(p);
-    }
-    if (!pending_penalty.empty()) {
-      actor_failure = "flow engine: cannot find a Comm's network action";
-      pending_penalty.clear();
-    }
-  };
+  std::unordered_map<const void*, std::vector<std::uint32_t>> actor_in_flight_;  // activity -> transfers
+  std::unordered_map<const void*, double> pending_penalty_;  // activity -> k, put this round, penalty not set yet
+  std::size_t puts_due_ = 0;  // actors created whose put has not been served yet
+  std::string actor_failure_;
+  std::vector<std::vector<std::uint32_t>> completed_;
+  simgrid::kernel::resource::Model* network_model_ = nullptr;
+  std::vector<std::uint32_t> batch_;  // transfers to launch at this instant
+  std::size_t comms_started_ = 0;
+  DagState::Events ev_;
+  const double t0_;
+  std::map<double, std::vector<std::uint32_t>> timers_;  // latency expiry time -> transfers
+};
 
-  std::function<void()> handle;
-  std::map<double, std::vector<std::uint32_t>> timers;  // latency expiry time -> transfers
-  std::function<void(std::uint32_t)> done = [&](std::uint32_t t) {
-    const auto& tr = g.transfers[t];
-    const bool flowed = transfer_host[t] != ~0U && tr.bytes > 0.0;
-    const double clock = simgrid::s4u::Engine::get_clock();
-    for (std::uint32_t k = 0; k < tr.path_count; ++k) {
-      const models::LinkId id = g.path_links[tr.path_begin + k];
-      link_bytes[id] += tr.bytes;
-      if (flowed && --link_flows[id] == 0) link_busy[id] += clock - busy_since[id];
-    }
-    dag.transfer_done(t, ev);
-    handle();
-  };
-  const auto launch = [&](std::uint32_t t) {
-    const auto& tr = g.transfers[t];
-    if (transfer_host[t] == ~0U || tr.bytes <= 0.0) {
-      done(t);
-      return;
-    }
-    const double clock = simgrid::s4u::Engine::get_clock();
-    for (std::uint32_t k = 0; k < tr.path_count; ++k) {
-      const models::LinkId id = g.path_links[tr.path_begin + k];
-      if (link_flows[id]++ == 0) busy_since[id] = clock;
-    }
-    batch.push_back(t);
-  };
-  // Starts the batch: one Comm per (path, payload) class.
-  const auto flush = [&]() {
-    if (batch.empty()) return;
-    // Classes in order of first appearance, so that Comms start in a reproducible order.
-    std::map<std::pair<std::uint64_t, std::uint64_t>, std::size_t> class_of;
-    std::vector<std::vector<std::uint32_t>> classes;
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      const std::uint32_t t = batch[i];
-      // Without merging, the batch index keeps every transfer in a class of its own.
-      const std::uint64_t route = merge ? transfer_path[t] : i;
-      const auto [it, fresh] = class_of.try_emplace({route, static_cast<std::uint64_t>(g.transfers[t].bytes)}, classes.size());
-      if (fresh) classes.emplace_back();
-      classes[it->second].push_back(t);
-    }
-    batch.clear();
-    for (auto& members : classes) {
-      const std::uint32_t host = transfer_host[members.front()];
-      const double k = static_cast<double>(members.size());
-      if (capped && cap_now[host] != k * plan.cost.max_rate) {
-        // k connections merged: the first one's cap link carries all k (a connection is a
-        // FIFO, so nothing else of it is in flight), at k caps.
-        cap_now[host] = k * plan.cost.max_rate;
-        host_cap[host]->set_bandwidth(cap_now[host]);
+FlowRun::FlowRun(const SimulationInput& in, simgrid::s4u::Engine& engine)
+    : plan_(in.plan),
+      topo_(in.topo),
+      g_(in.graph),
+      merge_(in.merge),
+      actors_(in.actors),
+      capped_(in.plan.cost.max_rate < std::numeric_limits<double>::infinity()),
+      engine_(engine),
+      zone_(simgrid::s4u::create_star_zone("ccsim")),
+      links_(in.topo.num_links(), nullptr),
+      transfer_path_(in.graph.transfers.size(), 0),
+      transfer_host_(in.graph.transfers.size(), ~0U),
+      dag_(in.graph),
+      op_start_(in.graph.op_count(), -1.0),
+      op_end_(in.graph.op_count(), -1.0),
+      link_bytes_(in.topo.num_links(), 0.0),
+      link_flows_(in.topo.num_links(), 0),
+      link_busy_(in.topo.num_links(), 0.0),
+      busy_since_(in.topo.num_links(), 0.0),
+      t0_(in.plan.cost.base_latency) {
+  build_routes();
+  // Every transfer goes to one sink host over the pair's links only. The sink's own route is
+  // empty: a shared link there, even a FATPIPE one, would tie every flow into one constraint
+  // and make SimGrid re-solve all of them at each completion.
+  sink_ = zone_->create_host("sink", 1e9);
+  zone_->add_route(nullptr, sink_->get_netpoint(), nullptr, nullptr, {}, false);
+  zone_->seal();
+  create_mailboxes();
+  for (auto* l : links_)
+    if (l != nullptr) sg_link_load_track(l);  // after sealing: the plugin attaches at seal time
+  find_network_model();
+  install_callbacks();
+}
+
+// One host per distinct (cap owner, path), with its route; every transfer's host.
+void FlowRun::build_routes() {
+  for (std::size_t t = 0; t < g_.transfers.size(); ++t) {
+    const auto& tr = g_.transfers[t];
+    if (tr.path_count == 0) continue;
+    const auto first = g_.path_links.begin() + tr.path_begin;
+    const auto [pit, fresh_path] =
+        path_ids_.try_emplace(std::vector<models::LinkId>(first, first + tr.path_count), static_cast<std::uint32_t>(path_ids_.size()));
+    transfer_path_[t] = pit->second;
+    const std::uint64_t owner = capped_ ? std::uint64_t{tr.connection} : ~0ULL;
+    auto [it, fresh] = host_ids_.try_emplace({owner, pit->second}, static_cast<std::uint32_t>(hosts_.size()));
+    if (fresh) {
+      std::vector<simgrid::s4u::LinkInRoute> route;
+      if (capped_) {
+        host_cap_.push_back(zone_->create_link("cap" + std::to_string(hosts_.size()), plan_.cost.max_rate)->set_latency(0)->seal());
+        cap_now_.push_back(plan_.cost.max_rate);
+        route.emplace_back(host_cap_.back());
       }
-      const std::uint64_t bytes = static_cast<std::uint64_t>(g.transfers[members.front()].bytes) * members.size();
-      ++comms_started;
-      if (actors) {
-        // The actor puts the Comm when it first runs (at this same simulated instant, before
-        // the solver runs again) and waits for it; its completion is handled in maestro.
-        ++host_comms[host];
-        ++puts_due;
-        simgrid::s4u::Actor::create("c", hosts[host], [&, host, bytes, k, members = std::move(members)]() mutable {
-          static char payload;  // SimGrid refuses a null payload pointer; nobody reads it
-          auto comm = mailboxes[host]->put_async(&payload, bytes);
-          const void* impl = comm->get_impl();
-          if (k != 1.0) pending_penalty.emplace(impl, k);
-          actor_in_flight.emplace(impl, std::move(members));
-          if (--puts_due == 0) apply_penalties();
-          comm->wait();
-          // A permanent receiver's mailbox keeps every Comm put into it (with its sender, the
-          // actor, and the actor's stack) until someone gets it; once none of the host's Comms
-          // is in flight or about to start, all it holds are finished ones: drop them.
-          comm = nullptr;
-          if (--host_comms[host] == 0) mailboxes[host]->clear();
-        });
-        continue;
-      }
-      auto comm = simgrid::s4u::Comm::sendto_init(hosts[host], sink);
-      comm->set_payload_size(bytes);
-      comm->start();
-      if (k != 1.0) {
-        auto& action = network_model->get_started_action_set()->back();
-        if (action.get_activity() != comm->get_impl()) throw std::runtime_error("flow engine: cannot find the Comm's network action");
-        action.set_sharing_penalty(1.0 / k);
-      }
-      in_flight[comm.get()] = std::move(members);
-      keep.push_back(comm);
-    }
-  };
-  handle = [&]() {
-    const double now = simgrid::s4u::Engine::get_clock() + t0;
-    for (std::uint32_t op : ev.finished) {
-      if (op_start[op] < 0) op_start[op] = now;
-      op_end[op] = now;
-    }
-    std::vector<std::uint32_t> start = std::move(ev.startable);
-    std::vector<std::uint32_t> flowable = std::move(ev.flowable);
-    ev.startable.clear();
-    ev.flowable.clear();
-    ev.finished.clear();
-    for (std::uint32_t t : flowable) launch(t);
-    for (std::uint32_t t : start) {
-      const auto& tr = g.transfers[t];
-      for (std::uint32_t op : {tr.send_op, tr.recv_op})
-        if (op != detail::kNoOp) op_start[op] = now;
-      if (tr.latency > 0) {
-        // One kernel timer per distinct expiry time: transfers whose latency ends together launch together.
-        const double at = simgrid::s4u::Engine::get_clock() + tr.latency;
-        auto [it, fresh] = timers.try_emplace(at);
-        it->second.push_back(t);
-        if (fresh) {
-          simgrid::kernel::timer::Timer::set(at, [&, at]() {
-            const auto node = timers.extract(at);
-            for (std::uint32_t u : node.mapped())
-              if (dag.latency_elapsed(u)) launch(u);
-            flush();
-          });
+      for (std::uint32_t k = 0; k < tr.path_count; ++k) {
+        const models::LinkId id = g_.path_links[tr.path_begin + k];
+        if (links_[id] == nullptr) {
+          links_[id] = zone_->create_link("l" + std::to_string(id), detail::link_capacity(topo_.link(id), plan_.cost))->set_latency(0)->seal();
         }
-      } else if (dag.latency_elapsed(t)) {
-        launch(t);
+        route.emplace_back(links_[id]);
       }
+      hosts_.push_back(zone_->create_host("p" + std::to_string(hosts_.size()), 1e9));
+      zone_->add_route(hosts_.back()->get_netpoint(), nullptr, nullptr, nullptr, route, false);
     }
-  };
-  if (actors) {
+    transfer_host_[t] = it->second;
+  }
+  host_comms_.assign(hosts_.size(), 0);
+}
+
+void FlowRun::create_mailboxes() {
+  if (!actors_) return;
+  auto receiver = simgrid::s4u::Actor::create("receiver", sink_, []() {});
+  for (std::size_t h = 0; h < hosts_.size(); ++h) {
+    mailboxes_.push_back(simgrid::s4u::Mailbox::by_name("m" + std::to_string(h)));
+    mailboxes_.back()->set_receiver(receiver);
+  }
+}
+
+void FlowRun::find_network_model() {
+  for (auto* m : engine_.get_all_models())
+    if (m->get_name() == "Network_CM02") network_model_ = m;
+  if (network_model_ == nullptr) throw std::runtime_error("flow engine: SimGrid has no Network_CM02 model");
+}
+
+void FlowRun::install_callbacks() {
+  if (actors_) {
     // Completions, in maestro right after the models advanced the clock: the network model's
     // finished set holds the actions that finished in this step, in finishing order (SimGrid
     // empties it before the next step, when it wakes the waiting actors).
-    simgrid::s4u::Engine::on_time_advance_cb([&](double) {
-      for (const auto& action : *network_model->get_finished_action_set()) {
-        const auto it = actor_in_flight.find(action.get_activity());
-        if (it == actor_in_flight.end()) continue;
-        completed.push_back(std::move(it->second));
-        actor_in_flight.erase(it);
+    simgrid::s4u::Engine::on_time_advance_cb([this](double) {
+      for (const auto& action : *network_model_->get_finished_action_set()) {
+        const auto it = actor_in_flight_.find(action.get_activity());
+        if (it == actor_in_flight_.end()) continue;
+        completed_.push_back(std::move(it->second));
+        actor_in_flight_.erase(it);
       }
-      for (const auto& members : completed) {
+      for (const auto& members : completed_) {
         for (std::uint32_t t : members) done(t);
         flush();
       }
-      completed.clear();
+      completed_.clear();
     });
   }
-  simgrid::s4u::Activity::on_completion_cb([&](const simgrid::s4u::Activity& a) {
-    const auto it = in_flight.find(&a);
-    if (it == in_flight.end()) return;
+  simgrid::s4u::Activity::on_completion_cb([this](const simgrid::s4u::Activity& a) {
+    const auto it = in_flight_.find(&a);
+    if (it == in_flight_.end()) return;
     const std::vector<std::uint32_t> members = std::move(it->second);
-    in_flight.erase(it);
+    in_flight_.erase(it);
     for (std::uint32_t t : members) done(t);
     flush();
   });
-  dag.start(ev);
+}
+
+void FlowRun::run() {
+  dag_.start(ev_);
   handle();
   flush();
-  engine.run();
-  if (!actor_failure.empty()) throw std::runtime_error(actor_failure);
+  engine_.run();
+  if (!actor_failure_.empty()) throw std::runtime_error(actor_failure_);
+}
 
-  if (dag.ops_done() != g.op_count()) {
-    const std::string msg = "schedule deadlocks: " + std::to_string(g.op_count() - dag.ops_done()) + " ops never ran";
+// All the puts of one scheduling round are served before any of their actors resumes, and
+// their actions are the newest in the started set: the last actor to resume sets every
+// merged Comm's sharing penalty in one backward pass (before the solver runs again).
+void FlowRun::apply_penalties() {
+  auto* set = network_model_->get_started_action_set();
+  for (auto it = set->rbegin(); it != set->rend() && !pending_penalty_.empty(); ++it) {
+    const auto p = pending_penalty_.find(it->get_activity());
+    if (p == pending_penalty_.end()) continue;
+    it->set_sharing_penalty(1.0 / p->second);
+    pending_penalty_.erase(p);
+  }
+  if (!pending_penalty_.empty()) {
+    actor_failure_ = "flow engine: cannot find a Comm's network action";
+    pending_penalty_.clear();
+  }
+}
+
+void FlowRun::done(std::uint32_t t) {
+  const auto& tr = g_.transfers[t];
+  const bool flowed = transfer_host_[t] != ~0U && tr.bytes > 0.0;
+  const double clock = simgrid::s4u::Engine::get_clock();
+  for (std::uint32_t k = 0; k < tr.path_count; ++k) {
+    const models::LinkId id = g_.path_links[tr.path_begin + k];
+    link_bytes_[id] += tr.bytes;
+    if (flowed && --link_flows_[id] == 0) link_busy_[id] += clock - busy_since_[id];
+  }
+  dag_.transfer_done(t, ev_);
+  handle();
+}
+
+void FlowRun::launch(std::uint32_t t) {
+  const auto& tr = g_.transfers[t];
+  if (transfer_host_[t] == ~0U || tr.bytes <= 0.0) {
+    done(t);
+    return;
+  }
+  const double clock = simgrid::s4u::Engine::get_clock();
+  for (std::uint32_t k = 0; k < tr.path_count; ++k) {
+    const models::LinkId id = g_.path_links[tr.path_begin + k];
+    if (link_flows_[id]++ == 0) busy_since_[id] = clock;
+  }
+  batch_.push_back(t);
+}
+
+// Starts the batch: one Comm per (path, payload) class.
+void FlowRun::flush() {
+  if (batch_.empty()) return;
+  // Classes in order of first appearance, so that Comms start in a reproducible order.
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::size_t> class_of;
+  std::vector<std::vector<std::uint32_t>> classes;
+  for (std::size_t i = 0; i < batch_.size(); ++i) {
+    const std::uint32_t t = batch_[i];
+    // Without merging, the batch index keeps every transfer in a class of its own.
+    const std::uint64_t route = merge_ ? transfer_path_[t] : i;
+    const auto [it, fresh] = class_of.try_emplace({route, static_cast<std::uint64_t>(g_.transfers[t].bytes)}, classes.size());
+    if (fresh) classes.emplace_back();
+    classes[it->second].push_back(t);
+  }
+  batch_.clear();
+  for (auto& members : classes) {
+    const std::uint32_t host = transfer_host_[members.front()];
+    const double k = static_cast<double>(members.size());
+    if (capped_ && cap_now_[host] != k * plan_.cost.max_rate) {
+      // k connections merged: the first one's cap link carries all k (a connection is a
+      // FIFO, so nothing else of it is in flight), at k caps.
+      cap_now_[host] = k * plan_.cost.max_rate;
+      host_cap_[host]->set_bandwidth(cap_now_[host]);
+    }
+    const std::uint64_t bytes = static_cast<std::uint64_t>(g_.transfers[members.front()].bytes) * members.size();
+    ++comms_started_;
+    if (actors_) {
+      start_actor_comm(host, bytes, k, std::move(members));
+    } else {
+      start_detached_comm(host, bytes, k, std::move(members));
+    }
+  }
+}
+
+// The actor puts the Comm when it first runs (at this same simulated instant, before the solver
+// runs again) and waits for it; its completion is handled in maestro.
+void FlowRun::start_actor_comm(std::uint32_t host, std::uint64_t bytes, double k, std::vector<std::uint32_t> members) {
+  ++host_comms_[host];
+  ++puts_due_;
+  simgrid::s4u::Actor::create("c", hosts_[host], [this, host, bytes, k, members = std::move(members)]() mutable {
+    static char payload;  // SimGrid refuses a null payload pointer; nobody reads it
+    auto comm = mailboxes_[host]->put_async(&payload, bytes);
+    const void* impl = comm->get_impl();
+    if (k != 1.0) pending_penalty_.emplace(impl, k);
+    actor_in_flight_.emplace(impl, std::move(members));
+    if (--puts_due_ == 0) apply_penalties();
+    comm->wait();
+    // A permanent receiver's mailbox keeps every Comm put into it (with its sender, the
+    // actor, and the actor's stack) until someone gets it; once none of the host's Comms
+    // is in flight or about to start, all it holds are finished ones: drop them.
+    comm = nullptr;
+    if (--host_comms_[host] == 0) mailboxes_[host]->clear();
+  });
+}
+
+void FlowRun::start_detached_comm(std::uint32_t host, std::uint64_t bytes, double k, std::vector<std::uint32_t> members) {
+  auto comm = simgrid::s4u::Comm::sendto_init(hosts_[host], sink_);
+  comm->set_payload_size(bytes);
+  comm->start();
+  if (k != 1.0) {
+    auto& action = network_model_->get_started_action_set()->back();
+    if (action.get_activity() != comm->get_impl()) throw std::runtime_error("flow engine: cannot find the Comm's network action");
+    action.set_sharing_penalty(1.0 / k);
+  }
+  in_flight_[comm.get()] = std::move(members);
+  keep_.push_back(comm);
+}
+
+void FlowRun::handle() {
+  const double now = simgrid::s4u::Engine::get_clock() + t0_;
+  for (std::uint32_t op : ev_.finished) {
+    if (op_start_[op] < 0) op_start_[op] = now;
+    op_end_[op] = now;
+  }
+  std::vector<std::uint32_t> start = std::move(ev_.startable);
+  std::vector<std::uint32_t> flowable = std::move(ev_.flowable);
+  ev_.startable.clear();
+  ev_.flowable.clear();
+  ev_.finished.clear();
+  for (std::uint32_t t : flowable) launch(t);
+  for (std::uint32_t t : start) {
+    const auto& tr = g_.transfers[t];
+    for (std::uint32_t op : {tr.send_op, tr.recv_op})
+      if (op != detail::kNoOp) op_start_[op] = now;
+    if (tr.latency > 0) {
+      // One kernel timer per distinct expiry time: transfers whose latency ends together launch together.
+      const double at = simgrid::s4u::Engine::get_clock() + tr.latency;
+      auto [it, fresh] = timers_.try_emplace(at);
+      it->second.push_back(t);
+      if (fresh) simgrid::kernel::timer::Timer::set(at, [this, at]() { latency_over(at); });
+    } else if (dag_.latency_elapsed(t)) {
+      launch(t);
+    }
+  }
+}
+
+// The kernel timer of `at`: the transfers whose latency ends then launch (or wait for their
+// connection).
+void FlowRun::latency_over(double at) {
+  const auto node = timers_.extract(at);
+  for (std::uint32_t u : node.mapped())
+    if (dag_.latency_elapsed(u)) launch(u);
+  flush();
+}
+
+void FlowRun::write_results(int fd) const {
+  if (dag_.ops_done() != g_.op_count()) {
+    const std::string msg = "schedule deadlocks: " + std::to_string(g_.op_count() - dag_.ops_done()) + " ops never ran";
     put<std::uint8_t>(fd, 1);
     write_all(fd, msg.data(), msg.size());
-    ::close(fd);
-    _exit(0);  // see below
+    return;
   }
-  double makespan = t0;
-  for (double e : op_end) makespan = std::max(makespan, e);
+  double makespan = t0_;
+  for (double e : op_end_) makespan = std::max(makespan, e);
   put<std::uint8_t>(fd, 0);
   put<double>(fd, makespan);
-  put<std::uint64_t>(fd, g.op_count());
-  for (std::uint32_t op = 0; op < g.op_count(); ++op) {
-    put<double>(fd, op_start[op]);
-    put<double>(fd, op_end[op]);
+  put<std::uint64_t>(fd, g_.op_count());
+  for (std::uint32_t op = 0; op < g_.op_count(); ++op) {
+    put<double>(fd, op_start_[op]);
+    put<double>(fd, op_end_[op]);
   }
   std::uint64_t used = 0;
-  for (double b : link_bytes) used += b > 0 ? 1 : 0;
+  for (double b : link_bytes_) used += b > 0 ? 1 : 0;
   put<std::uint64_t>(fd, used);
-  for (models::LinkId id = 0; id < link_bytes.size(); ++id) {
-    if (link_bytes[id] > 0) {
+  for (models::LinkId id = 0; id < link_bytes_.size(); ++id) {
+    if (link_bytes_[id] > 0) {
       put<std::uint32_t>(fd, id);
-      put<double>(fd, link_bytes[id]);
-      put<double>(fd, link_busy[id]);
-      const double peak = links[id] != nullptr ? sg_link_get_max_instantaneous_load(links[id]) / capacity(id) : 0.0;
+      put<double>(fd, link_bytes_[id]);
+      put<double>(fd, link_busy_[id]);
+      const double peak =
+          links_[id] != nullptr ? sg_link_get_max_instantaneous_load(links_[id]) / detail::link_capacity(topo_.link(id), plan_.cost) : 0.0;
       put<double>(fd, peak);
     }
   }
-  put<std::uint64_t>(fd, comms_started);
+  put<std::uint64_t>(fd, comms_started_);
+}
+
+/// Runs in the child: simulate, write the results (FlowRun::write_results) and _exit(0) (or
+/// throw before anything is written).
+[[noreturn]] void simulate(const SimulationInput& in, int fd) {
+  std::vector<std::string> args{"ccsim-flow"};
+  for (const auto& c : simgrid_configuration()) args.push_back(c);
+  if (in.actors) {
+    // An issuing actor only puts, waits and clears its mailbox (ccsim's completion handling
+    // runs in maestro): measured high-water mark under 2 KiB, so 16 KiB stacks, without guard
+    // pages (an mprotect'ed page per actor would exhaust the kernel's map count, 65,530 by
+    // default, with the 32,768 Comms in flight of the 16,384-rank ring).
+    args.emplace_back("--cfg=contexts/stack-size:16");
+    args.emplace_back("--cfg=contexts/guard-size:0");
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  simgrid::s4u::Engine engine(&argc, argv.data());
+  sg_link_load_plugin_init();  // per-link peak load (bytes/s), for LinkRecord::peak
+  FlowRun run(in, engine);
+  run.run();
+  run.write_results(fd);
   // The results are out: end the child here. Unwinding would destroy every Comm, host, link
   // and the SimGrid engine, seconds of teardown on large platforms that nobody waits for.
   ::close(fd);
@@ -429,7 +524,7 @@ Timeline FlowEngine::run(const Plan& plan) {
     if (::getppid() != parent) _exit(1);
     ::close(fds[0]);
     try {
-      simulate(plan, cluster_.topology, g, merging_ == Merging::Identical, issuing_ == Issuing::Actors, fds[1]);
+      simulate({plan, cluster_.topology, g, merging_ == Merging::Identical, issuing_ == Issuing::Actors}, fds[1]);
     } catch (const std::exception& e) {
       put<std::uint8_t>(fds[1], 1);
       write_all(fds[1], e.what(), std::strlen(e.what()));

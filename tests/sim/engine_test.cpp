@@ -7,7 +7,6 @@
 
 #include "planner/algorithms/algorithms.hpp"
 #include "sim/engine.hpp"
-#include "sim/sharing/maxmin.hpp"
 #include "test_support.hpp"
 
 using namespace ccsim;
@@ -59,30 +58,6 @@ models::Schedule fan_in(std::uint64_t bytes) {
 }
 
 }  // namespace
-
-TEST_CASE("max-min solver: textbook cases", "[maxmin]") {
-  // One link of capacity 10 shared by 2 flows: 5 each.
-  sim::MaxMinProblem p;
-  p.capacity = {10.0};
-  const std::uint32_t r0[] = {0};
-  p.add_flow(r0);
-  p.add_flow(r0);
-  auto rates = sim::solve_max_min(p);
-  CHECK(rates[0] == 5.0);
-  CHECK(rates[1] == 5.0);
-  // Parking lot: links A (cap 10) and B (cap 4); flow 0 uses A and B, flow 1 uses A only,
-  // flow 2 uses B only. B saturates first at 4/2 = 2 for flows 0 and 2; flow 1 gets 10 − 2 = 8.
-  sim::MaxMinProblem q;
-  q.capacity = {10.0, 4.0};
-  const std::uint32_t both[] = {0, 1}, a_only[] = {0}, b_only[] = {1};
-  q.add_flow(both);
-  q.add_flow(a_only);
-  q.add_flow(b_only);
-  rates = sim::solve_max_min(q);
-  CHECK(rates[0] == Approx(2.0));
-  CHECK(rates[1] == Approx(8.0));
-  CHECK(rates[2] == Approx(2.0));
-}
 
 TEST_CASE("engines: ring AllReduce matches 2(N-1)(alpha + S/(N B))", "[engine]") {
   // 8 × H100 on NVSwitch: every ring hop is GPU -> NVSwitch -> GPU, α = 2 × 0.3 us, and
