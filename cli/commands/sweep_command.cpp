@@ -73,7 +73,8 @@ Prepared prepare(const SweepCliOptions& o) {
       }
     }
   }
-  p.point = {o.engine, o.calibration, o.compute_calibration, o.serving_calibration, o.price_per_gpu_hour};
+  // An empty --engine (checked above) parses to nullopt: each point's own engine.
+  p.point = {models::parse_engine_kind(o.engine), o.calibration, o.compute_calibration, o.serving_calibration, o.price_per_gpu_hour};
   p.point.plan = o.plan;
   p.point.fix = o.fix;
   p.point.space = o.space;

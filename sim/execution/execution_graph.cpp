@@ -38,24 +38,20 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
   for (int r = 0; r < s.nranks; ++r)
     for (std::uint32_t i = rank_first_op_[r]; i < rank_first_op_[r + 1]; ++i) op_rank_[i] = r;
 
-  // Dependencies (CSR of dependents).
-  dep_count.assign(total, 0);
-  std::vector<std::uint32_t> fan(total + 1, 0);
-  for (int r = 0; r < s.nranks; ++r) {
-    const auto& prog = s.ranks[static_cast<std::size_t>(r)];
-    for (std::size_t i = 0; i < prog.ops.size(); ++i) {
-      const auto deps = prog.deps(i);
-      dep_count[rank_first_op_[r] + i] = static_cast<std::uint32_t>(deps.size());
-      for (std::uint32_t d : deps) ++fan[rank_first_op_[r] + d + 1];
+  // Dependencies: each op's as global ids, in rows; the DAG lists the ops that depend on each.
+  {
+    std::vector<std::uint32_t> dep_begin(total + 1, 0), deps;
+    std::size_t pool = 0;
+    for (const auto& prog : s.ranks) pool += prog.dep_pool.size();
+    deps.reserve(pool);
+    for (int r = 0; r < s.nranks; ++r) {
+      const auto& prog = s.ranks[static_cast<std::size_t>(r)];
+      for (std::size_t i = 0; i < prog.ops.size(); ++i) {
+        for (std::uint32_t d : prog.deps(i)) deps.push_back(rank_first_op_[r] + d);
+        dep_begin[rank_first_op_[r] + i + 1] = static_cast<std::uint32_t>(deps.size());
+      }
     }
-  }
-  for (std::uint32_t i = 0; i < total; ++i) fan[i + 1] += fan[i];
-  dependents_begin = fan;
-  dependents.resize(fan[total]);
-  for (int r = 0; r < s.nranks; ++r) {
-    const auto& prog = s.ranks[static_cast<std::size_t>(r)];
-    for (std::size_t i = 0; i < prog.ops.size(); ++i)
-      for (std::uint32_t d : prog.deps(i)) dependents[fan[rank_first_op_[r] + d]++] = rank_first_op_[r] + static_cast<std::uint32_t>(i);
+    dag = Dag(dep_begin, deps);
   }
 
   // Match sends and receives FIFO per (src, dst, channel).
@@ -222,7 +218,7 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
 
 DagState::DagState(const ExecutionGraph& graph)
     : g_(graph),
-      pending_(graph.dep_count),
+      pending_(graph.dag.dependency_counts()),
       side_ready_(graph.transfers.size(), 0),
       connection_free_(graph.transfers.size(), 1),
       latency_over_(graph.transfers.size(), 0),
@@ -243,7 +239,7 @@ void DagState::start(Events& out) {
   // Collect first: readying one op can cascade into later ops reaching zero dependencies.
   std::vector<std::uint32_t> initial;
   for (std::uint32_t op = 0; op < g_.op_count(); ++op)
-    if (g_.dep_count[op] == 0) initial.push_back(op);
+    if (g_.dag.dependency_counts()[op] == 0) initial.push_back(op);
   for (std::uint32_t op : initial) ready(op, out);
 }
 
@@ -274,10 +270,8 @@ void DagState::finish(std::uint32_t op, Events& out) {
   finished_[op] = 1;
   out.finished.push_back(op);
   ++done_count_;
-  for (std::uint32_t i = g_.dependents_begin[op]; i < g_.dependents_begin[op + 1]; ++i) {
-    const std::uint32_t d = g_.dependents[i];
+  for (std::uint32_t d : g_.dag.successors(op))
     if (--pending_[d] == 0) ready(d, out);
-  }
 }
 
 void DagState::transfer_done(std::uint32_t t, Events& out) {
