@@ -94,15 +94,13 @@ std::vector<CommRow> comm_rows(const WorkloadResult& r) {
   return out;
 }
 
-}  // namespace
-
-std::string run_summary(const RunContext& c) {
+/// The summary's first lines (`# ...`): scenario, layout, serving engine, model, compute model.
+std::string summary_header(const RunContext& c) {
   const auto& sc = c.scenario;
   const auto& w = *sc.workload;
   const auto& s = *sc.strategy;
   const auto& m = *sc.model;
   const auto& r = c.result;
-  const auto& t = c.cluster.topology;
   std::string out;
   const auto plural = [](std::int64_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); };
   out += fmt::format("# ccsim run: {} — {} {} on {} ({}), {} engine\n", sc.name, m.name, models::to_string(w.phase), plural(r.world, "GPU"),
@@ -132,6 +130,18 @@ std::string run_summary(const RunContext& c) {
                      "(fwd / bwd), HBM {:.0f} %, {} per kernel\n",
                      100 * cc.gemm_efficiency, cc.gemm_tile_m, cc.gemm_tile_n, cc.gemm_k_overhead, 100 * cc.attention_efficiency,
                      100 * cc.attention_backward_efficiency, 100 * cc.memory_efficiency, seconds(cc.kernel_overhead));
+  return out;
+}
+
+}  // namespace
+
+std::string run_summary(const RunContext& c) {
+  const auto& sc = c.scenario;
+  const auto& w = *sc.workload;
+  const auto& s = *sc.strategy;
+  const auto& r = c.result;
+  const auto& t = c.cluster.topology;
+  std::string out = summary_header(c);
   out += "\n";
   // Memory first: it decides feasibility.
   std::size_t worst = 0;

@@ -262,7 +262,7 @@ TEST_CASE("runner: Llama-3-70B on 64 x H100, one training step, analytic and flo
     }
   }
 
-  // Per stage: by construction (workload_runner.cpp) compute is the compute stream's busy time,
+  // Per stage: by construction (planner/workload/breakdown.cpp) compute is the compute stream's busy time,
   // exposed[d] is each dim's communication time not under compute, and idle is the step not
   // covered by compute or any communication. Hence, with C the compute intervals and M the
   // communication intervals of the stage:
