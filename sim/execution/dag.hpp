@@ -18,9 +18,9 @@ class Dag {
   Dag() = default;
   /// From predecessor rows: node i depends on preds[pred_begin[i] .. pred_begin[i + 1]).
   /// pred_begin has one entry more than there are nodes, starts at 0, never decreases and ends
-  /// at preds.size(). A predecessor named twice in a row counts twice (and is a successor
-  /// twice). Each node's successors are listed in ascending node order (ties in the order of
-  /// the successor's row). Throws std::invalid_argument when pred_begin is empty, decreases or
+  /// at preds.size(). A predecessor named twice in one node's row counts twice (the node is
+  /// then its successor twice). Each node's successors are listed in ascending node order.
+  /// Throws std::invalid_argument when pred_begin is empty, does not start at 0, decreases or
   /// does not end at preds.size(), or a predecessor is not a node.
   Dag(std::span<const std::uint32_t> pred_begin, std::span<const std::uint32_t> preds);
 
