@@ -106,22 +106,24 @@ std::string load_flow_plugin() {
                             from_env ? "CCSIM_FLOW_PLUGIN names it" : "tried " + tried);
 }
 
-std::unique_ptr<Engine> make_engine(std::string_view name, const models::Cluster& cluster) {
-  if (name == "analytic") return std::make_unique<AnalyticEngine>(cluster);
-  if (name == "flow") {
-    load_flow_plugin();
-    FlowPluginCreateFn create = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(plugin_mutex);
-      create = plugin.create;
-    }
-    std::unique_ptr<Engine> engine(create(cluster));
-    if (!engine) {
-      throw support::InputError({load_flow_plugin(), 0, 0}, kPluginKey, kPluginExpected, "a plugin that created no engine",
-                                "rebuild it with this ccsim");
-    }
-    return engine;
+std::unique_ptr<Engine> make_engine(models::EngineKind kind, const models::Cluster& cluster) {
+  if (kind == models::EngineKind::Analytic) return std::make_unique<AnalyticEngine>(cluster);
+  load_flow_plugin();
+  FlowPluginCreateFn create = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(plugin_mutex);
+    create = plugin.create;
   }
+  std::unique_ptr<Engine> engine(create(cluster));
+  if (!engine) {
+    throw support::InputError({load_flow_plugin(), 0, 0}, kPluginKey, kPluginExpected, "a plugin that created no engine",
+                              "rebuild it with this ccsim");
+  }
+  return engine;
+}
+
+std::unique_ptr<Engine> make_engine(std::string_view name, const models::Cluster& cluster) {
+  if (const auto kind = models::parse_engine_kind(name)) return make_engine(*kind, cluster);
   throw std::invalid_argument("unknown engine '" + std::string(name) + "' (expected analytic or flow)");
 }
 

@@ -90,7 +90,7 @@ int run_plan(const PlanCliOptions& o) {
   if (!scenario.workload) {
     throw support::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim plan", "a scenario without one");
   }
-  if (scenario.workload->phase == "training_step" && scenario.workload->global_batch_size <= 0) {
+  if (scenario.workload->phase == models::WorkloadPhase::TrainingStep && scenario.workload->global_batch_size <= 0) {
     throw support::InputError({o.scenario, 0, 0}, "workload.global_batch_size",
                               "a global batch (sequences per optimizer step) for ccsim plan: the search keeps it fixed while dp and the micro-batch vary",
                               "none");

@@ -73,7 +73,12 @@ Prepared prepare(const SweepCliOptions& o) {
       }
     }
   }
-  p.point = {o.engine, o.calibration, o.compute_calibration, o.serving_calibration, o.price_per_gpu_hour};
+  // An empty --engine (checked above) parses to nullopt: each point's own engine.
+  p.point.engine = models::parse_engine_kind(o.engine);
+  p.point.calibration = o.calibration;
+  p.point.compute_calibration = o.compute_calibration;
+  p.point.serving_calibration = o.serving_calibration;
+  p.point.price_per_gpu_hour = o.price_per_gpu_hour;
   p.point.plan = o.plan;
   p.point.fix = o.fix;
   p.point.space = o.space;

@@ -65,7 +65,7 @@ struct GpuSpec {
   double hbm_bandwidth = 0.0;      ///< bytes per second
   /// Streaming multiprocessors (NVIDIA SMs, AMD compute units) that run GEMM / attention
   /// thread blocks; the compute model's wave quantization divides work into waves of this many
-  /// tiles (planner/workload/workload_runner.hpp). 0 = unknown (no wave quantization). Catalog key
+  /// tiles (planner/workload/compute_model.hpp). 0 = unknown (no wave quantization). Catalog key
   /// `sms`, from the architecture whitepaper named in the entry's `source`.
   int sms = 0;
   std::optional<LinkSpec> scaleup_link;  ///< NVLink generation or xGMI; none for PCIe-only GPUs

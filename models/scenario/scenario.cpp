@@ -237,8 +237,8 @@ WorkloadSpec parse_workload(const support::Fields& w) {
                     "recompute_num_layers", "recompute_modules", "input_len", "output_len"});
   WorkloadSpec spec;
   spec.model = w.string("model");
-  spec.phase = w.choice("phase", {"training_step", "prefill", "decode", "serving"}, "training_step");
-  const bool needs_sequence = spec.phase == "training_step" || spec.phase == "prefill";
+  spec.phase = *parse_workload_phase(w.choice("phase", {"training_step", "prefill", "decode", "serving"}, "training_step"));
+  const bool needs_sequence = spec.phase == WorkloadPhase::TrainingStep || spec.phase == WorkloadPhase::Prefill;
   // Bounds keep every product of sizes far inside 64-bit integers and doubles' exact range.
   constexpr int kMaxTokens = 1 << 24;      // 16,777,216 tokens per sequence
   constexpr int kMaxBatch = 1 << 20;       // 1,048,576 sequences
@@ -250,7 +250,7 @@ WorkloadSpec parse_workload(const support::Fields& w) {
   spec.generated_tokens = w.count("generated_tokens", 1, kMaxTokens, 1);
   // phase serving: a batch of requests as vLLM's benchmark_latency.py runs it (--input-len,
   // --output-len, --batch-size); TPOT needs at least one decode step after the first token.
-  if (spec.phase == "serving") {
+  if (spec.phase == WorkloadPhase::Serving) {
     // The prefill and decode steps of a request batch take their lengths from input_len and
     // output_len; the single-step keys would be silently ignored.
     for (const char* key : {"sequence_length", "context_length", "generated_tokens"})
@@ -415,7 +415,7 @@ std::string table_path(const support::Fields& f, std::string_view key, const std
 SimulationSpec parse_simulation(const support::Fields& f) {
   f.reject_unknown({"engine", "granularity", "calibration", "compute_calibration"});
   SimulationSpec spec;
-  spec.engine = f.choice("engine", {"analytic", "flow"}, "analytic");
+  spec.engine = *parse_engine_kind(f.choice("engine", {"analytic", "flow"}, "analytic"));
   spec.granularity = f.choice("granularity", {"auto", "step", "phase"}, "auto");
   spec.calibration = table_path(f, "calibration", "a collective calibration table (like scenarios/calibration/nccl.yaml)");
   spec.compute_calibration =
@@ -477,7 +477,7 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
     scenario.model = load_transformer(name, base.empty() ? "." : base.string());
     if (!scenario.strategy) scenario.strategy = parse_strategy(support::Fields({}, "strategy"), scenario.cluster.total_gpus());
   }
-  if (layout_rules && scenario.workload && scenario.strategy && scenario.workload->phase == "training_step" &&
+  if (layout_rules && scenario.workload && scenario.strategy && scenario.workload->phase == WorkloadPhase::TrainingStep &&
       scenario.workload->global_batch_size > 0) {
     const std::int64_t per_step = scenario.workload->micro_batch_size * scenario.strategy->dp;
     if (scenario.workload->global_batch_size % per_step != 0) {
@@ -532,21 +532,21 @@ std::string effective_yaml(const Scenario& sc) {
     const bool path = model.find('/') != std::string::npos || (model.size() > 5 && model.substr(model.size() - 5) == ".json");
     if (path && sc.model) model = sc.model->source_path;
     n["model"] = model;
-    n["phase"] = w.phase;
-    if (w.phase != "serving") n["sequence_length"] = w.sequence_length;
+    n["phase"] = std::string(to_string(w.phase));
+    if (w.phase != WorkloadPhase::Serving) n["sequence_length"] = w.sequence_length;
     n["micro_batch_size"] = w.micro_batch_size;
     // The effective global batch of a training step (0 in the file means one micro-batch per
     // DP rank); inference phases have none (the key accepts only sizes of at least 1).
-    if (w.phase == "training_step") {
+    if (w.phase == WorkloadPhase::TrainingStep) {
       n["global_batch_size"] = w.global_batch_size > 0 ? w.global_batch_size
                                                        : w.micro_batch_size * (sc.strategy ? sc.strategy->dp : 1);
     }
     n["batch_size"] = w.batch_size;
-    if (w.phase != "serving") {
+    if (w.phase != WorkloadPhase::Serving) {
       n["context_length"] = w.context_length;
       n["generated_tokens"] = w.generated_tokens;
     }
-    if (w.phase == "serving") {
+    if (w.phase == WorkloadPhase::Serving) {
       n["input_len"] = w.input_len;
       n["output_len"] = w.output_len;
     }
@@ -591,7 +591,7 @@ std::string effective_yaml(const Scenario& sc) {
     out["strategy"] = n;
   }
   YAML::Node sim;
-  sim["engine"] = sc.simulation.engine;
+  sim["engine"] = std::string(to_string(sc.simulation.engine));
   sim["granularity"] = sc.simulation.granularity;
   // Tables made absolute, as the model config path (effective.yaml is written elsewhere than
   // the scenario it comes from).

@@ -15,6 +15,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "models/hardware/cluster.hpp"
+#include "models/scenario/spec_kinds.hpp"
 #include "support/yaml_fields.hpp"
 #include "models/workload/transformer.hpp"
 
@@ -23,7 +24,7 @@ namespace ccsim::models {
 /// What to simulate. Used by `ccsim run` (training steps and inference phases).
 struct WorkloadSpec {
   std::string model;                     ///< scenarios/models entry or a path to a Hugging Face config.json
-  std::string phase = "training_step";   ///< training_step | prefill | decode | serving
+  WorkloadPhase phase = WorkloadPhase::TrainingStep;  ///< training_step | prefill | decode | serving
   std::int64_t sequence_length = 0;      ///< tokens per sequence (prompt length for prefill)
   std::int64_t micro_batch_size = 1;     ///< sequences per micro-batch
   std::int64_t global_batch_size = 0;    ///< sequences per optimizer step (training); 0 = one micro-batch per DP rank
@@ -72,7 +73,7 @@ struct StrategySpec {
 };
 
 struct SimulationSpec {
-  std::string engine = "analytic";       ///< analytic | flow
+  EngineKind engine = EngineKind::Analytic;  ///< analytic | flow
   std::string granularity = "auto";      ///< auto | step | phase
   /// `calibration`: the collective cost table (format of scenarios/calibration/nccl.yaml) the
   /// commands use when the command line names none (cli/options.hpp choose_table). The path as

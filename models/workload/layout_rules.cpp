@@ -22,7 +22,7 @@ double dtype_bytes(const std::string& dtype) {
 }
 
 int micro_batches(const WorkloadSpec& w, const StrategySpec& s) {
-  if (w.phase != "training_step" || w.global_batch_size <= 0) return 1;
+  if (w.phase != WorkloadPhase::TrainingStep || w.global_batch_size <= 0) return 1;
   return static_cast<int>(w.global_batch_size / (w.micro_batch_size * s.dp));
 }
 
@@ -45,7 +45,7 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
   if (m.moe && m.moe->experts % s.ep != 0) {
     return LayoutProblem{"strategy", "ep", fmt::format("an EP size dividing the {} experts of {}", m.moe->experts, m.name)};
   }
-  if (w.phase != "training_step") {
+  if (w.phase != WorkloadPhase::TrainingStep) {
     if (w.recompute != "none") {
       return LayoutProblem{"workload", "recompute", "none for inference (activation recomputation is a training-step setting)"};
     }
@@ -57,7 +57,7 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
       return LayoutProblem{"strategy", "sequence_parallel", "false for inference (vLLM's scheme has no sequence parallelism)"};
     }
   }
-  if (w.phase != "decode") {
+  if (w.phase != WorkloadPhase::Decode) {
     if (w.sequence_length <= 0) return LayoutProblem{"workload", "sequence_length", "a sequence length of at least 1 token"};
     if (w.sequence_length % s.cp != 0) {
       return LayoutProblem{"workload", "sequence_length", fmt::format("a sequence length divisible by cp = {}", s.cp)};
@@ -66,7 +66,7 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
   if (m.layers > 4096) {
     return LayoutProblem{"workload", "model", fmt::format("a model of at most 4,096 layers ({} has {})", m.name, m.layers)};
   }
-  if (w.phase == "training_step") {
+  if (w.phase == WorkloadPhase::TrainingStep) {
     constexpr double kMaxPasses = 4'194'304;  // (micro-batch, layer) passes per stage: bounds the Program's size
     const double passes = static_cast<double>(micro_batches(w, s)) * m.layers / s.pp;
     if (micro_batches(w, s) > 65536 || passes > kMaxPasses) {
@@ -80,7 +80,7 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
                            fmt::format("a sequence length whose CP shard divides by tp = {} (sequence parallelism splits it)", s.tp)};
     }
   }
-  if (w.phase == "training_step" && s.disable_custom_all_reduce) {
+  if (w.phase == WorkloadPhase::TrainingStep && s.disable_custom_all_reduce) {
     return LayoutProblem{"strategy", "disable_custom_all_reduce",
                          "false for a training step (vLLM's custom all-reduce is an inference path; training uses NCCL)"};
   }
@@ -93,7 +93,7 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
   // the group size N (microbatch_group_size_per_vp_stage, default pp) must lie in [pp, M]
   // (ValueError), and the last group, M mod N, must be 0 or at least pp (RuntimeError: it would
   // leave dependency bubbles). With the default N = pp this is "M divisible by pp".
-  if (s.pipeline_schedule == "interleaved" && w.phase == "training_step") {
+  if (s.pipeline_schedule == "interleaved" && w.phase == WorkloadPhase::TrainingStep) {
     const int mbs = micro_batches(w, s);
     const int group = s.microbatch_group_size_per_vp_stage > 0 ? s.microbatch_group_size_per_vp_stage : s.pp;
     if (group < s.pp) {
@@ -348,7 +348,7 @@ std::vector<MemoryFootprint> memory_footprint(const TransformerConfig& m, const 
   const double e_grad = s.grad_reduce_dtype == "fp32" ? 4.0 : 2.0;
   const int chunks = s.pp * s.virtual_stages;
   const auto layers = chunk_layers(m.layers, chunks);
-  const bool training = w.phase == "training_step";
+  const bool training = w.phase == WorkloadPhase::TrainingStep;
   const int mb = micro_batches(w, s);
   std::vector<MemoryFootprint> out;
   for (int stage = 0; stage < s.pp; ++stage) {
@@ -389,13 +389,13 @@ std::vector<MemoryFootprint> memory_footprint(const TransformerConfig& m, const 
     } else {
       // KV cache of every sequence at its final length, for this stage's layers; a GPU holds
       // kv_heads / t heads (at least one: vLLM replicates KV heads when t > kv_heads).
-      const double tokens = w.phase == "decode" ? static_cast<double>(w.context_length + w.generated_tokens)
+      const double tokens = w.phase == WorkloadPhase::Decode ? static_cast<double>(w.context_length + w.generated_tokens)
                                                 : static_cast<double>(w.sequence_length);
       const double share = m.mla ? 1.0 : std::max(1.0, static_cast<double>(m.kv_heads) / s.tp) / m.kv_heads;
-      const double batch = w.phase == "decode" ? static_cast<double>(w.batch_size) : static_cast<double>(w.micro_batch_size);
+      const double batch = w.phase == WorkloadPhase::Decode ? static_cast<double>(w.batch_size) : static_cast<double>(w.micro_batch_size);
       f.kv_cache = batch * tokens * m.kv_cache_bytes_per_token(e) * share * stage_layers;
       // Working activations of one forward pass: a few b·s·h buffers (small next to weights).
-      f.activations = 4.0 * batch * (w.phase == "decode" ? 1.0 : tokens) * static_cast<double>(m.hidden) * e;
+      f.activations = 4.0 * batch * (w.phase == WorkloadPhase::Decode ? 1.0 : tokens) * static_cast<double>(m.hidden) * e;
     }
     out.push_back(f);
   }

@@ -280,7 +280,7 @@ class StageBuilder {
     const double io = tokens * (static_cast<double>(m_.heads) / t) * (2 * d_qk() + 2 * d_v) * e_;
     const std::uint32_t id = compute(ProgramOpKind::Attention, pass, "attention", factor * tokens * m_.attention_score_flops(context) / t,
                                      (pass == Pass::Backward ? 2.0 : 1.0) * io + kv_read, mb, l, std::move(deps));
-    const double seqs = w_.phase == "decode" ? tokens : std::max(1.0, tokens / context);
+    const double seqs = w_.phase == WorkloadPhase::Decode ? tokens : std::max(1.0, tokens / context);
     shape(id, tokens / seqs, context, d_qk(), seqs * std::max(1.0, static_cast<double>(m_.heads) / t));
     return id;
   }
@@ -293,7 +293,7 @@ class StageBuilder {
     const int t = s_.tp;
     const double h = static_cast<double>(m_.hidden);
     const double act = tokens * h * e_;  // b·s·h·e of this TP group
-    const bool decode = w_.phase == "decode";
+    const bool decode = w_.phase == WorkloadPhase::Decode;
     std::vector<std::uint32_t> d{dep};
     d.insert(d.end(), extra_deps.begin(), extra_deps.end());
     std::uint32_t cur = compute(ProgramOpKind::Memory, pass, "norm", 0, kElementwisePerHidden / 2 * act / sp_, mb, l, d);
@@ -794,7 +794,7 @@ void build_training(Program& p, const TransformerConfig& m, const WorkloadSpec& 
 }
 
 void build_inference(Program& p, const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s) {
-  const bool decode = w.phase == "decode";
+  const bool decode = w.phase == WorkloadPhase::Decode;
   const double e = dtype_bytes(w.dtype);
   const double h = static_cast<double>(m.hidden);
   const double seqs = decode ? static_cast<double>(w.batch_size) : static_cast<double>(w.micro_batch_size);
@@ -861,7 +861,7 @@ void build_inference(Program& p, const TransformerConfig& m, const WorkloadSpec&
 Program build_program(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s) {
   Program p;
   for (int stage = 0; stage < s.pp; ++stage) p.ranks.push_back({stage, {}});
-  if (w.phase == "training_step") {
+  if (w.phase == WorkloadPhase::TrainingStep) {
     // About 32 ops per (micro-batch, layer) pass forward and backward, 96 with TP overlap's
     // chunked GEMMs (Llama-3-70B); reserving them saves the reallocations that were a large
     // part of building a big step.

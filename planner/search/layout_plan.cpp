@@ -39,8 +39,8 @@ CandidateResult figures(const WorkloadResult& r, const models::WorkloadSpec& w, 
     for (const auto& b : r.stages) s += b.exposed[d];
     c.exposed[d] = r.stages.empty() ? 0 : s / static_cast<double>(r.stages.size());
   }
-  if (w.phase == "prefill") c.ttft = r.step_time;
-  if (w.phase == "decode") c.tpot = r.step_time;
+  if (w.phase == models::WorkloadPhase::Prefill) c.ttft = r.step_time;
+  if (w.phase == models::WorkloadPhase::Decode) c.tpot = r.step_time;
   if (r.serving) {
     c.ttft = r.serving->ttft;
     c.tpot = r.serving->tpot;
@@ -50,18 +50,18 @@ CandidateResult figures(const WorkloadResult& r, const models::WorkloadSpec& w, 
 }
 
 WorkloadResult run_one(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
-                       const ComputeCalibration& compute, const ServingCalibration& serving, const std::string& engine,
+                       const ComputeCalibration& compute, const ServingCalibration& serving, models::EngineKind engine,
                        const std::shared_ptr<CommCostCache>& shared, WorkloadRunner::Detail detail) {
   WorkloadRunner runner(scenario, cluster, costs, compute, engine);
-  if (scenario.workload->phase != "training_step") runner.set_serving(serving);
+  if (scenario.workload->phase != models::WorkloadPhase::TrainingStep) runner.set_serving(serving);
   if (shared) runner.set_shared_costs(shared);
   runner.set_detail(detail);
   return runner.run();
 }
 
 /// The objective as a number to minimise.
-double objective_value(const CandidateResult& c, const PlanOptions& o, const std::string& phase) {
-  if (o.objective == "tokens-per-s") return -(phase == "serving" ? c.output_tokens_per_s : c.tokens_per_s);
+double objective_value(const CandidateResult& c, const PlanOptions& o, models::WorkloadPhase phase) {
+  if (o.objective == "tokens-per-s") return -(phase == models::WorkloadPhase::Serving ? c.output_tokens_per_s : c.tokens_per_s);
   if (o.objective == "mfu") return -c.mfu;
   if (o.objective == "cost") return c.cost_per_mtok;
   return c.step_time;
@@ -71,7 +71,7 @@ double objective_value(const CandidateResult& c, const PlanOptions& o, const std
 
 CandidateResult evaluate_candidate(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
                                    const ComputeCalibration& compute, const ServingCalibration& serving, const Candidate& c,
-                                   bool exact, const std::string& engine, const std::shared_ptr<CommCostCache>& shared) {
+                                   bool exact, models::EngineKind engine, const std::shared_ptr<CommCostCache>& shared) {
   const models::Scenario full = with_layout(scenario, c);
   const models::WorkloadSpec& w = c.workload;
   const models::StrategySpec& s = c.strategy;
@@ -82,7 +82,7 @@ CandidateResult evaluate_candidate(const models::Scenario& scenario, const model
     ma = g + m % g;
     mb = 2 * g + m % g;
   }
-  const bool screen = !exact && w.phase == "training_step" && w.global_batch_size > 0 && m > ma + mb;
+  const bool screen = !exact && w.phase == models::WorkloadPhase::TrainingStep && w.global_batch_size > 0 && m > ma + mb;
   CandidateResult out;
   if (!screen) {
     const WorkloadResult r = run_one(full, cluster, costs, compute, serving, engine, shared, WorkloadRunner::Detail::NoLinks);
@@ -133,15 +133,15 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
                         const ComputeCalibration& compute, const ServingCalibration& serving, const SearchSpace& space,
                         const PlanOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string& phase = scenario.workload->phase;
+  const models::WorkloadPhase phase = scenario.workload->phase;
   const support::SourceLocation cmd{"<command line>", 0, 0};
   check_objective(o.objective, o.price_per_gpu_hour);
-  if (phase == "training_step" && (o.max_tpot || o.max_ttft)) {
+  if (phase == models::WorkloadPhase::TrainingStep && (o.max_tpot || o.max_ttft)) {
     throw support::InputError(cmd, o.max_tpot ? "--max-tpot" : "--max-ttft", "an inference scenario (phase prefill, decode or serving)",
                               "a training step");
   }
-  if (o.max_tpot && phase == "prefill") throw support::InputError(cmd, "--max-tpot", "a decode or serving scenario", "phase prefill");
-  if (o.max_ttft && phase == "decode") throw support::InputError(cmd, "--max-ttft", "a prefill or serving scenario", "phase decode");
+  if (o.max_tpot && phase == models::WorkloadPhase::Prefill) throw support::InputError(cmd, "--max-tpot", "a decode or serving scenario", "phase prefill");
+  if (o.max_ttft && phase == models::WorkloadPhase::Decode) throw support::InputError(cmd, "--max-ttft", "a prefill or serving scenario", "phase decode");
   if (!o.rerank.empty() && o.rerank != "flow") throw support::InputError(cmd, "--rerank", "flow", "'" + o.rerank + "'");
 
   Enumeration en = enumerate_layouts(scenario, cluster, space);
@@ -158,7 +158,7 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
 
   // Evaluates `todo` (indices into en.candidates) on worker threads; results by position.
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1U, std::thread::hardware_concurrency());
-  const auto run_all = [&](const std::vector<std::size_t>& todo, bool exact, const std::string& engine) {
+  const auto run_all = [&](const std::vector<std::size_t>& todo, bool exact, models::EngineKind engine) {
     std::vector<CandidateResult> results(todo.size());
     std::atomic<std::size_t> next{0}, done{0};
     std::exception_ptr failure;
@@ -196,7 +196,7 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
 
   std::vector<std::size_t> all(en.candidates.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  std::vector<CandidateResult> results = run_all(all, o.exact, "analytic");
+  std::vector<CandidateResult> results = run_all(all, o.exact, models::EngineKind::Analytic);
   out.evaluated = results.size();
   for (const auto& r : results) out.exact_runs += r.exact ? 1 : 0;
   // Memory as the full run saw it (serving's KV cache grows over the decode steps), then the
@@ -231,7 +231,7 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
   std::vector<std::size_t> redo;
   for (std::size_t i = 0; i < full_runs; ++i)
     if (!kept[i].exact) redo.push_back(kept[i].index);
-  std::vector<CandidateResult> again = run_all(redo, true, "analytic");
+  std::vector<CandidateResult> again = run_all(redo, true, models::EngineKind::Analytic);
   out.exact_runs += redo.size();
   std::map<std::size_t, CandidateResult*> by_index;
   for (auto& r : again) by_index[r.index] = &r;
@@ -246,7 +246,7 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
     const std::size_t k = std::min(kept.size(), static_cast<std::size_t>(o.top));
     std::vector<std::size_t> top;
     for (std::size_t i = 0; i < k; ++i) top.push_back(kept[i].index);
-    const std::vector<CandidateResult> flow = run_all(top, true, "flow");
+    const std::vector<CandidateResult> flow = run_all(top, true, models::EngineKind::Flow);
     for (std::size_t i = 0; i < k; ++i) {
       CandidateResult f = flow[i];
       f.index = kept[i].index;
@@ -262,7 +262,7 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
     out.scenario_rank = i;
     out.scenario_layout = kept[i];
     if (!kept[i].exact) {
-      out.scenario_layout = run_all({kept[i].index}, true, "analytic").front();
+      out.scenario_layout = run_all({kept[i].index}, true, models::EngineKind::Analytic).front();
       out.scenario_layout->index = kept[i].index;
       finish(*out.scenario_layout);
       ++out.exact_runs;

@@ -101,6 +101,6 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
 /// analytic or flow. `shared` may be null.
 CandidateResult evaluate_candidate(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
                                    const ComputeCalibration& compute, const ServingCalibration& serving, const Candidate& c,
-                                   bool exact, const std::string& engine, const std::shared_ptr<CommCostCache>& shared);
+                                   bool exact, models::EngineKind engine, const std::shared_ptr<CommCostCache>& shared);
 
 }  // namespace ccsim::planner

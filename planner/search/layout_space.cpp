@@ -14,7 +14,7 @@ namespace ccsim::planner {
 
 namespace {
 
-bool inference(const std::string& phase) { return phase != "training_step"; }
+bool inference(models::WorkloadPhase phase) { return phase != models::WorkloadPhase::TrainingStep; }
 
 std::string short_recompute(const std::string& r) { return r == "selective" ? "sel" : r == "full" ? "full" : "none"; }
 
@@ -113,7 +113,7 @@ bool inference_batch_only(const Layout& a, const Layout& b) { return a.batch > 0
 
 }  // namespace
 
-std::string layout_name(const Layout& l, const std::string& phase) {
+std::string layout_name(const Layout& l, models::WorkloadPhase phase) {
   std::string out = fmt::format("TP{} PP{} DP{}", l.tp, l.pp, l.dp);
   if (l.cp > 1) out += fmt::format(" CP{}", l.cp);
   if (l.ep > 1) out += fmt::format(" EP{}", l.ep);
@@ -137,7 +137,7 @@ Layout layout_of(const models::Scenario& scenario) {
   l.v = s.pipeline_schedule == "interleaved" ? s.virtual_stages : 1;
   l.order = s.order;
   if (inference(w.phase)) {
-    l.batch = w.phase == "prefill" ? w.micro_batch_size : w.batch_size;
+    l.batch = w.phase == models::WorkloadPhase::Prefill ? w.micro_batch_size : w.batch_size;
     l.mbs = w.micro_batch_size;
   } else {
     l.mbs = w.micro_batch_size;
@@ -173,7 +173,7 @@ SearchSpace default_space(const models::Scenario& scenario, const models::Cluste
   if (inference(w.phase)) {
     for (std::int64_t b = 1; b <= 256; b *= 2) sp.batch.push_back(b);
     sp.mbs = {w.micro_batch_size};
-    add_unique(sp.batch, w.phase == "prefill" ? w.micro_batch_size : w.batch_size);
+    add_unique(sp.batch, w.phase == models::WorkloadPhase::Prefill ? w.micro_batch_size : w.batch_size);
   } else {
     if (w.sequence_length > 16384) {
       for (int c = 2; w.sequence_length / c >= 8192 && c <= world; c *= 2) sp.cp.push_back(c);
@@ -255,7 +255,7 @@ SearchSpace space_from_options(const models::Scenario& scenario, const models::C
                                const std::vector<std::string>& fix) {
   SearchSpace out = default_space(scenario, cluster);
   std::map<std::string, std::string> seen;  // knob -> the option that set it
-  const std::string& phase = scenario.workload->phase;
+  const models::WorkloadPhase phase = scenario.workload->phase;
   static const std::set<std::string> training_only = {"cp", "ep", "mbs", "sp", "tp_overlap", "zero", "v", "recompute"};
   const auto apply = [&](const std::string& arg, bool is_fix) {
     const std::string option = is_fix ? "--fix" : "--space";
@@ -265,7 +265,7 @@ SearchSpace space_from_options(const models::Scenario& scenario, const models::C
     }
     seen[knob] = option;
     if (inference(phase) && training_only.count(knob) != 0) {
-      bad(option, knob, "a knob of the inference layout (tp, pp, batch, order)", "phase " + phase + " (" + knob + " is a training-step knob)");
+      bad(option, knob, "a knob of the inference layout (tp, pp, batch, order)", "phase " + std::string(models::to_string(phase)) + " (" + knob + " is a training-step knob)");
     }
     if (!inference(phase) && knob == "batch") {
       bad(option, knob, "a training knob (batch is for inference phases; mbs is the micro-batch)", "phase training_step");
@@ -338,7 +338,7 @@ Enumeration enumerate_layouts(const models::Scenario& scenario, const models::Cl
                           s.pipeline_schedule = v > 1 ? "interleaved" : "1f1b";
                           s.order = order;
                           if (infer) {
-                            if (w.phase == "prefill") w.micro_batch_size = batch;
+                            if (w.phase == models::WorkloadPhase::Prefill) w.micro_batch_size = batch;
                             else w.batch_size = batch;
                           } else {
                             w.micro_batch_size = mbs;

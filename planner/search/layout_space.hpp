@@ -31,7 +31,7 @@ struct Layout {
 };
 
 /// "TP8 PP2 DP4 mbs1 SP ZeRO-1 1F1B sel" — the short name the plan table prints.
-std::string layout_name(const Layout& l, const std::string& phase);
+std::string layout_name(const Layout& l, models::WorkloadPhase phase);
 
 /// The layout a scenario's strategy and workload set (dp as the strategy says).
 Layout layout_of(const models::Scenario& scenario);

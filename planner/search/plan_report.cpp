@@ -19,7 +19,7 @@ constexpr std::array<models::ParallelDim, models::kParallelDims> kDims{models::P
                                                                        models::ParallelDim::EP, models::ParallelDim::PP,
                                                                        models::ParallelDim::DP};
 
-bool inference(const std::string& phase) { return phase != "training_step"; }
+bool inference(models::WorkloadPhase phase) { return phase != models::WorkloadPhase::TrainingStep; }
 
 std::string seconds(double s) { return support::format_time(s); }
 
@@ -41,7 +41,7 @@ std::string join(const std::vector<T>& v) {
 }
 
 /// The knobs with their values, in the order of --space.
-std::vector<std::pair<std::string, std::string>> space_items(const SearchSpace& s, const std::string& phase) {
+std::vector<std::pair<std::string, std::string>> space_items(const SearchSpace& s, models::WorkloadPhase phase) {
   std::vector<std::pair<std::string, std::string>> out = {{"tp", join(s.tp)}, {"pp", join(s.pp)}, {"cp", join(s.cp)}, {"ep", join(s.ep)}};
   if (inference(phase)) {
     out.emplace_back("batch", join(s.batch));
@@ -52,8 +52,8 @@ std::vector<std::pair<std::string, std::string>> space_items(const SearchSpace& 
   return out;
 }
 
-std::string objective_text(const CandidateResult& r, const PlanOptions& o, const std::string& phase) {
-  if (o.objective == "tokens-per-s") return fmt::format("{:.0f} tokens/s", phase == "serving" ? r.output_tokens_per_s : r.tokens_per_s);
+std::string objective_text(const CandidateResult& r, const PlanOptions& o, models::WorkloadPhase phase) {
+  if (o.objective == "tokens-per-s") return fmt::format("{:.0f} tokens/s", phase == models::WorkloadPhase::Serving ? r.output_tokens_per_s : r.tokens_per_s);
   if (o.objective == "mfu") return fmt::format("MFU {:.1f} %", 100 * r.mfu);
   if (o.objective == "cost") return fmt::format("${:.3f} per million tokens", r.cost_per_mtok);
   return seconds(r.step_time);
@@ -66,7 +66,7 @@ std::string explain_best(const PlanContext& c) {
   if (ranked.size() < 2) return "";
   const CandidateResult& a = ranked[0];
   const CandidateResult& b = ranked[1];
-  const std::string& phase = c.scenario.workload->phase;
+  const models::WorkloadPhase phase = c.scenario.workload->phase;
   // Terms of the step (per GPU, mean over stages): compute + exposed communication + idle.
   std::vector<std::pair<std::string, double>> terms = {{"compute", a.compute - b.compute}, {"bubble/idle", a.bubble - b.bubble}};
   for (models::ParallelDim d : kDims) {
@@ -119,7 +119,7 @@ std::string plan_summary(const PlanContext& c) {
   const auto& r = c.result;
   const bool infer = inference(w.phase);
   const int nodes = c.cluster.spec.total_nodes();
-  std::string out = fmt::format("# ccsim plan: {} — {} {} on {} GPUs ({} node{}), objective {}\n", sc.name, sc.model->name, w.phase,
+  std::string out = fmt::format("# ccsim plan: {} — {} {} on {} GPUs ({} node{}), objective {}\n", sc.name, sc.model->name, models::to_string(w.phase),
                                 c.cluster.spec.total_gpus(), nodes, nodes == 1 ? "" : "s", c.options.objective);
   std::string space;
   for (const auto& [k, v] : space_items(c.space, w.phase)) space += fmt::format("{}{}={}", space.empty() ? "" : " ", k, v);
@@ -138,9 +138,9 @@ std::string plan_summary(const PlanContext& c) {
     return out;
   }
   std::vector<std::string> head = {"rank", "layout"};
-  if (infer) head.insert(head.end(), {w.phase == "serving" ? "TTFT" : w.phase == "prefill" ? "TTFT" : "TPOT"});
-  if (w.phase == "serving") head.push_back("TPOT");
-  head.insert(head.end(), {"step time", w.phase == "serving" ? "output tokens/s" : "tokens/s", "MFU", "mem/GPU GiB", "exposed TP", "exposed PP", "exposed DP", "exposed CP/EP", "bubble"});
+  if (infer) head.insert(head.end(), {w.phase == models::WorkloadPhase::Serving ? "TTFT" : w.phase == models::WorkloadPhase::Prefill ? "TTFT" : "TPOT"});
+  if (w.phase == models::WorkloadPhase::Serving) head.push_back("TPOT");
+  head.insert(head.end(), {"step time", w.phase == models::WorkloadPhase::Serving ? "output tokens/s" : "tokens/s", "MFU", "mem/GPU GiB", "exposed TP", "exposed PP", "exposed DP", "exposed CP/EP", "bubble"});
   const bool cost = c.options.price_per_gpu_hour > 0;
   const bool flow = c.options.rerank == "flow";
   if (cost) head.push_back("$/Mtok");
@@ -153,9 +153,9 @@ std::string plan_summary(const PlanContext& c) {
     const auto& x = r.ranked[i];
     const auto ex = [&](models::ParallelDim d) { return x.exposed[static_cast<std::size_t>(d)]; };
     std::vector<std::string> row = {std::to_string(i + 1), layout_name(x.candidate.layout, w.phase)};
-    if (infer) row.push_back(seconds(w.phase == "decode" ? x.tpot : x.ttft));
-    if (w.phase == "serving") row.push_back(seconds(x.tpot));
-    row.insert(row.end(), {seconds(x.step_time), fmt::format("{:.0f}", w.phase == "serving" ? x.output_tokens_per_s : x.tokens_per_s),
+    if (infer) row.push_back(seconds(w.phase == models::WorkloadPhase::Decode ? x.tpot : x.ttft));
+    if (w.phase == models::WorkloadPhase::Serving) row.push_back(seconds(x.tpot));
+    row.insert(row.end(), {seconds(x.step_time), fmt::format("{:.0f}", w.phase == models::WorkloadPhase::Serving ? x.output_tokens_per_s : x.tokens_per_s),
                            fmt::format("{:.1f} %", 100 * x.mfu), fmt::format("{:.2f}", x.candidate.memory / 1073741824.0),
                            seconds(ex(models::ParallelDim::TP)), seconds(ex(models::ParallelDim::PP)), seconds(ex(models::ParallelDim::DP)),
                            seconds(ex(models::ParallelDim::CP) + ex(models::ParallelDim::EP)), seconds(x.bubble)});
@@ -185,7 +185,7 @@ std::string plan_json(const PlanContext& c) {
   ordered_json j;
   j["scenario"] = sc.name;
   j["model"] = sc.model->name;
-  j["phase"] = w.phase;
+  j["phase"] = std::string(models::to_string(w.phase));
   j["gpus"] = c.cluster.spec.total_gpus();
   j["objective"] = c.options.objective;
   if (c.options.price_per_gpu_hour > 0) j["price_per_gpu_hour_usd"] = c.options.price_per_gpu_hour;
@@ -209,10 +209,10 @@ std::string plan_json(const PlanContext& c) {
     e["layout"] = layout_name(x.candidate.layout, w.phase);
     e["simulated_in_full"] = x.exact;
     e["step_time_s"] = x.step_time;
-    if (w.phase == "prefill" || w.phase == "serving") e["ttft_s"] = x.ttft;
-    if (w.phase == "decode" || w.phase == "serving") e["tpot_s"] = x.tpot;
+    if (w.phase == models::WorkloadPhase::Prefill || w.phase == models::WorkloadPhase::Serving) e["ttft_s"] = x.ttft;
+    if (w.phase == models::WorkloadPhase::Decode || w.phase == models::WorkloadPhase::Serving) e["tpot_s"] = x.tpot;
     e["tokens_per_s"] = x.tokens_per_s;
-    if (w.phase == "serving") e["output_tokens_per_s"] = x.output_tokens_per_s;
+    if (w.phase == models::WorkloadPhase::Serving) e["output_tokens_per_s"] = x.output_tokens_per_s;
     e["mfu"] = x.mfu;
     e["memory_per_gpu_bytes"] = x.candidate.memory;
     e["compute_s"] = x.compute;
@@ -227,7 +227,7 @@ std::string plan_json(const PlanContext& c) {
                      {"tp_comm_overlap", s.tp_comm_overlap}, {"zero_stage", s.zero_stage}, {"pipeline_schedule", s.pipeline_schedule},
                      {"virtual_stages", s.virtual_stages}, {"order", s.order}};
     if (inference(w.phase)) {
-      e["workload"] = {{w.phase == "prefill" ? "micro_batch_size" : "batch_size", x.candidate.layout.batch}};
+      e["workload"] = {{w.phase == models::WorkloadPhase::Prefill ? "micro_batch_size" : "batch_size", x.candidate.layout.batch}};
     } else {
       e["workload"] = {{"micro_batch_size", cw.micro_batch_size}, {"recompute", cw.recompute}};
     }

@@ -40,10 +40,10 @@ SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& o)
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
   ComputeCalibration compute = ComputeCalibration::load(
       choose(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path()), gpu0.name);
-  const std::string engine = o.engine.empty() ? scenario.simulation.engine : o.engine;
+  const models::EngineKind engine = o.engine.value_or(scenario.simulation.engine);
   WorkloadRunner runner(scenario, cluster, costs, compute, engine);
-  const std::string& phase = scenario.workload->phase;
-  if (phase != "training_step") {
+  const models::WorkloadPhase phase = scenario.workload->phase;
+  if (phase != models::WorkloadPhase::TrainingStep) {
     runner.set_serving(ServingCalibration::load(
         o.serving_calibration.empty() ? ServingCalibration::default_path() : o.serving_calibration, gpu0.name));
   }
@@ -51,7 +51,7 @@ SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& o)
 
   SweepRow row;
   row.gpus = r.world;
-  row.phase = phase;
+  row.phase = std::string(models::to_string(phase));
   double worst = 0;
   int worst_stage = 0;
   for (const auto& f : r.memory) {
@@ -72,8 +72,8 @@ SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& o)
   row.step_time_s = r.step_time;
   row.tokens_per_s = r.program.tokens / r.step_time;
   row.mfu = r.mfu;
-  if (phase == "prefill") row.ttft_s = r.step_time;
-  if (phase == "decode") row.tpot_s = r.step_time;
+  if (phase == models::WorkloadPhase::Prefill) row.ttft_s = r.step_time;
+  if (phase == models::WorkloadPhase::Decode) row.tpot_s = r.step_time;
   if (r.serving) {
     row.ttft_s = r.serving->ttft;
     row.tpot_s = r.serving->tpot;
@@ -103,7 +103,7 @@ SweepRow plan_point(const models::Scenario& scenario, const PointOptions& o) {
   const PlanResult plan = plan_layouts(scenario, cluster, costs, compute, serving, space, po);
   SweepRow row;
   row.gpus = cluster.spec.total_gpus();
-  row.phase = scenario.workload->phase;
+  row.phase = std::string(models::to_string(scenario.workload->phase));
   double hbm = std::numeric_limits<double>::infinity();
   for (const auto& g : cluster.spec.groups) hbm = std::min(hbm, g.node.gpu.hbm_capacity);
   row.hbm_gib = hbm / kGiB;
@@ -115,13 +115,14 @@ SweepRow plan_point(const models::Scenario& scenario, const PointOptions& o) {
   }
   const CandidateResult& best = plan.ranked.front();
   row.feasible = true;
-  row.layout = layout_name(best.candidate.layout, row.phase);
+  row.layout = layout_name(best.candidate.layout, scenario.workload->phase);
   row.step_time_s = best.step_time;
   row.tokens_per_s = best.tokens_per_s;
   row.mfu = best.mfu;
   row.memory_gib = best.candidate.memory / kGiB;
-  if (row.phase == "prefill" || row.phase == "serving") row.ttft_s = best.ttft;
-  if (row.phase == "decode" || row.phase == "serving") row.tpot_s = best.tpot;
+  const models::WorkloadPhase phase = scenario.workload->phase;
+  if (phase == models::WorkloadPhase::Prefill || phase == models::WorkloadPhase::Serving) row.ttft_s = best.ttft;
+  if (phase == models::WorkloadPhase::Decode || phase == models::WorkloadPhase::Serving) row.tpot_s = best.tpot;
   if (o.price_per_gpu_hour) row.cost_per_mtok = best.cost_per_mtok;
   return row;
 }

@@ -13,7 +13,7 @@ namespace ccsim::planner {
 
 /// The command-line choices every point is run with (as `ccsim run` takes them).
 struct PointOptions {
-  std::string engine;               ///< analytic | flow; empty: the scenario's simulation.engine
+  std::optional<models::EngineKind> engine;  ///< nullopt: the scenario's simulation.engine
   std::string calibration;          ///< collective table; empty: the scenario's, else the default
   std::string compute_calibration;  ///< compute table; empty: the scenario's, else the default
   std::string serving_calibration;  ///< serving table (inference); empty: the default

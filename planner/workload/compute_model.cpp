@@ -1,6 +1,7 @@
-// The compute model of planner/workload/workload_runner.hpp: ComputeCalibration (scenarios/calibration/
-// compute.yaml) and estimate_compute, the time of one compute op (GEMM tile and wave
-// quantization, split-K, FlashAttention efficiency, HBM roofline). Split from workload_runner.cpp.
+// ComputeCalibration (scenarios/calibration/compute.yaml) and estimate_compute: see
+// planner/workload/compute_model.hpp.
+
+#include "planner/workload/compute_model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,13 +13,12 @@
 
 #include "support/data_dir.hpp"
 #include "support/yaml_fields.hpp"
-#include "planner/workload/workload_runner.hpp"
+#include "models/workload/program_builder.hpp"
 
 namespace ccsim::planner {
 
 using models::ProgramOp;
 using models::ProgramOpKind;
-
 
 std::string ComputeCalibration::default_path() {
   const std::filesystem::path base = support::data_dir();

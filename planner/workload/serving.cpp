@@ -1,5 +1,6 @@
 #include "planner/workload/serving.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <tuple>
@@ -43,6 +44,45 @@ ServingCalibration ServingCalibration::load(const std::string& path, const std::
 
 double sum_decode_steps(double first, double middle, double last, double n) {
   return n * (first + 2.0 * middle + last) / 4.0;
+}
+
+ServingSteps serving_steps(const models::WorkloadSpec& w) {
+  ServingSteps s;
+  s.prefill = w;
+  s.prefill.phase = models::WorkloadPhase::Prefill;
+  s.prefill.micro_batch_size = w.batch_size;
+  s.prefill.sequence_length = w.input_len;
+  const auto decode = [&](double context) {
+    models::WorkloadSpec d = w;
+    d.phase = models::WorkloadPhase::Decode;
+    const double whole = std::floor(context);
+    d.context_length = static_cast<std::int64_t>(whole) - (whole == context ? 1 : 0);
+    d.generated_tokens = whole == context ? 2 : 1;
+    return d;
+  };
+  s.decode_steps = static_cast<double>(w.output_len - 1);
+  s.first = static_cast<double>(w.input_len) + 1.0;
+  s.last = static_cast<double>(w.input_len) + s.decode_steps;
+  s.middle = (s.first + s.last) / 2.0;
+  s.decode_first = decode(s.first);
+  s.decode_middle = decode(s.middle);
+  s.decode_last = decode(s.last);
+  return s;
+}
+
+ServingResult serving_result(const models::WorkloadSpec& w, const ServingSteps& steps, const ServingStepTimes& t) {
+  const double n = steps.decode_steps;
+  ServingResult sr;
+  sr.ttft = t.prefill;
+  sr.decode = {{steps.first, t.decode_first}, {steps.middle, t.decode_middle}, {steps.last, t.decode_last}};
+  sr.e2e = sr.ttft + sum_decode_steps(t.decode_first, t.decode_middle, t.decode_last, n);
+  sr.tpot = (sr.e2e - sr.ttft) / n;
+  const double batch = static_cast<double>(w.batch_size);
+  sr.output_tokens_per_s = batch * static_cast<double>(w.output_len) / sr.e2e;
+  sr.total_tokens_per_s = batch * static_cast<double>(w.input_len + w.output_len) / sr.e2e;
+  sr.prefill_compute = t.prefill_compute;
+  sr.prefill_comm = t.prefill_comm;
+  return sr;
 }
 
 }  // namespace ccsim::planner

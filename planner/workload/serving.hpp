@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "models/scenario/scenario.hpp"
+
 namespace ccsim::planner {
 
 struct ServingCalibration {
@@ -54,5 +56,38 @@ struct ServingResult {
 /// composite trapezoid rule on the two halves — exact when T is linear in the context, as
 /// the roofline makes a decode step (KV-cache reads and attention FLOPs grow linearly).
 double sum_decode_steps(double first, double middle, double last, double n);
+
+/// The steps a serving run simulates for a phase-serving workload `w`, each a workload of its
+/// own: one prefill step of every prompt (no chunked prefill), which samples the first token,
+/// and decode steps k = 1, the middle one and k = n = output_len − 1. Decode step k attends
+/// over input_len + k tokens; the Program builder costs attention at context_length +
+/// generated_tokens / 2, so a whole context c is context_length c − 1 with 2 generated tokens,
+/// a half-integer one context_length floor(c) with 1.
+struct ServingSteps {
+  models::WorkloadSpec prefill;      ///< phase prefill, micro_batch_size = batch_size, sequence_length = input_len
+  models::WorkloadSpec decode_first;
+  models::WorkloadSpec decode_middle;
+  models::WorkloadSpec decode_last;
+  double first = 0;                  ///< tokens attended in decode step 1: input_len + 1
+  double middle = 0;                 ///< (first + last) / 2
+  double last = 0;                   ///< input_len + n
+  double decode_steps = 0;           ///< n = output_len − 1
+};
+ServingSteps serving_steps(const models::WorkloadSpec& w);
+
+/// What the simulated serving steps took, seconds.
+struct ServingStepTimes {
+  double prefill = 0;          ///< the prefill step, engine overhead included
+  double decode_first = 0;     ///< the decode steps, engine overhead included
+  double decode_middle = 0;
+  double decode_last = 0;
+  double prefill_compute = 0;  ///< the prefill step's compute per GPU (mean over stages)
+  double prefill_comm = 0;     ///< the prefill step's exposed communication per GPU (mean over stages)
+};
+
+/// The request-level result of `w` from its steps' times: ttft = the prefill step, e2e = ttft +
+/// sum_decode_steps, tpot = (e2e − ttft) / n, tokens per second from batch_size, input_len and
+/// output_len.
+ServingResult serving_result(const models::WorkloadSpec& w, const ServingSteps& steps, const ServingStepTimes& t);
 
 }  // namespace ccsim::planner

@@ -94,33 +94,31 @@ std::vector<CommRow> comm_rows(const WorkloadResult& r) {
   return out;
 }
 
-}  // namespace
-
-std::string run_summary(const RunContext& c) {
+/// The summary's first lines (`# ...`): scenario, layout, serving engine, model, compute model.
+std::string summary_header(const RunContext& c) {
   const auto& sc = c.scenario;
   const auto& w = *sc.workload;
   const auto& s = *sc.strategy;
   const auto& m = *sc.model;
   const auto& r = c.result;
-  const auto& t = c.cluster.topology;
   std::string out;
   const auto plural = [](std::int64_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); };
-  out += fmt::format("# ccsim run: {} — {} {} on {} ({}), {} engine\n", sc.name, m.name, w.phase, plural(r.world, "GPU"),
-                     plural(static_cast<std::int64_t>(c.cluster.nodes.size()), "node"), c.engine);
-  if (w.phase == "training_step") {
+  out += fmt::format("# ccsim run: {} — {} {} on {} ({}), {} engine\n", sc.name, m.name, models::to_string(w.phase), plural(r.world, "GPU"),
+                     plural(static_cast<std::int64_t>(c.cluster.nodes.size()), "node"), models::to_string(c.engine));
+  if (w.phase == models::WorkloadPhase::TrainingStep) {
     out += fmt::format("# layout: {}; {} micro-batches of {} × {} tokens per DP rank, {}, recompute {}\n", layout(s), r.micro_batches,
                        w.micro_batch_size, w.sequence_length, w.dtype, w.recompute);
-  } else if (w.phase == "prefill") {
+  } else if (w.phase == models::WorkloadPhase::Prefill) {
     out += fmt::format("# layout: {}; prefill of {} × {} tokens per DP replica, {}\n", layout(s), plural(w.micro_batch_size, "sequence"),
                        w.sequence_length, w.dtype);
-  } else if (w.phase == "serving") {
+  } else if (w.phase == models::WorkloadPhase::Serving) {
     out += fmt::format("# layout: {}; {} per DP replica admitted together, input {} + output {} tokens each, {}\n", layout(s),
                        plural(w.batch_size, "request"), w.input_len, w.output_len, w.dtype);
   } else {
     out += fmt::format("# layout: {}; decode of {} per DP replica, context {} + {} generated tokens, {}\n", layout(s),
                        plural(w.batch_size, "sequence"), w.context_length, w.generated_tokens, w.dtype);
   }
-  if (w.phase != "training_step") {
+  if (w.phase != models::WorkloadPhase::TrainingStep) {
     const auto& sv = r.serving_calibration;
     out += fmt::format("# serving engine: {} host overhead per prefill step, {} per decode step; TP AllReduce as vLLM picks it{}\n",
                        seconds(sv.prefill_step_overhead), seconds(sv.decode_step_overhead),
@@ -132,6 +130,18 @@ std::string run_summary(const RunContext& c) {
                      "(fwd / bwd), HBM {:.0f} %, {} per kernel\n",
                      100 * cc.gemm_efficiency, cc.gemm_tile_m, cc.gemm_tile_n, cc.gemm_k_overhead, 100 * cc.attention_efficiency,
                      100 * cc.attention_backward_efficiency, 100 * cc.memory_efficiency, seconds(cc.kernel_overhead));
+  return out;
+}
+
+}  // namespace
+
+std::string run_summary(const RunContext& c) {
+  const auto& sc = c.scenario;
+  const auto& w = *sc.workload;
+  const auto& s = *sc.strategy;
+  const auto& r = c.result;
+  const auto& t = c.cluster.topology;
+  std::string out = summary_header(c);
   out += "\n";
   // Memory first: it decides feasibility.
   std::size_t worst = 0;
@@ -152,11 +162,11 @@ std::string run_summary(const RunContext& c) {
   }
   const double step = r.step_time;
   support::TextTable head({"metric", "value"}, {false, true});
-  if (w.phase == "training_step") {
+  if (w.phase == models::WorkloadPhase::TrainingStep) {
     head.add_row({"step time", seconds(step)});
     head.add_row({"tokens/s", fmt::format("{:.0f}", r.program.tokens / step)});
     head.add_row({"MFU", fmt::format("{:.1f} %", 100 * r.mfu)});
-  } else if (w.phase == "prefill") {
+  } else if (w.phase == models::WorkloadPhase::Prefill) {
     head.add_row({"TTFT (prefill)", seconds(step)});
     head.add_row({"prompt tokens/s", fmt::format("{:.0f}", r.program.tokens / step)});
     head.add_row({"MFU", fmt::format("{:.1f} %", 100 * r.mfu)});
@@ -184,7 +194,7 @@ std::string run_summary(const RunContext& c) {
   head.add_row({"communication per GPU", seconds(comm)});
   head.add_row({"  of which exposed", seconds(exposed)});
   head.add_row({"pipeline bubble / idle", seconds(mean(r.stages, &StageBreakdown::idle))});
-  if (w.phase != "training_step") head.add_row({"  of which engine overhead", seconds(r.engine_overhead)});
+  if (w.phase != models::WorkloadPhase::TrainingStep) head.add_row({"  of which engine overhead", seconds(r.engine_overhead)});
   out += head.render(0);
   out += "\n(per GPU figures: mean over pipeline stages; every GPU of a stage does the same work)\n\n";
 
@@ -230,9 +240,9 @@ std::string report_json(const RunContext& c) {
   ordered_json j;
   j["schema"] = "ccsim.run/1";
   j["scenario"] = sc.name;
-  j["engine"] = c.engine;
+  j["engine"] = std::string(models::to_string(c.engine));
   j["model"] = {{"name", m.name}, {"parameters", m.total_params()}, {"active_parameters", m.active_params()}, {"source", m.source}};
-  j["phase"] = w.phase;
+  j["phase"] = std::string(models::to_string(w.phase));
   j["gpus"] = r.world;
   j["nodes"] = c.cluster.nodes.size();
   j["layout"] = {{"tp", s.tp}, {"pp", s.pp}, {"dp", s.dp}, {"cp", s.cp}, {"ep", s.ep}, {"sequence_parallel", s.sequence_parallel},
@@ -263,9 +273,9 @@ std::string report_json(const RunContext& c) {
   j["hbm_capacity_bytes"] = r.hbm_capacity;
   if (!r.feasible) return j.dump(2) + "\n";
   j["step_time_s"] = r.step_time;
-  if (w.phase == "prefill") j["ttft_s"] = r.step_time;
-  if (w.phase == "decode") j["tpot_s"] = r.step_time;
-  if (w.phase != "training_step") {
+  if (w.phase == models::WorkloadPhase::Prefill) j["ttft_s"] = r.step_time;
+  if (w.phase == models::WorkloadPhase::Decode) j["tpot_s"] = r.step_time;
+  if (w.phase != models::WorkloadPhase::TrainingStep) {
     const auto& sv = r.serving_calibration;
     j["serving_calibration"] = {{"prefill_step_overhead_s", sv.prefill_step_overhead}, {"decode_step_overhead_s", sv.decode_step_overhead},
                                 {"custom_allreduce_launch_s", sv.custom_allreduce_launch},

@@ -17,7 +17,7 @@ struct RunContext {
   const models::Scenario& scenario;
   const models::Cluster& cluster;
   const WorkloadResult& result;
-  std::string engine;
+  models::EngineKind engine = models::EngineKind::Analytic;
 };
 
 std::string run_summary(const RunContext& c);

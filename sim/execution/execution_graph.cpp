@@ -105,27 +105,21 @@ void ExecutionGraph::Builder::number_ops() {
     for (std::uint32_t i = g_.rank_first_op_[r]; i < g_.rank_first_op_[r + 1]; ++i) g_.op_rank_[i] = r;
 }
 
-// Dependencies (CSR of dependents).
+// Dependencies: each op's as global ids, in rows; the DAG lists the ops that depend on each.
 void ExecutionGraph::Builder::link_dependents() {
   const std::uint32_t total = g_.op_count();
-  g_.dep_count.assign(total, 0);
-  std::vector<std::uint32_t> fan(total + 1, 0);
+  std::vector<std::uint32_t> dep_begin(total + 1, 0), deps;
+  std::size_t pool = 0;
+  for (const auto& prog : s_.ranks) pool += prog.dep_pool.size();
+  deps.reserve(pool);
   for (int r = 0; r < s_.nranks; ++r) {
     const auto& prog = s_.ranks[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < prog.ops.size(); ++i) {
-      const auto deps = prog.deps(i);
-      g_.dep_count[op_id(r, i)] = static_cast<std::uint32_t>(deps.size());
-      for (std::uint32_t d : deps) ++fan[op_id(r, d) + 1];
+      for (std::uint32_t d : prog.deps(i)) deps.push_back(op_id(r, d));
+      dep_begin[op_id(r, i) + 1] = static_cast<std::uint32_t>(deps.size());
     }
   }
-  for (std::uint32_t i = 0; i < total; ++i) fan[i + 1] += fan[i];
-  g_.dependents_begin = fan;
-  g_.dependents.resize(fan[total]);
-  for (int r = 0; r < s_.nranks; ++r) {
-    const auto& prog = s_.ranks[static_cast<std::size_t>(r)];
-    for (std::size_t i = 0; i < prog.ops.size(); ++i)
-      for (std::uint32_t d : prog.deps(i)) g_.dependents[fan[op_id(r, d)]++] = op_id(r, i);
-  }
+  g_.dag = Dag(dep_begin, deps);
 }
 
 // Every send, sorted by connection key; room for one transfer per send and per switch leg.
@@ -299,7 +293,7 @@ void ExecutionGraph::Builder::check_sends_matched() const {
 
 DagState::DagState(const ExecutionGraph& graph)
     : g_(graph),
-      pending_(graph.dep_count),
+      pending_(graph.dag.dependency_counts()),
       side_ready_(graph.transfers.size(), 0),
       connection_free_(graph.transfers.size(), 1),
       latency_over_(graph.transfers.size(), 0),
@@ -320,7 +314,7 @@ void DagState::start(Events& out) {
   // Collect first: readying one op can cascade into later ops reaching zero dependencies.
   std::vector<std::uint32_t> initial;
   for (std::uint32_t op = 0; op < g_.op_count(); ++op)
-    if (g_.dep_count[op] == 0) initial.push_back(op);
+    if (g_.dag.dependency_counts()[op] == 0) initial.push_back(op);
   for (std::uint32_t op : initial) ready(op, out);
 }
 
@@ -351,10 +345,8 @@ void DagState::finish(std::uint32_t op, Events& out) {
   finished_[op] = 1;
   out.finished.push_back(op);
   ++done_count_;
-  for (std::uint32_t i = g_.dependents_begin[op]; i < g_.dependents_begin[op + 1]; ++i) {
-    const std::uint32_t d = g_.dependents[i];
+  for (std::uint32_t d : g_.dag.successors(op))
     if (--pending_[d] == 0) ready(d, out);
-  }
 }
 
 void DagState::transfer_done(std::uint32_t t, Events& out) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/hardware/router.hpp"
+#include "sim/execution/dag.hpp"
 #include "sim/execution/engine.hpp"
 
 namespace ccsim::sim::detail {
@@ -60,9 +61,7 @@ class ExecutionGraph {
   std::vector<Transfer> transfers;
   std::vector<models::LinkId> path_links;
   std::vector<std::uint32_t> op_transfer;       ///< transfer of each send/recv op (kNoOp for local ops)
-  std::vector<std::uint32_t> dependents_begin;  ///< CSR: ops that depend on op i
-  std::vector<std::uint32_t> dependents;
-  std::vector<std::uint32_t> dep_count;         ///< number of dependencies of each op
+  Dag dag;                                      ///< global op ids: the ops that depend on each op, dependency counts
   std::vector<int> group_size;                  ///< contributors per in-switch group
   std::vector<std::vector<std::uint32_t>> group_receivers;  ///< switch -> GPU transfers per group
   std::uint32_t connections = 0;                ///< distinct Transfer::connection values

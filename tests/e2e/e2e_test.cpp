@@ -63,7 +63,7 @@ TEST_CASE("results.csv: rows, conversions and scenarios") {
     REQUIRE(std::filesystem::exists(path));
     const auto sc = ccsim::models::load_scenario(path, catalog);
     CHECK(sc.name == r.id);
-    CHECK(sc.workload->phase == "training_step");
+    CHECK(sc.workload->phase == ccsim::models::WorkloadPhase::TrainingStep);
   }
   CHECK(rows.size() >= 20);
   const auto find = [&](const std::string& id) {

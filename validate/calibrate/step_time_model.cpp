@@ -136,7 +136,7 @@ std::unique_ptr<StepCase> make_case(const YAML::Node& base, const StepTimeRow& r
   c->costs = planner::CostModel::load(c->scenario.simulation.calibration.empty() ? planner::CostModel::default_path(c->cluster)
                                                                                  : c->scenario.simulation.calibration);
   c->runner = std::make_unique<planner::WorkloadRunner>(c->scenario, c->cluster, c->costs, start, c->scenario.simulation.engine);
-  if (c->scenario.workload->phase != "training_step") {
+  if (c->scenario.workload->phase != models::WorkloadPhase::TrainingStep) {
     c->runner->set_serving(planner::ServingCalibration::load(planner::ServingCalibration::default_path(),
                                                              c->cluster.spec.groups.front().node.gpu.name));
   }

@@ -62,7 +62,7 @@ strategy: {tp: 8, pp: 2}
   CHECK(s.cluster.name == "from-base");
   CHECK(s.cluster.fabric.kind == FabricKind::FatTree);
   CHECK(s.cluster.fabric.oversubscription == 1.0);
-  CHECK(s.simulation.engine == "flow");
+  CHECK(s.simulation.engine == EngineKind::Flow);
   REQUIRE(s.strategy);
   // 32 GPUs / (tp 8 · pp 2 · cp 1) = dp 2.
   CHECK(s.strategy->dp == 2);
@@ -93,7 +93,7 @@ strategy:
   REQUIRE(s.workload);
   CHECK(s.workload->model == "llama-3-70b");
   CHECK(s.workload->sequence_length == 8192);
-  CHECK(s.workload->phase == "training_step");
+  CHECK(s.workload->phase == WorkloadPhase::TrainingStep);
   REQUIRE(s.strategy);
   CHECK(s.strategy->tp * s.strategy->pp * s.strategy->dp == 64);
   CHECK(s.strategy->virtual_stages == 4);
@@ -162,7 +162,7 @@ TEST_CASE("effective.yaml of every shipped scenario loads and is a fixed point",
   for (const auto& file : files) {
     INFO(file.string());
     const Scenario first = load_scenario(file.string(), shipped_catalog());
-    if (first.workload && first.workload->phase != "training_step") ++inference;
+    if (first.workload && first.workload->phase != WorkloadPhase::TrainingStep) ++inference;
     const std::string text = effective_yaml(first);
     TempDir dir;  // elsewhere than the original: nothing may depend on its directory
     const std::string copy = dir.write("effective.yaml", text);
@@ -218,7 +218,7 @@ TEST_CASE("simulation.calibration and compute_calibration resolve against the fi
   CHECK(fs::equivalent(s.simulation.calibration, nccl));
   // The top file's key, joined to the top file's directory: DIR/tables/compute.yaml.
   CHECK(s.simulation.compute_calibration == (dir.path / "tables/compute.yaml").string());
-  CHECK(s.simulation.engine == "analytic");
+  CHECK(s.simulation.engine == EngineKind::Analytic);
 
   SECTION("the including file's key wins, relative to the including file") {
     const std::string other = dir.write("mine.yaml", "not read\n");

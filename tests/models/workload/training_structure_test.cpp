@@ -155,7 +155,7 @@ TEST_CASE("runner: DP 3 and DP 48 layouts with the distributed optimizer run (is
     const planner::CostModel costs = planner::CostModel::load(planner::CostModel::default_path());
     const planner::ComputeCalibration compute =
         planner::ComputeCalibration::load(planner::ComputeCalibration::default_path(), cl.spec.groups.front().node.gpu.name);
-    planner::WorkloadRunner runner(sc, cl, costs, compute, "analytic");
+    planner::WorkloadRunner runner(sc, cl, costs, compute, models::EngineKind::Analytic);
     const planner::WorkloadResult r = runner.run();
     REQUIRE(r.feasible);
     CHECK(r.step_time > 0);

@@ -77,7 +77,7 @@ inline std::string text(const std::map<std::string, int>& counts) {
 inline WorkloadSpec decode(const std::string& model, std::int64_t batch) {
   WorkloadSpec w;
   w.model = model;
-  w.phase = "decode";
+  w.phase = WorkloadPhase::Decode;
   w.batch_size = batch;
   w.context_length = 1000;
   w.generated_tokens = 48;
@@ -87,7 +87,7 @@ inline WorkloadSpec decode(const std::string& model, std::int64_t batch) {
 inline WorkloadSpec prefill(const std::string& model, std::int64_t batch, std::int64_t seq) {
   WorkloadSpec w;
   w.model = model;
-  w.phase = "prefill";
+  w.phase = WorkloadPhase::Prefill;
   w.micro_batch_size = batch;
   w.sequence_length = seq;
   return w;
@@ -96,7 +96,7 @@ inline WorkloadSpec prefill(const std::string& model, std::int64_t batch, std::i
 inline WorkloadSpec training(const std::string& model, std::int64_t b, std::int64_t s, std::int64_t global) {
   WorkloadSpec w;
   w.model = model;
-  w.phase = "training_step";
+  w.phase = WorkloadPhase::TrainingStep;
   w.micro_batch_size = b;
   w.sequence_length = s;
   w.global_batch_size = global;

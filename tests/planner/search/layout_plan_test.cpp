@@ -67,8 +67,8 @@ planner::PlanResult plan(const Setup& s, const SearchSpace& space, const planner
 /// One candidate as `ccsim run` simulates it: its own runner, no shared cache, analytic engine.
 planner::WorkloadResult run_alone(const Setup& s, const planner::Candidate& c) {
   const models::Scenario scenario = planner::with_layout(s.scenario, c);  // the runner keeps a reference
-  planner::WorkloadRunner runner(scenario, s.cluster, s.costs(), s.compute, "analytic");
-  if (c.workload.phase != "training_step") runner.set_serving(s.serving);
+  planner::WorkloadRunner runner(scenario, s.cluster, s.costs(), s.compute, models::EngineKind::Analytic);
+  if (c.workload.phase != models::WorkloadPhase::TrainingStep) runner.set_serving(s.serving);
   return runner.run();
 }
 
@@ -96,8 +96,8 @@ TEST_CASE("plan: the screened search finds the brute-force best, figures bit for
   CHECK(r.evaluated == en.candidates.size());
   REQUIRE(r.ranked.size() == en.candidates.size());
   const planner::CandidateResult& top = r.ranked.front();
-  INFO("planner: " << planner::layout_name(top.candidate.layout, "training_step") << ", brute force: "
-                   << planner::layout_name(en.candidates[best].layout, "training_step"));
+  INFO("planner: " << planner::layout_name(top.candidate.layout, models::WorkloadPhase::TrainingStep) << ", brute force: "
+                   << planner::layout_name(en.candidates[best].layout, models::WorkloadPhase::TrainingStep));
   CHECK(top.index == best);
   CHECK(top.exact);
   CHECK(top.step_time == all[best].step_time);
@@ -107,7 +107,7 @@ TEST_CASE("plan: the screened search finds the brute-force best, figures bit for
   // full run the planner reports (there and beyond) is `ccsim run`'s figure.
   for (std::size_t k = 0; k < r.ranked.size(); ++k) {
     const auto& x = r.ranked[k];
-    INFO("rank " << k + 1 << ": " << planner::layout_name(x.candidate.layout, "training_step"));
+    INFO("rank " << k + 1 << ": " << planner::layout_name(x.candidate.layout, models::WorkloadPhase::TrainingStep));
     if (k < 20) CHECK(x.exact);
     if (k > 0 && k < 20) CHECK(r.ranked[k - 1].step_time <= x.step_time);
     if (x.exact) CHECK(x.step_time == all[x.index].step_time);
@@ -135,10 +135,10 @@ TEST_CASE("plan: the screen from two short steps is affine in micro-batches (1F1
     if (c.layout.pp == 1) continue;
     const int m = models::micro_batches(c.workload, c.strategy);
     const planner::CandidateResult screened =
-        planner::evaluate_candidate(s.scenario, s.cluster, s.costs(), s.compute, s.serving, c, false, "analytic", nullptr);
+        planner::evaluate_candidate(s.scenario, s.cluster, s.costs(), s.compute, s.serving, c, false, models::EngineKind::Analytic, nullptr);
     const planner::CandidateResult full =
-        planner::evaluate_candidate(s.scenario, s.cluster, s.costs(), s.compute, s.serving, c, true, "analytic", nullptr);
-    INFO(planner::layout_name(c.layout, "training_step") << ", " << m << " micro-batches: screened " << screened.step_time
+        planner::evaluate_candidate(s.scenario, s.cluster, s.costs(), s.compute, s.serving, c, true, models::EngineKind::Analytic, nullptr);
+    INFO(planner::layout_name(c.layout, models::WorkloadPhase::TrainingStep) << ", " << m << " micro-batches: screened " << screened.step_time
                                                          << " s, full " << full.step_time << " s");
     CHECK_FALSE(screened.exact);
     CHECK(full.exact);
@@ -162,9 +162,9 @@ TEST_CASE("plan: the shared communication cache changes no figure", "[plan]") {
   const auto shared = std::make_shared<planner::CommCostCache>();
   for (bool exact : {false, true}) {
     for (const auto& c : en.candidates) {
-      const auto a = planner::evaluate_candidate(s.scenario, s.cluster, s.costs(), s.compute, s.serving, c, exact, "analytic", nullptr);
-      const auto b = planner::evaluate_candidate(s.scenario, s.cluster, s.costs(), s.compute, s.serving, c, exact, "analytic", shared);
-      INFO(planner::layout_name(c.layout, "training_step") << (exact ? " in full" : " screened"));
+      const auto a = planner::evaluate_candidate(s.scenario, s.cluster, s.costs(), s.compute, s.serving, c, exact, models::EngineKind::Analytic, nullptr);
+      const auto b = planner::evaluate_candidate(s.scenario, s.cluster, s.costs(), s.compute, s.serving, c, exact, models::EngineKind::Analytic, shared);
+      INFO(planner::layout_name(c.layout, models::WorkloadPhase::TrainingStep) << (exact ? " in full" : " screened"));
       CHECK(a.step_time == b.step_time);
       CHECK(a.mfu == b.mfu);
       CHECK(a.exposed_total == b.exposed_total);

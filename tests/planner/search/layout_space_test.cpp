@@ -261,7 +261,7 @@ TEST_CASE("enumerate_layouts: settings that do not change the layout are enumera
     CHECK(pruned(e, planner::kPruneGpus) == 1);
     REQUIRE(e.candidates.size() == 6);
     std::set<std::string> names;
-    for (const auto& cand : e.candidates) names.insert(planner::layout_name(cand.layout, "training_step"));
+    for (const auto& cand : e.candidates) names.insert(planner::layout_name(cand.layout, models::WorkloadPhase::TrainingStep));
     CHECK(names.size() == 6);
     CHECK(names.count("TP4 PP2 DP2 mbs1 SP ZeRO-1 1F1B rc:none order:tp-cp-ep-dp-pp") == 1);
     CHECK(names.count("TP4 PP2 DP2 mbs1 SP ZeRO-1 1F1B rc:none") == 1);

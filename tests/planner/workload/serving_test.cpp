@@ -47,7 +47,7 @@ Run run_text(const std::string& yaml, const planner::ServingCalibration& serving
   planner::WorkloadRunner runner(r.scenario, r.cluster, costs,
                                  planner::ComputeCalibration::load(planner::ComputeCalibration::default_path(),
                                                                    r.cluster.spec.groups.front().node.gpu.name),
-                                 "analytic");
+                                 models::EngineKind::Analytic);
   runner.set_serving(serving);
   r.result = runner.run();
   return r;
@@ -266,6 +266,64 @@ TEST_CASE("serving: TTFT is the prefill step, the decode steps are summed, token
   CHECK(r.total_tokens_per_s == Approx(4.0 * 251 / e2e).epsilon(1e-12));
   // Each step pays its engine overhead: TPOT ≥ 300 us + the GPU's share.
   CHECK(r.tpot > 300e-6);
+}
+
+TEST_CASE("serving steps: one prefill of every prompt, decode at the first, middle and last context", "[serving]") {
+  // 4 requests, 200 prompt tokens, 51 output tokens: n = 50 decode steps at contexts 201 .. 250,
+  // simulated at 201, (201 + 250)/2 = 225.5 and 250. The builder costs attention at
+  // context_length + generated_tokens / 2: 201 = 200 + 2/2, 225.5 = 225 + 1/2, 250 = 249 + 2/2.
+  models::WorkloadSpec w;
+  w.phase = models::WorkloadPhase::Serving;
+  w.batch_size = 4;
+  w.input_len = 200;
+  w.output_len = 51;
+  const planner::ServingSteps s = planner::serving_steps(w);
+  CHECK(s.prefill.phase == models::WorkloadPhase::Prefill);
+  CHECK(s.prefill.micro_batch_size == 4);
+  CHECK(s.prefill.sequence_length == 200);
+  CHECK(s.decode_steps == 50);
+  CHECK(s.first == 201);
+  CHECK(s.middle == 225.5);
+  CHECK(s.last == 250);
+  for (const auto* d : {&s.decode_first, &s.decode_middle, &s.decode_last}) {
+    CHECK(d->phase == models::WorkloadPhase::Decode);
+    CHECK(d->batch_size == 4);
+  }
+  CHECK(s.decode_first.context_length == 200);
+  CHECK(s.decode_first.generated_tokens == 2);
+  CHECK(s.decode_middle.context_length == 225);
+  CHECK(s.decode_middle.generated_tokens == 1);
+  CHECK(s.decode_last.context_length == 249);
+  CHECK(s.decode_last.generated_tokens == 2);
+}
+
+TEST_CASE("serving result: TTFT, the decode sum, TPOT and tokens/s from the step times", "[serving]") {
+  // Steps (s): prefill 0.5, decode 0.25 / 0.375 / 0.5 at the first / middle / last context,
+  // n = 50: Σ decode = 50·(0.25 + 2·0.375 + 0.5)/4 = 18.75; E2E = 0.5 + 18.75 = 19.25;
+  // TPOT = 18.75 / 50 = 0.375; output tokens/s = 4·51/19.25; total = 4·251/19.25.
+  models::WorkloadSpec w;
+  w.batch_size = 4;
+  w.input_len = 200;
+  w.output_len = 51;
+  const planner::ServingSteps steps = planner::serving_steps(w);
+  planner::ServingStepTimes t;
+  t.prefill = 0.5;
+  t.decode_first = 0.25;
+  t.decode_middle = 0.375;
+  t.decode_last = 0.5;
+  t.prefill_compute = 0.125;
+  t.prefill_comm = 0.0625;
+  const planner::ServingResult r = planner::serving_result(w, steps, t);
+  CHECK(r.ttft == 0.5);
+  CHECK(r.e2e == 19.25);
+  CHECK(r.tpot == 0.375);
+  CHECK(r.output_tokens_per_s == Approx(204.0 / 19.25).epsilon(1e-15));
+  CHECK(r.total_tokens_per_s == Approx(1004.0 / 19.25).epsilon(1e-15));
+  REQUIRE(r.decode.size() == 3);
+  CHECK(r.decode[1].context == 225.5);
+  CHECK(r.decode[1].step == 0.375);
+  CHECK(r.prefill_compute == 0.125);
+  CHECK(r.prefill_comm == 0.0625);
 }
 
 TEST_CASE("serving.yaml: loads with its sources; bad tables are InputErrors", "[serving]") {

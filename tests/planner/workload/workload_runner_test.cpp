@@ -1,6 +1,6 @@
-// The workload runner (planner/workload/workload_runner.hpp): Megatron's rank placement, replicated
-// collective schedules (models::replicate, which the runner's concurrent groups rely on), and
-// one training step end to end on the shipped 64 × H100 Llama-3-70B scenario with both engines.
+// The workload runner (planner/workload/workload_runner.hpp): replicated collective schedules
+// (models::replicate, which the runner's concurrent groups rely on), and one training step end
+// to end on the shipped 64 × H100 Llama-3-70B scenario with both engines.
 
 #include <catch2/catch.hpp>
 
@@ -26,38 +26,8 @@
 
 using namespace ccsim;
 using models::ParallelDim;
-using planner::Placement;
 
 namespace {
-
-models::StrategySpec layout(int tp, int cp, int pp, int dp, int ep = 1, const std::string& order = "tp-cp-ep-pp-dp") {
-  models::StrategySpec s;
-  s.tp = tp;
-  s.cp = cp;
-  s.pp = pp;
-  s.dp = dp;
-  s.ep = ep;
-  s.order = order;
-  return s;
-}
-
-/// Checks that the `dim` groups of all ranks partition the world into groups of `size`, each
-/// rank in its own group, every member of a group reporting the same group.
-void check_partition(const Placement& p, ParallelDim dim, int size) {
-  INFO("dim " << models::to_string(dim));
-  std::set<std::vector<int>> groups;
-  for (int r = 0; r < p.world(); ++r) {
-    const auto g = p.group(dim, r);
-    CHECK(g.size() == static_cast<std::size_t>(size));
-    CHECK(std::find(g.begin(), g.end(), r) != g.end());
-    for (int q : g) CHECK(p.group(dim, q) == g);
-    groups.insert(g);
-  }
-  std::set<int> all;
-  for (const auto& g : groups) all.insert(g.begin(), g.end());
-  CHECK(all.size() == static_cast<std::size_t>(p.world()));
-  CHECK(groups.size() == static_cast<std::size_t>(p.world() / size));
-}
 
 /// Total length of the union of intervals.
 double union_length(std::vector<std::pair<double, double>> iv) {
@@ -72,77 +42,6 @@ double union_length(std::vector<std::pair<double, double>> iv) {
 }
 
 }  // namespace
-
-// ---------------------------------------------------------------------------------------------
-// Placement
-
-TEST_CASE("Placement: tp-cp-ep-pp-dp, tp 2 pp 2 dp 2 on 8 ranks", "[workload]") {
-  // Innermost first: rank = tp + 2·(cp = 0) + 2·pp + 4·dp.
-  const models::StrategySpec s = layout(2, 1, 2, 2);
-  const Placement p(s, 8);
-  CHECK(p.group(ParallelDim::TP, 0) == std::vector<int>{0, 1});
-  CHECK(p.group(ParallelDim::PP, 0) == std::vector<int>{0, 2});
-  CHECK(p.group(ParallelDim::DP, 0) == std::vector<int>{0, 4});
-  CHECK(p.group(ParallelDim::CP, 0) == std::vector<int>{0});
-  CHECK(p.group(ParallelDim::TP, 6) == std::vector<int>{6, 7});
-  CHECK(p.group(ParallelDim::PP, 5) == std::vector<int>{5, 7});
-  CHECK(p.group(ParallelDim::DP, 3) == std::vector<int>{3, 7});
-  // Rank 6 = tp 0 + 2·pp 1 + 4·dp 1.
-  const auto c = p.coords(6);
-  CHECK(c.tp == 0);
-  CHECK(c.cp == 0);
-  CHECK(c.pp == 1);
-  CHECK(c.dp == 1);
-  for (int r = 0; r < 8; ++r) CHECK(p.rank(p.coords(r)) == r);
-  check_partition(p, ParallelDim::TP, 2);
-  check_partition(p, ParallelDim::PP, 2);
-  check_partition(p, ParallelDim::DP, 2);
-}
-
-TEST_CASE("Placement: EP groups are consecutive ranks of the (cp, dp) index", "[workload]") {
-  SECTION("ep 2 over dp 2") {
-    // EP folds into DP: the EP group of rank 0 is its DP group {0, 4}; rank 3 (tp 1, pp 1) {3, 7}.
-    const models::StrategySpec s = layout(2, 1, 2, 2, 2);
-    const Placement p(s, 8);
-    CHECK(p.group(ParallelDim::EP, 0) == std::vector<int>{0, 4});
-    CHECK(p.group(ParallelDim::EP, 3) == std::vector<int>{3, 7});
-    check_partition(p, ParallelDim::EP, 2);
-  }
-  SECTION("cp 2, dp 2: DP spans dp × cp, EP 2 splits it, EP 4 covers it") {
-    // tp 2, cp 2, dp 2: rank = tp + 2·cp + 4·dp. DP of rank 0 (gradients over dp × cp):
-    // {0, 2, 4, 6} (dp-major); combined index k = dp·cp_size + cp = 0, 1, 2, 3 for those.
-    const models::StrategySpec s2 = layout(2, 2, 1, 2, 2);
-    const Placement p2(s2, 8);
-    CHECK(p2.group(ParallelDim::DP, 0) == std::vector<int>{0, 2, 4, 6});
-    CHECK(p2.group(ParallelDim::CP, 0) == std::vector<int>{0, 2});
-    CHECK(p2.group(ParallelDim::EP, 0) == std::vector<int>{0, 2});
-    CHECK(p2.group(ParallelDim::EP, 4) == std::vector<int>{4, 6});
-    CHECK(p2.group(ParallelDim::EP, 5) == std::vector<int>{5, 7});
-    check_partition(p2, ParallelDim::EP, 2);
-    check_partition(p2, ParallelDim::DP, 4);
-    const models::StrategySpec s4 = layout(2, 2, 1, 2, 4);
-    const Placement p4(s4, 8);
-    CHECK(p4.group(ParallelDim::EP, 0) == std::vector<int>{0, 2, 4, 6});
-    check_partition(p4, ParallelDim::EP, 4);
-  }
-}
-
-TEST_CASE("Placement: another order, and a world that does not match", "[workload]") {
-  // tp-cp-ep-dp-pp: rank = tp + 2·dp + 4·pp.
-  const models::StrategySpec s = layout(2, 1, 2, 2, 1, "tp-cp-ep-dp-pp");
-  const Placement p(s, 8);
-  CHECK(p.group(ParallelDim::DP, 0) == std::vector<int>{0, 2});
-  CHECK(p.group(ParallelDim::PP, 0) == std::vector<int>{0, 4});
-  CHECK(p.group(ParallelDim::TP, 2) == std::vector<int>{2, 3});
-  // dp innermost: rank = dp + 2·tp + 4·pp.
-  const models::StrategySpec d = layout(2, 1, 2, 2, 1, "dp-tp-cp-ep-pp");
-  const Placement q(d, 8);
-  CHECK(q.group(ParallelDim::DP, 0) == std::vector<int>{0, 1});
-  CHECK(q.group(ParallelDim::TP, 0) == std::vector<int>{0, 2});
-  CHECK(q.group(ParallelDim::PP, 0) == std::vector<int>{0, 4});
-  const models::StrategySpec bad = layout(2, 1, 2, 4);
-  CHECK_THROWS_AS(Placement(bad, 8), std::invalid_argument);
-}
 
 // ---------------------------------------------------------------------------------------------
 // replicate()
@@ -320,7 +219,7 @@ TEST_CASE("runner: Llama-3-70B on 64 x H100, one training step, analytic and flo
   const E2e& e = llama70b();
   REQUIRE(e.scenario.strategy);
   REQUIRE(e.scenario.workload);
-  planner::WorkloadRunner analytic(e.scenario, e.cluster, e.costs, e.compute, "analytic");
+  planner::WorkloadRunner analytic(e.scenario, e.cluster, e.costs, e.compute, models::EngineKind::Analytic);
   const planner::WorkloadResult r = analytic.run();
   REQUIRE(r.feasible);
   // TP 8 × PP 2 × DP 4 = 64 GPUs; global batch 128 / (micro-batch 1 · DP 4) = 32 micro-batches;
@@ -363,7 +262,7 @@ TEST_CASE("runner: Llama-3-70B on 64 x H100, one training step, analytic and flo
     }
   }
 
-  // Per stage: by construction (workload_runner.cpp) compute is the compute stream's busy time,
+  // Per stage: by construction (planner/workload/breakdown.cpp) compute is the compute stream's busy time,
   // exposed[d] is each dim's communication time not under compute, and idle is the step not
   // covered by compute or any communication. Hence, with C the compute intervals and M the
   // communication intervals of the stage:
@@ -401,7 +300,7 @@ TEST_CASE("runner: Llama-3-70B on 64 x H100, one training step, analytic and flo
   }
 
   // The flow engine (SimGrid) agrees within 2 %.
-  planner::WorkloadRunner flow(e.scenario, e.cluster, e.costs, e.compute, "flow");
+  planner::WorkloadRunner flow(e.scenario, e.cluster, e.costs, e.compute, models::EngineKind::Flow);
   const planner::WorkloadResult f = flow.run();
   REQUIRE(f.feasible);
   CHECK(f.step_time == Approx(r.step_time).epsilon(0.02));
@@ -421,7 +320,7 @@ TEST_CASE("decode: per-token TP communication grows when TP crosses the node bou
     const planner::CostModel costs = planner::CostModel::load(planner::CostModel::default_path());
     planner::WorkloadRunner runner(sc, cluster, costs,
                                    planner::ComputeCalibration::load(planner::ComputeCalibration::default_path(), "H100-SXM5"),
-                                   "analytic");
+                                   models::EngineKind::Analytic);
     return runner.run();
   };
   const auto tp4 = run("llama31-8b-decode-tp4.yaml");
@@ -448,7 +347,7 @@ TEST_CASE("mixed clusters: the step does not depend on the order node groups are
     const planner::CostModel costs = planner::CostModel::load(planner::CostModel::default_path());
     planner::WorkloadRunner runner(sc, cluster, costs,
                                    planner::ComputeCalibration::load(planner::ComputeCalibration::default_path(), "any"),
-                                   "analytic");
+                                   models::EngineKind::Analytic);
     auto r = runner.run();
     std::filesystem::remove_all(dir);
     return r;

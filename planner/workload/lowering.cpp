@@ -1,0 +1,324 @@
+#include "planner/workload/lowering.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "planner/algorithms/vllm_allreduce.hpp"
+#include "planner/collective/collective_runner.hpp"
+#include "planner/tuning/cost_model.hpp"
+#include "sim/engine.hpp"
+#include "support/input_error.hpp"
+
+namespace ccsim::planner {
+
+using models::ParallelDim;
+using models::ProgramOp;
+using models::ProgramOpKind;
+
+// ---------------------------------------------------------------------------------------------
+// Shared communication costs
+
+std::optional<CommCost> CommCostCache::find(const std::string& key) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = costs_.find(key);
+  if (it == costs_.end()) {
+    ++misses_;
+    return std::nullopt;
+  }
+  ++hits_;
+  return it->second;
+}
+
+void CommCostCache::insert(const std::string& key, const CommCost& cost) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  costs_.emplace(key, cost);
+}
+
+std::size_t CommCostCache::size() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return costs_.size();
+}
+
+std::pair<std::size_t, std::size_t> CommCostCache::hits_misses() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return {hits_, misses_};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lowering
+
+namespace {
+
+/// The strategy's explicit algorithm for collective `c` (strategy.algorithms, keyed by the
+/// collective's lower-case name), or nullopt for auto.
+std::optional<Algorithm> algorithm_choice(const models::StrategySpec& s, models::Collective c) {
+  std::string key(models::to_string(c));
+  for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const auto it = s.algorithms.find(key);
+  if (it == s.algorithms.end() || it->second == "auto") return std::nullopt;
+  return parse_algorithm(it->second);
+}
+
+}  // namespace
+
+CommLowering::CommLowering(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
+                           models::EngineKind engine)
+    : scenario_(scenario),
+      cluster_(cluster),
+      costs_(costs),
+      engine_(engine),
+      placement_(*scenario.strategy, static_cast<int>(cluster.topology.gpus().size())),
+      analytic_(sim::make_engine(models::EngineKind::Analytic, cluster)),
+      chosen_(engine_ == models::EngineKind::Analytic ? nullptr : sim::make_engine(engine_, cluster)) {}
+
+int CommLowering::cost_index(const ProgramOp& op, int stage, int rep) {
+  const auto key = std::make_tuple(static_cast<int>(op.dim), stage, static_cast<int>(op.collective), op.peer, op.expert, op.bytes);
+  auto it = memo_.find(key);
+  if (it == memo_.end()) {
+    costs_list_.push_back(lower(op, stage, rep));
+    it = memo_.emplace(key, static_cast<int>(costs_list_.size() - 1)).first;
+  }
+  return it->second;
+}
+
+std::vector<int> CommLowering::group_of(const ProgramOp& op, int rank) const {
+  if (op.kind == ProgramOpKind::SendRecv) {
+    const Placement::Coords c = placement_.coords(rank);
+    return {rank, placement_.rank({c.tp, c.cp, c.dp, op.peer})};
+  }
+  return op.expert ? placement_.expert_dp_group(rank) : placement_.group(op.dim, rank);
+}
+
+CommLowering::Groups CommLowering::concurrent_groups(const ProgramOp& op, int stage, int rep) {
+  const models::Topology& topo = cluster_.topology;
+  const auto gpus = topo.gpus();
+  Groups out;
+  out.group = group_of(op, rep);
+  // Groups that run the same op at the same time and share a node with this one.
+  for (int r : out.group) out.nodes.insert(topo.device(gpus[static_cast<std::size_t>(r)]).node);
+  std::set<int> covered(out.group.begin(), out.group.end());
+  // The ranks on those nodes, ascending (a rank runs on the GPU of its index).
+  if (node_ranks_.empty()) {
+    node_ranks_.resize(cluster_.nodes.size());
+    for (int q = 0; q < placement_.world(); ++q) {
+      node_ranks_[static_cast<std::size_t>(topo.device(gpus[static_cast<std::size_t>(q)]).node)].push_back(q);
+    }
+  }
+  std::vector<int> candidates;
+  for (int nd : out.nodes) {
+    const auto& on_node = node_ranks_[static_cast<std::size_t>(nd)];
+    candidates.insert(candidates.end(), on_node.begin(), on_node.end());
+  }
+  std::sort(candidates.begin(), candidates.end());
+  for (int q : candidates) {
+    if (covered.count(q) != 0) continue;
+    if (placement_.coords(q).pp != stage) continue;
+    std::vector<int> g = group_of(op, q);
+    bool fresh = true;
+    for (int r : g) fresh = fresh && covered.count(r) == 0;
+    if (!fresh) continue;
+    covered.insert(g.begin(), g.end());
+    out.others.push_back(std::move(g));
+  }
+  return out;
+}
+
+std::string CommLowering::shared_key(const ProgramOp& op, const Groups& g) const {
+  const models::Topology& topo = cluster_.topology;
+  const auto gpus = topo.gpus();
+  // The key is everything simulate() reads that differs between scenarios on one cluster (the
+  // groups as GPUs, the op, the phase and the strategy's collective choices).
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|", static_cast<int>(op.kind), static_cast<int>(op.collective),
+                                static_cast<int>(op.dim), op.bytes, models::to_string(scenario_.workload->phase),
+                                scenario_.strategy->disable_custom_all_reduce, scenario_.simulation.granularity,
+                                models::to_string(engine_));
+  for (const auto& [c, a] : scenario_.strategy->algorithms) key += c + "=" + a + ",";
+  // Inside one node every node of the same template is alike: such an op is keyed by the
+  // node's template and the GPUs' local indices, so the same TP op on another stage's node
+  // is found too. Ops that leave the node are keyed by their GPUs.
+  bool one_node = g.nodes.size() == 1;
+  const int node = *g.nodes.begin();
+  const int base = node_ranks_[static_cast<std::size_t>(node)].front();
+  for (const auto& other : g.others)
+    for (int r : other) one_node = one_node && topo.device(gpus[static_cast<std::size_t>(r)]).node == node;
+  if (one_node) key += fmt::format("node template {}", cluster_.node_group[static_cast<std::size_t>(node)]);
+  const auto add_ranks = [&](const std::vector<int>& ranks) {
+    key += '/';
+    for (int r : ranks) key += std::to_string(one_node ? r - base : static_cast<int>(gpus[static_cast<std::size_t>(r)])) + ",";
+  };
+  add_ranks(g.group);
+  for (const auto& other : g.others) add_ranks(other);
+  return key;
+}
+
+CommCost CommLowering::lower(const ProgramOp& op, int stage, int rep) {
+  const Groups g = concurrent_groups(op, stage, rep);
+  if (!shared_) return simulate(op, g.group, g.others);
+  // Candidates of a layout search share what they simulate.
+  const std::string key = shared_key(op, g);
+  if (auto hit = shared_->find(key)) return *hit;
+  CommCost cost = simulate(op, g.group, g.others);
+  shared_->insert(key, cost);
+  return cost;
+}
+
+CommCost CommLowering::simulate_p2p(const ProgramOp& op, const std::vector<int>& group, const std::vector<std::vector<int>>& others) {
+  const models::Topology& topo = cluster_.topology;
+  const auto gpus = topo.gpus();
+  CommCost cost;
+  cost.group_size = static_cast<int>(group.size());
+  cost.concurrent_groups = static_cast<int>(others.size());
+  models::Schedule s;
+  s.collective = models::Collective::SendRecv;
+  s.algorithm = "p2p";
+  s.bytes = static_cast<std::uint64_t>(op.bytes);
+  s.element_size = 1;
+  std::vector<models::DeviceId> rank_gpu;
+  const auto add_pair = [&](const std::vector<int>& pair) {
+    const int a = static_cast<int>(s.ranks.size());
+    s.ranks.resize(static_cast<std::size_t>(a + 2));
+    models::Op send;
+    send.kind = models::OpKind::Send;
+    send.peer = a + 1;
+    send.src = {models::BufferKind::Input, 0, s.bytes};
+    s.ranks[static_cast<std::size_t>(a)].add(send);
+    models::Op recv;
+    recv.kind = models::OpKind::Recv;
+    recv.peer = a;
+    recv.dst = {models::BufferKind::Output, 0, s.bytes};
+    s.ranks[static_cast<std::size_t>(a + 1)].add(recv);
+    for (int r : pair) rank_gpu.push_back(gpus[static_cast<std::size_t>(r)]);
+  };
+  add_pair(group);
+  for (const auto& g : others) add_pair(g);
+  s.nranks = static_cast<int>(s.ranks.size());
+  sim::Plan plan;
+  plan.schedule = &s;
+  plan.rank_gpu = rank_gpu;
+  plan.cost = costs_.params(Algorithm::Direct, Protocol::Simple, topo, gpu_spec(cluster_, plan.rank_gpu.front()).arch);
+  const sim::Timeline tl = engine().run(plan);
+  cost.time = tl.makespan;
+  cost.algorithm = "p2p";
+  cost.protocol = "Simple";
+  cost.links = tl.links;
+  return cost;
+}
+
+CommCost CommLowering::simulate(const ProgramOp& op, const std::vector<int>& group, const std::vector<std::vector<int>>& others) {
+  const models::Topology& topo = cluster_.topology;
+  const auto gpus = topo.gpus();
+  const auto to_gpus = [&](const std::vector<int>& ranks) {
+    std::vector<models::DeviceId> out;
+    for (int r : ranks) out.push_back(gpus[static_cast<std::size_t>(r)]);
+    return out;
+  };
+  if (auto custom = lower_vllm_allreduce(op, group, others)) return *custom;
+  if (op.kind == ProgramOpKind::SendRecv) return simulate_p2p(op, group, others);
+  CommCost cost;
+  cost.group_size = static_cast<int>(group.size());
+  cost.concurrent_groups = static_cast<int>(others.size());
+  CollectiveOptions o;
+  o.collective = op.collective;
+  o.algorithm = algorithm_choice(*scenario_.strategy, op.collective);
+  o.gpus = to_gpus(group);
+  for (const auto& g : others) o.concurrent.push_back(to_gpus(g));
+  o.element_size = 1;
+  o.engine = std::string(models::to_string(engine_));
+  o.granularity = scenario_.simulation.granularity;
+  o.check_bound = false;
+  CollectiveResult r;
+  try {
+    CollectiveRunner runner(cluster_, costs_, o, analytic_.get(), chosen_.get());
+    // AllGather / ReduceScatter move equal parts per rank (an nccl-tests size is the per-rank
+    // count × ranks). The builder pads what the frameworks pad (DP buckets, the logits); any
+    // other size is rounded up to equal parts rather than refused.
+    auto bytes = static_cast<std::uint64_t>(op.bytes);
+    if (op.collective == models::Collective::AllGather || op.collective == models::Collective::ReduceScatter) {
+      const std::uint64_t n = o.gpus.size();
+      bytes = (bytes + n - 1) / n * n;
+    }
+    r = runner.run(bytes);
+  } catch (const std::invalid_argument& e) {
+    // Only an explicit algorithm choice can fail here; say which key and which group.
+    std::string key(models::to_string(op.collective));
+    for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const auto& s = *scenario_.strategy;
+    const auto loc = s.algorithm_locations.find(key);
+    if (!o.algorithm || loc == s.algorithm_locations.end()) throw;
+    std::set<int> group_nodes;
+    for (models::DeviceId g : o.gpus) group_nodes.insert(topo.device(g).node);
+    throw support::InputError(loc->second, "strategy.algorithms." + key,
+                              fmt::format("an algorithm that runs {} on the {} group ({} ranks on {} node{})",
+                                          models::to_string(op.collective), models::to_string(op.dim), o.gpus.size(),
+                                          group_nodes.size(), group_nodes.size() == 1 ? "" : "s"),
+                              "'" + s.algorithms.at(key) + "'", e.what());
+  }
+  cost.time = r.time;
+  cost.algorithm = std::string(to_string(r.algorithm));
+  cost.protocol = std::string(to_string(r.protocol));
+  cost.links = r.links;
+  return cost;
+}
+
+std::optional<CommCost> CommLowering::lower_vllm_allreduce(const ProgramOp& op, const std::vector<int>& group,
+                                                           const std::vector<std::vector<int>>& others) {
+  // vLLM's TP AllReduce (inference phases only; an explicit strategy.algorithms.allreduce
+  // choice means NCCL with that algorithm). vLLM's GroupCoordinator.all_reduce goes to the
+  // device communicator, which tries the custom all-reduce before PyNccl
+  // (vllm/distributed/device_communicators/cuda_communicator.py, CudaCommunicator.all_reduce).
+  const models::StrategySpec& s = *scenario_.strategy;
+  if (scenario_.workload->phase == models::WorkloadPhase::TrainingStep || op.kind != ProgramOpKind::Collective ||
+      op.dim != ParallelDim::TP || op.collective != models::Collective::AllReduce || algorithm_choice(s, op.collective)) {
+    return std::nullopt;
+  }
+  const models::Topology& topo = cluster_.topology;
+  const auto gpus = topo.gpus();
+  const auto gpu = [&](int r) { return gpus[static_cast<std::size_t>(r)]; };
+  VllmGroup g;
+  g.world_size = static_cast<int>(group.size());
+  g.disabled = s.disable_custom_all_reduce;
+  g.fully_connected = true;
+  g.p2p = true;
+  for (int a : group) {
+    g.same_node = g.same_node && topo.device(gpu(a)).node == topo.device(gpu(group.front())).node;
+    g.p2p = g.p2p && topo.device(gpu(a)).p2p;
+  }
+  // vLLM's is_fully_connected asks NVML whether every pair has an NVLink P2P path.
+  for (std::size_t i = 0; g.same_node && i < group.size(); ++i)
+    for (std::size_t j = i + 1; j < group.size(); ++j)
+      g.fully_connected = g.fully_connected && topo.route(gpu(group[i]), gpu(group[j])).path.type == models::PathType::Nvl;
+  g.p2p = g.p2p || g.fully_connected;
+  const auto bytes = static_cast<std::uint64_t>(op.bytes);
+  const VllmAllReduce kind = vllm_allreduce_choice(g, bytes);
+  if (kind == VllmAllReduce::Nccl) return std::nullopt;
+  const models::Schedule one = vllm_custom_allreduce(kind, g.world_size, bytes, 1);
+  const models::Schedule all = models::replicate(one, 1 + static_cast<int>(others.size()));
+  sim::Plan plan;
+  plan.schedule = &all;
+  for (int r : group) plan.rank_gpu.push_back(gpu(r));
+  for (const auto& o : others)
+    for (int r : o) plan.rank_gpu.push_back(gpu(r));
+  // Loads and stores over NVLink / P2P: the link efficiencies of NCCL's Simple protocol
+  // (bulk copies), no protocol wire overhead; latencies from serving.yaml.
+  plan.cost = costs_.params(Algorithm::Direct, Protocol::Simple, topo, gpu_spec(cluster_, plan.rank_gpu.front()).arch);
+  plan.cost.wire_factor = 1.0;
+  plan.cost.max_rate = std::numeric_limits<double>::infinity();
+  plan.cost.base_latency = serving_.custom_allreduce_launch;
+  plan.cost.step_latency.fill(serving_.custom_allreduce_stage);
+  const sim::Timeline tl = engine().run(plan);
+  CommCost cost;
+  cost.time = tl.makespan;
+  cost.algorithm = std::string(to_string(kind));
+  cost.protocol = "LD/ST";
+  cost.group_size = g.world_size;
+  cost.concurrent_groups = static_cast<int>(others.size());
+  cost.links = tl.links;
+  return cost;
+}
+
+}  // namespace ccsim::planner
