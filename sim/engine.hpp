@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "models/hardware/cluster.hpp"
-#include "models/scenario/spec_kinds.hpp"
+#include "models/scenario/engine_kind.hpp"
 #include "sim/execution/engine.hpp"
 
 namespace ccsim::sim {

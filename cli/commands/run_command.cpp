@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/options.hpp"
+#include "models/scenario/effective_yaml.hpp"
 #include "support/atomic_file.hpp"
 #include "support/input_error.hpp"
 #include "planner/workload/workload_report.hpp"

@@ -16,8 +16,8 @@
 #include "support/atomic_file.hpp"
 #include "models/hardware/catalog.hpp"
 #include "support/input_error.hpp"
+#include "models/scenario/overrides.hpp"
 #include "models/scenario/scenario.hpp"
-#include "planner/sweep/overrides.hpp"
 #include "planner/sweep/sweep_output.hpp"
 #include "planner/search/layout_plan.hpp"
 #include "planner/search/layout_space.hpp"
@@ -43,7 +43,7 @@ struct Prepared {
 
 /// "(point 3: strategy.tp=4, cluster.nodes[0].count=16)".
 std::string point_note(const planner::SweepResult& r, std::size_t i) {
-  const auto idx = planner::grid_point(r.axes, i);
+  const auto idx = models::grid_point(r.axes, i);
   std::string s;
   for (std::size_t k = 0; k < r.axes.size(); ++k) s += (k ? ", " : "") + r.axes[k].key + "=" + r.axes[k].values[idx[k]];
   return fmt::format("at sweep point {}{}{}", i, s.empty() ? "" : ": ", s);
@@ -113,24 +113,24 @@ Prepared prepare(const SweepCliOptions& o) {
   p.result.price_per_gpu_hour = o.price_per_gpu_hour;
   std::set<std::string> keys;
   for (const std::string& s : o.sets) {
-    planner::SweepAxis axis = planner::parse_set_option(s);
+    models::SweepAxis axis = models::parse_set_option(s);
     if (!keys.insert(axis.key).second) {
       throw support::InputError(kCommandLine, "--set " + axis.key, "each key in one --set", "the key in two");
     }
     p.result.axes.push_back(std::move(axis));
   }
-  const std::size_t n = planner::grid_size(p.result.axes, kMaxPoints);
+  const std::size_t n = models::grid_size(p.result.axes, kMaxPoints);
 
   const models::Catalog catalog = models::Catalog::load(o.catalog.empty() ? models::Catalog::default_dir() : o.catalog);
   const std::vector<support::YamlSource> base = models::load_scenario_layers(o.scenario);
   p.scenarios.resize(n);
   p.result.rows.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const auto idx = planner::grid_point(p.result.axes, i);
-    std::vector<planner::Assignment> assignments;
+    const auto idx = models::grid_point(p.result.axes, i);
+    std::vector<models::Assignment> assignments;
     for (std::size_t k = 0; k < idx.size(); ++k) assignments.push_back({p.result.axes[k].key, p.result.axes[k].values[idx[k]]});
     try {
-      models::Scenario sc = models::load_scenario(planner::point_layers(base, assignments), o.scenario, catalog, !o.plan);
+      models::Scenario sc = models::load_scenario(models::point_layers(base, assignments), o.scenario, catalog, !o.plan);
       if (!sc.workload) {
         throw support::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim sweep",
                                   "a scenario without one");
@@ -144,7 +144,7 @@ Prepared prepare(const SweepCliOptions& o) {
       }
     } catch (const support::InputError& e) {
       const std::string hint = (e.hint().empty() ? "" : e.hint() + "; ") + point_note(p.result, i);
-      if (e.where().file == planner::kSetLayerFile) {
+      if (e.where().file == models::kSetLayerFile) {
         throw support::InputError(kCommandLine, "--set " + e.key(), e.expected(), e.found(), hint);
       }
       throw support::InputError(e.where(), e.key(), e.expected(), e.found(), hint);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "models/hardware/catalog.hpp"
+#include "models/hardware/specs.hpp"
 #include "models/hardware/fabric.hpp"
 #include "models/hardware/node_builders.hpp"
 #include "models/hardware/topology.hpp"

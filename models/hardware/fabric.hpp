@@ -72,7 +72,7 @@
 #include <optional>
 #include <vector>
 
-#include "models/hardware/catalog.hpp"
+#include "models/hardware/specs.hpp"
 #include "models/hardware/node_builders.hpp"
 #include "models/hardware/topology.hpp"
 

@@ -26,7 +26,7 @@
 #include <optional>
 #include <vector>
 
-#include "models/hardware/catalog.hpp"
+#include "models/hardware/specs.hpp"
 #include "models/hardware/topology.hpp"
 
 namespace ccsim::models {
@@ -74,7 +74,7 @@ NodeDevices build_nvswitch_node(Topology& topology, const NodeSpec& spec, int no
 
 /// Direct-link layouts: the host side as above, plus the GPU-to-GPU links of
 /// spec.gpu_links, one physical link bundle (count lanes) per listed pair. The xgmi-mesh and
-/// pcie-box layouts are shorthands that expand to such lists (catalog.cpp):
+/// pcie-box layouts are shorthands that expand to such lists (node_template.cpp):
 ///
 ///   xgmi-mesh (AMD MI300X OAM, HGX H100 4-GPU): every pair joined, `links_per_peer` each
 ///      GPU0 ----- GPU1        every GPU has one xGMI link to each of the 7 others

@@ -88,16 +88,9 @@ std::string range_label(const char* what, int first, int last) {
   return first == last ? fmt::format("{} {}", what, first) : fmt::format("{} {}-{}", what, first, last);
 }
 
-}  // namespace
-
-TopologySummary summarize(const Cluster& c) {
+/// The fabric's one-line description, and the pods of a three-tier fat tree.
+void summarize_fabric(const Cluster& c, TopologySummary& s) {
   const Topology& t = c.topology;
-  TopologySummary s;
-  s.name = c.spec.name;
-  s.nodes = static_cast<int>(c.nodes.size());
-  s.gpus = static_cast<int>(t.gpus().size());
-
-  // Fabric description.
   const FabricSpec& f = c.spec.fabric;
   s.fabric = std::string(to_string(f.kind));
   if (f.kind == FabricKind::FatTree) {
@@ -132,8 +125,12 @@ TopologySummary summarize(const Cluster& c) {
       s.between_pods_per_gpu = pod_gpus > 0 ? up / pod_gpus : 0.0;
     }
   }
+}
 
-  // Node groups and injection bandwidth (from the group's first node).
+/// One row per node group: its template, GPUs, NICs, host memory and injection bandwidth (from
+/// the group's first node).
+void summarize_groups(const Cluster& c, TopologySummary& s) {
+  const Topology& t = c.topology;
   for (std::size_t g = 0; g < c.spec.groups.size(); ++g) {
     const NodeGroupSpec& group = c.spec.groups[g];
     NodeGroupSummary ng;
@@ -163,16 +160,22 @@ TopologySummary summarize(const Cluster& c) {
     }
     s.groups.push_back(ng);
   }
+}
 
-  // Devices by kind.
+/// Devices by kind, and the physical NVSwitch chips.
+void summarize_devices(const Cluster& c, TopologySummary& s) {
+  const Topology& t = c.topology;
   std::map<DeviceKind, int> devices;
   for (DeviceId d = 0; d < t.num_devices(); ++d) {
     devices[t.device(d).kind] += 1;
     if (t.device(d).kind == DeviceKind::NvSwitch) s.nvswitch_chips += t.device(d).spec;
   }
   s.devices.assign(devices.begin(), devices.end());
+}
 
-  // Links by (class, kind, endpoint kinds, bandwidth): every row's links are alike.
+/// Links by (class, kind, endpoint kinds, bandwidth), with their bandwidth per GPU.
+void summarize_links(const Cluster& c, TopologySummary& s) {
+  const Topology& t = c.topology;
   std::map<std::tuple<LinkClass, std::string, std::string, double>, LinkGroupSummary> groups;
   std::map<std::tuple<LinkClass, std::string, std::string, double>, std::set<DeviceId>> group_gpus;
   std::map<std::tuple<LinkClass, std::string, std::string, double>, std::set<int>> group_nodes;
@@ -217,8 +220,11 @@ TopologySummary summarize(const Cluster& c) {
     }
     s.links.push_back(g);
   }
+}
 
-  // Bisection: max-flow between the natural halves.
+/// Bisection bandwidth: max-flow between the natural halves (of the nodes, else of the GPUs).
+void summarize_bisection(const Cluster& c, TopologySummary& s) {
+  const Topology& t = c.topology;
   std::vector<DeviceId> left, right;
   if (s.nodes > 1) {
     const int half = s.nodes / 2;
@@ -233,8 +239,11 @@ TopologySummary summarize(const Cluster& c) {
     s.bisection = t.max_flow(left, right);
     if (s.nodes == 1) s.bisection_scaleup = t.max_flow(left, right, 1U << static_cast<unsigned>(LinkClass::ScaleUp));
   }
+}
 
-  // Paths from GPU 0 to the first GPU of each kind of position.
+/// The route from GPU 0 to the first GPU of each kind of position.
+void summarize_positions(const Cluster& c, TopologySummary& s) {
+  const Topology& t = c.topology;
   if (s.gpus > 1) {
     const DeviceId g0 = t.gpus().front();
     std::vector<std::string> seen;
@@ -249,6 +258,22 @@ TopologySummary summarize(const Cluster& c) {
                              route.ecmp_paths});
     }
   }
+}
+
+}  // namespace
+
+TopologySummary summarize(const Cluster& c) {
+  const Topology& t = c.topology;
+  TopologySummary s;
+  s.name = c.spec.name;
+  s.nodes = static_cast<int>(c.nodes.size());
+  s.gpus = static_cast<int>(t.gpus().size());
+  summarize_fabric(c, s);
+  summarize_groups(c, s);
+  summarize_devices(c, s);
+  summarize_links(c, s);
+  summarize_bisection(c, s);
+  summarize_positions(c, s);
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "models/scenario/effective_yaml.hpp"
 #include "support/text_table.hpp"
 #include "support/units.hpp"
 

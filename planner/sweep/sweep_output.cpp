@@ -34,7 +34,7 @@ std::string duration(const std::optional<double>& v) {
 }
 
 std::vector<std::string> point_values(const SweepResult& r, std::size_t point) {
-  const std::vector<std::size_t> idx = grid_point(r.axes, point);
+  const std::vector<std::size_t> idx = models::grid_point(r.axes, point);
   std::vector<std::string> out;
   for (std::size_t k = 0; k < r.axes.size(); ++k) out.push_back(r.axes[k].values[idx[k]]);
   return out;

@@ -7,16 +7,16 @@
 #include <string>
 #include <vector>
 
-#include "planner/sweep/overrides.hpp"
+#include "models/scenario/overrides.hpp"
 #include "planner/sweep/sweep_point.hpp"
 
 namespace ccsim::planner {
 
 struct SweepResult {
   std::string scenario;                       ///< the scenario path as given
-  std::vector<SweepAxis> axes;                ///< --set options, in order
+  std::vector<models::SweepAxis> axes;        ///< --set options, in order
   std::optional<double> price_per_gpu_hour;   ///< USD, when given
-  std::vector<SweepRow> rows;                 ///< one per point, in point order (overrides.hpp grid_point)
+  std::vector<SweepRow> rows;                 ///< one per point, in point order (models/scenario/overrides.hpp grid_point)
   bool planned = false;                       ///< --plan: rows carry the best layout (a "layout" column)
 };
 

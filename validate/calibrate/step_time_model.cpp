@@ -15,6 +15,7 @@
 #include "support/input_error.hpp"
 #include "support/numbers.hpp"
 #include "models/scenario/scenario.hpp"
+#include "models/scenario/effective_yaml.hpp"
 #include "support/temp_files.hpp"
 #include "planner/tuning/cost_model.hpp"
 #include "planner/workload/serving.hpp"

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "models/scenario/scenario.hpp"
+#include "models/scenario/effective_yaml.hpp"
 #include "models/workload/program_builder.hpp"
 #include "test_support.hpp"
 

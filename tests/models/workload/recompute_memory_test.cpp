@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "models/scenario/scenario.hpp"
+#include "models/scenario/effective_yaml.hpp"
 #include "test_support.hpp"
 #include "workload_support.hpp"
 

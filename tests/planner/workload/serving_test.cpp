@@ -11,6 +11,7 @@
 
 #include "support/input_error.hpp"
 #include "models/scenario/scenario.hpp"
+#include "models/scenario/effective_yaml.hpp"
 #include "planner/algorithms/vllm_allreduce.hpp"
 #include "planner/tuning/cost_model.hpp"
 #include "planner/workload/serving.hpp"

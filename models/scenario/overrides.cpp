@@ -1,4 +1,4 @@
-#include "planner/sweep/overrides.hpp"
+#include "models/scenario/overrides.hpp"
 
 #include <cctype>
 #include <memory>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace ccsim::planner {
+namespace ccsim::models {
 
 namespace {
 
@@ -19,7 +19,7 @@ support::InputError set_error(const std::string& key, const std::string& expecte
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
-/// Maps merge, lists and scalars replace (as scenario includes merge; models/scenario/scenario.cpp).
+/// Maps merge, lists and scalars replace (as a scenario's layers merge; scenario_layers.hpp).
 /// The result shares no node with `over`: yaml-cpp joins the memory of nodes assigned into one
 /// another, so sharing the scenario's layers with every point's document made the layers'
 /// memory (and each later merge) grow with the points built before (a quadratic grid build).
@@ -294,4 +294,4 @@ std::vector<support::YamlSource> point_layers(const std::vector<support::YamlSou
   return layers;
 }
 
-}  // namespace ccsim::planner
+}  // namespace ccsim::models

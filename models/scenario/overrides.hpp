@@ -19,7 +19,7 @@
 
 #include "support/yaml_fields.hpp"
 
-namespace ccsim::planner {
+namespace ccsim::models {
 
 /// One `--set KEY=V1,V2,...`: the key path and its values, in the order given.
 struct SweepAxis {
@@ -65,7 +65,7 @@ struct Assignment {
 };
 
 /// The layers of the scenario of one point, most specific first: a layer of the assignments
-/// (file kSetLayerFile) in front of `base` (the scenario's own layers, models::load_scenario_layers).
+/// (file kSetLayerFile) in front of `base` (the scenario's own layers, load_scenario_layers).
 /// A list reached by a key is copied whole into that layer from the merged base (lists replace,
 /// they do not merge) and changed there; `auto` removes the key from every layer (base layers
 /// that hold it are copied, never changed in place). Throws InputError naming "--set KEY" for an
@@ -73,4 +73,4 @@ struct Assignment {
 std::vector<support::YamlSource> point_layers(const std::vector<support::YamlSource>& base,
                                               const std::vector<Assignment>& assignments);
 
-}  // namespace ccsim::planner
+}  // namespace ccsim::models

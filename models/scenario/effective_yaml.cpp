@@ -1,0 +1,113 @@
+#include "models/scenario/effective_yaml.hpp"
+
+#include <filesystem>
+
+namespace ccsim::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+YAML::Node merge(const YAML::Node& base, const YAML::Node& over) {
+  if (!base.IsMap() || !over.IsMap()) return YAML::Clone(over);
+  YAML::Node out = YAML::Clone(base);
+  for (const auto& kv : over) {
+    const std::string key = kv.first.Scalar();
+    out[key] = out[key].IsDefined() ? merge(out[key], kv.second) : YAML::Clone(kv.second);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string effective_yaml(const Scenario& sc) {
+  YAML::Node doc(YAML::NodeType::Map);
+  for (auto it = sc.layers.rbegin(); it != sc.layers.rend(); ++it) doc = merge(doc, it->node);
+  doc.remove("include");
+  YAML::Node out(YAML::NodeType::Map);
+  out["name"] = sc.name;
+  if (doc["description"]) out["description"] = doc["description"];
+  out["cluster"] = doc["cluster"];
+  if (sc.workload) {
+    const WorkloadSpec& w = *sc.workload;
+    YAML::Node n;
+    std::string model = w.model;
+    const bool path = model.find('/') != std::string::npos || (model.size() > 5 && model.substr(model.size() - 5) == ".json");
+    if (path && sc.model) model = sc.model->source_path;
+    n["model"] = model;
+    n["phase"] = std::string(to_string(w.phase));
+    if (w.phase != WorkloadPhase::Serving) n["sequence_length"] = w.sequence_length;
+    n["micro_batch_size"] = w.micro_batch_size;
+    // The effective global batch of a training step (0 in the file means one micro-batch per
+    // DP rank); inference phases have none (the key accepts only sizes of at least 1).
+    if (w.phase == WorkloadPhase::TrainingStep) {
+      n["global_batch_size"] = w.global_batch_size > 0 ? w.global_batch_size
+                                                       : w.micro_batch_size * (sc.strategy ? sc.strategy->dp : 1);
+    }
+    n["batch_size"] = w.batch_size;
+    if (w.phase != WorkloadPhase::Serving) {
+      n["context_length"] = w.context_length;
+      n["generated_tokens"] = w.generated_tokens;
+    }
+    if (w.phase == WorkloadPhase::Serving) {
+      n["input_len"] = w.input_len;
+      n["output_len"] = w.output_len;
+    }
+    n["dtype"] = w.dtype;
+    n["recompute"] = w.recompute;
+    if (w.recompute == "full") {
+      n["recompute_method"] = w.recompute_method;
+      n["recompute_num_layers"] = w.recompute_num_layers;
+    }
+    if (w.recompute == "selective") {
+      YAML::Node mods(YAML::NodeType::Sequence);
+      for (const auto& mod : w.recompute_modules) mods.push_back(mod);
+      n["recompute_modules"] = mods;
+    }
+    out["workload"] = n;
+  }
+  if (sc.strategy) {
+    const StrategySpec& s = *sc.strategy;
+    YAML::Node n;
+    n["tp"] = s.tp;
+    n["pp"] = s.pp;
+    n["dp"] = s.dp;
+    n["cp"] = s.cp;
+    n["ep"] = s.ep;
+    n["sequence_parallel"] = s.sequence_parallel;
+    n["zero_stage"] = s.zero_stage;
+    n["pipeline_schedule"] = s.pipeline_schedule;
+    n["virtual_stages"] = s.virtual_stages;
+    if (s.pipeline_schedule == "interleaved") n["microbatch_group_size_per_vp_stage"] = s.microbatch_group_size_per_vp_stage;
+    n["order"] = s.order;
+    n["tp_comm_overlap"] = s.tp_comm_overlap;
+    n["overlap_grad_reduce"] = s.overlap_grad_reduce;
+    n["overlap_param_gather"] = s.overlap_param_gather;
+    n["grad_reduce_dtype"] = s.grad_reduce_dtype;
+    n["bucket_params"] = s.bucket_params;
+    n["disable_custom_all_reduce"] = s.disable_custom_all_reduce;
+    if (!s.algorithms.empty()) {
+      YAML::Node a(YAML::NodeType::Map);
+      for (const auto& [k, v] : s.algorithms) a[k] = v;
+      n["algorithms"] = a;
+    }
+    out["strategy"] = n;
+  }
+  YAML::Node sim;
+  sim["engine"] = std::string(to_string(sc.simulation.engine));
+  sim["granularity"] = sc.simulation.granularity;
+  // Tables made absolute, as the model config path (effective.yaml is written elsewhere than
+  // the scenario it comes from).
+  const auto absolute = [](const std::string& p) {
+    std::error_code ec;
+    const fs::path a = fs::absolute(p, ec);
+    return ec ? p : a.lexically_normal().string();
+  };
+  if (!sc.simulation.calibration.empty()) sim["calibration"] = absolute(sc.simulation.calibration);
+  if (!sc.simulation.compute_calibration.empty()) sim["compute_calibration"] = absolute(sc.simulation.compute_calibration);
+  out["simulation"] = sim;
+  YAML::Emitter e;
+  e << out;
+  return std::string("# Effective scenario written by ccsim run: includes merged, every setting explicit.\n") + e.c_str() + "\n";
+}
+
+}  // namespace ccsim::models

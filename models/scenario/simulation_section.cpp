@@ -1,0 +1,42 @@
+#include "models/scenario/simulation_section.hpp"
+
+#include <filesystem>
+
+namespace ccsim::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The path a table key names (simulation.calibration, compute_calibration), relative to the
+/// directory of the file that writes the key, as include paths and model config paths are; empty
+/// when no layer has the key. Throws InputError at the key when the value is not a non-empty
+/// string or the resolved path is not a readable regular file (input_file_problem). The table's
+/// content is read and checked by its loader, not here.
+std::string table_path(const support::Fields& f, std::string_view key, const std::string& table) {
+  const auto value = f.find(key);
+  if (!value) return {};
+  if (!value->node.IsScalar() || value->node.Scalar().empty()) throw f.error(key, "the path of " + table);
+  const support::SourceLocation where = f.location(key);
+  const fs::path written(value->node.Scalar());
+  const fs::path resolved = written.is_absolute() ? written : fs::path(where.file).parent_path() / written;
+  if (const std::string problem = support::input_file_problem(resolved.string()); !problem.empty()) {
+    throw support::InputError(where, f.key_path(key), table, "'" + resolved.string() + "' (" + problem + ")",
+                              written.is_absolute() ? std::string() : "a relative path is read from the directory of " + where.file);
+  }
+  return resolved.string();
+}
+
+}  // namespace
+
+SimulationSpec parse_simulation(const support::Fields& f) {
+  f.reject_unknown({"engine", "granularity", "calibration", "compute_calibration"});
+  SimulationSpec spec;
+  spec.engine = *parse_engine_kind(f.choice("engine", {"analytic", "flow"}, "analytic"));
+  spec.granularity = f.choice("granularity", {"auto", "step", "phase"}, "auto");
+  spec.calibration = table_path(f, "calibration", "a collective calibration table (like scenarios/calibration/nccl.yaml)");
+  spec.compute_calibration =
+      table_path(f, "compute_calibration", "a compute calibration table (like scenarios/calibration/compute.yaml)");
+  return spec;
+}
+
+}  // namespace ccsim::models

@@ -1,0 +1,32 @@
+#pragma once
+// The `simulation` section of a scenario: the engine, the granularity of a workload run and the
+// calibration tables the commands use when the command line names none.
+
+#include <string>
+
+#include "models/scenario/engine_kind.hpp"
+#include "support/yaml_fields.hpp"
+
+namespace ccsim::models {
+
+/// How a scenario is simulated: the engine, the granularity of a workload run, the tables.
+struct SimulationSpec {
+  EngineKind engine = EngineKind::Analytic;  ///< analytic | flow
+  std::string granularity = "auto";      ///< auto | step | phase
+  /// `calibration`: the collective cost table (format of scenarios/calibration/nccl.yaml) the
+  /// commands use when the command line names none (cli/options.hpp choose_table). The path as
+  /// written, joined to the directory of the file that writes the key (an included file's own
+  /// directory); an absolute path stays as it is. Empty: the scenario names none.
+  std::string calibration;
+  /// `compute_calibration`: the compute efficiency table (format of
+  /// scenarios/calibration/compute.yaml), resolved as `calibration`. Empty: none named.
+  std::string compute_calibration;
+};
+
+/// Reads the `simulation` section `f`. Throws InputError on a bad key or value, and on a
+/// calibration / compute_calibration that is not a path or names no readable regular file (at
+/// the key's file, line and column, with the resolved path). The tables' contents are checked
+/// where they are loaded (planner::CostModel::load, planner::ComputeCalibration::load).
+SimulationSpec parse_simulation(const support::Fields& f);
+
+}  // namespace ccsim::models

@@ -1,0 +1,112 @@
+#include "models/scenario/strategy_section.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace ccsim::models {
+namespace {
+
+/// Upper bound of every parallel size; far above any built system, it guards against typos and
+/// overflow.
+constexpr int kMaxGpus = 1 << 20;
+
+}  // namespace
+
+StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus) {
+  s.reject_unknown({"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "zero_stage", "pipeline_schedule",
+                    "virtual_stages", "microbatch_group_size_per_vp_stage", "order", "algorithms", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "grad_reduce_dtype", "bucket_params",
+                    "disable_custom_all_reduce"});
+  StrategySpec spec;
+  spec.tp = s.count("tp", 1, kMaxGpus, 1);
+  spec.pp = s.count("pp", 1, kMaxGpus, 1);
+  spec.cp = s.count("cp", 1, kMaxGpus, 1);
+  spec.ep = s.count("ep", 1, kMaxGpus, 1);
+  const std::int64_t model_parallel = static_cast<std::int64_t>(spec.tp) * spec.pp * spec.cp;
+  if (s.has("dp")) {
+    spec.dp = s.count("dp", 1, kMaxGpus);
+    if (model_parallel * spec.dp != cluster_gpus) {
+      throw support::RuleError(s.error("dp", fmt::format("tp·pp·cp·dp equal to the cluster's {} GPUs (tp·pp·cp·dp = {}·{}·{}·{} = {})",
+                                                         cluster_gpus, spec.tp, spec.pp, spec.cp, spec.dp, model_parallel * spec.dp)));
+    }
+  } else {
+    if (cluster_gpus % model_parallel != 0) {
+      throw support::RuleError(s.error("tp", fmt::format("tp·pp·cp dividing the cluster's {} GPUs (tp·pp·cp = {}·{}·{} = {})", cluster_gpus,
+                                                         spec.tp, spec.pp, spec.cp, model_parallel)));
+    }
+    spec.dp = static_cast<int>(cluster_gpus / model_parallel);
+  }
+  if ((static_cast<std::int64_t>(spec.dp) * spec.cp) % spec.ep != 0) {
+    throw support::RuleError(s.error("ep", fmt::format("an expert-parallel size dividing dp·cp = {}", spec.dp * spec.cp)));
+  }
+  spec.sequence_parallel = s.boolean("sequence_parallel", false);
+  if (spec.sequence_parallel && spec.tp == 1) {
+    throw support::RuleError(s.error("sequence_parallel", "false when tp is 1 (sequence parallelism splits along TP)"));
+  }
+  spec.zero_stage = s.count("zero_stage", 0, kMaxGpus, 0);
+  if (spec.zero_stage > 3) throw s.error("zero_stage", "a ZeRO stage of 0, 1, 2 or 3");
+  spec.tp_comm_overlap = s.boolean("tp_comm_overlap", false);
+  if (spec.tp_comm_overlap && spec.tp == 1) {
+    throw support::RuleError(s.error("tp_comm_overlap", "false when tp is 1 (there is no TP communication)"));
+  }
+  spec.overlap_grad_reduce = s.boolean("overlap_grad_reduce", false);
+  spec.overlap_param_gather = s.boolean("overlap_param_gather", false);
+  if (spec.overlap_param_gather && spec.zero_stage != 1 && spec.zero_stage != 2) {
+    throw s.error("overlap_param_gather", "false unless zero_stage is 1 or 2 (the distributed optimizer gathers parameters after the step)");
+  }
+  // Megatron-LM validate_args: "--overlap-grad-reduce should be turned on when using --overlap-param-gather".
+  if (spec.overlap_param_gather && !spec.overlap_grad_reduce) {
+    throw s.error("overlap_param_gather", "false unless overlap_grad_reduce is true (Megatron-LM asserts --overlap-grad-reduce with --overlap-param-gather)");
+  }
+  spec.grad_reduce_dtype = s.choice("grad_reduce_dtype", {"fp32", "bf16"}, "fp32");
+  spec.bucket_params = s.integer("bucket_params", 0, 0);  // 0: Megatron's default
+  spec.disable_custom_all_reduce = s.boolean("disable_custom_all_reduce", false);
+  spec.pipeline_schedule = s.choice("pipeline_schedule", {"1f1b", "interleaved"}, "1f1b");
+  spec.virtual_stages = s.count("virtual_stages", 1, 1024, spec.pipeline_schedule == "interleaved" ? 2 : 1);
+  if (spec.pipeline_schedule == "interleaved" && spec.virtual_stages < 2) {
+    throw s.error("virtual_stages", "at least 2 model chunks per pipeline rank for the interleaved schedule");
+  }
+  if (spec.pipeline_schedule == "interleaved" && spec.pp < 2) {
+    throw support::RuleError(s.error("pipeline_schedule", "1f1b when pp is 1 (the interleaved schedule splits a pipeline of at least 2 stages)"));
+  }
+  if (spec.pipeline_schedule == "1f1b" && spec.virtual_stages != 1) {
+    throw s.error("virtual_stages", "1 for the 1f1b schedule (use pipeline_schedule: interleaved)");
+  }
+  if (s.has("microbatch_group_size_per_vp_stage")) {
+    if (spec.pipeline_schedule != "interleaved") {
+      throw s.error("microbatch_group_size_per_vp_stage", "no 'microbatch_group_size_per_vp_stage' unless pipeline_schedule is interleaved");
+    }
+    spec.microbatch_group_size_per_vp_stage = s.count("microbatch_group_size_per_vp_stage", 1, 1 << 16);
+  } else if (spec.pipeline_schedule == "interleaved") {
+    spec.microbatch_group_size_per_vp_stage = spec.pp;  // Megatron-Core's default
+  }
+  spec.order = s.optional_string("order").value_or(spec.order);
+  {
+    std::vector<std::string> parts;
+    std::stringstream in(spec.order);
+    for (std::string part; std::getline(in, part, '-');) parts.push_back(part);
+    std::vector<std::string> sorted = parts;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted != std::vector<std::string>{"cp", "dp", "ep", "pp", "tp"}) {
+      throw s.error("order", "the five dimensions tp, cp, ep, pp, dp in some order joined by '-', innermost first");
+    }
+  }
+  if (const auto algorithms = s.optional_map("algorithms")) {
+    algorithms->reject_unknown({"allreduce", "reducescatter", "allgather", "alltoall", "broadcast", "reduce", "sendrecv"});
+    for (const support::YamlSource& layer : algorithms->layers()) {
+      for (const auto& entry : layer.node) {
+        const std::string key = entry.first.Scalar();
+        if (spec.algorithms.count(key) != 0) continue;  // the most specific layer wins
+        spec.algorithm_locations[key] = algorithms->location(key);
+        spec.algorithms[key] = algorithms->choice(
+            key, {"auto", "ring", "tree", "halving-doubling", "recursive-doubling", "bruck", "direct", "pairwise",
+                  "hierarchical", "nvls", "nvls-tree"});
+      }
+    }
+  }
+  return spec;
+}
+
+}  // namespace ccsim::models

@@ -1,0 +1,20 @@
+#pragma once
+// The `strategy` section of a scenario: the parallel layout in Megatron-LM's terms (tp, pp, dp,
+// cp, ep, sequence parallelism, ZeRO, the pipeline schedule, rank order), its communication
+// overlaps and the collective algorithms it asks for.
+
+#include "models/workload/workload_spec.hpp"
+#include "support/yaml_fields.hpp"
+
+namespace ccsim::models {
+
+/// Reads the `strategy` section `s` of a scenario on a cluster of `cluster_gpus` GPUs; dp,
+/// when absent, is GPUs / (tp·pp·cp). Throws InputError on a bad key or value (sizes from 1 to
+/// 2^20, a ZeRO stage above 3, an order that is not the five dimensions, an unknown algorithm,
+/// a setting that needs another: virtual_stages without interleaved, overlap_param_gather
+/// without ZeRO-1/2 and overlap_grad_reduce); RuleError (a subclass) when the layout does not
+/// fit the cluster or itself: tp·pp·cp·dp not the GPU count, tp·pp·cp not dividing it, ep not
+/// dividing dp·cp, sequence_parallel or tp_comm_overlap with tp 1, interleaved with pp 1.
+StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus);
+
+}  // namespace ccsim::models
