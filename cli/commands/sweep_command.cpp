@@ -67,7 +67,11 @@ Prepared prepare(const SweepCliOptions& o) {
                               fmt::format("{}", *o.price_per_gpu_hour));
   }
   if (!o.out.empty()) support::OutputDir(o.out, out_rules()).prepare();
-  p.point = {o.engine, o.calibration, o.compute_calibration, o.serving_calibration, o.price_per_gpu_hour};
+  p.point.engine = o.engine;
+  p.point.calibration = o.calibration;
+  p.point.compute_calibration = o.compute_calibration;
+  p.point.serving_calibration = o.serving_calibration;
+  p.point.price_per_gpu_hour = o.price_per_gpu_hour;
   p.point.plan = o.plan;
   p.point.fix = o.fix;
   p.point.space = o.space;

@@ -189,8 +189,8 @@ class VerbsBackend final : public Backend {
       try {
         session.start(support::mpi::ThreadLevel::Funneled);
       } catch (const support::mpi::StartError& e) {
-        if (e.reason() == support::mpi::StartError::Reason::Finalised) throw ReplayError("verbs: MPI was already finalised in this process");
-        mpi(e.code(), "MPI_Init_thread");
+        mpi(e.code(), "MPI_Init_thread");  // throws for MPI's error code
+        throw ReplayError(std::string("verbs: ") + e.what());
       }
     }
     mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
