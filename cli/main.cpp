@@ -14,11 +14,11 @@
 #include "cli/commands/plan_command.hpp"
 #include "cli/commands/replay_command.hpp"
 #include "cli/commands/run_command.hpp"
-#include "cli/commands/sweep_mpi.hpp"
 #include "cli/commands/sweep_command.hpp"
 #include "cli/commands/topo_command.hpp"
 #include "support/atomic_file.hpp"
 #include "support/input_error.hpp"
+#include "support/mpi/launcher.hpp"
 #include "support/temp_files.hpp"
 
 int main(int argc, char** argv) {
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
     return app.exit(e);  // 0, like --help (it used to fall into ParseError: exit 2)
   } catch (const CLI::ParseError& e) {
     // Under mpirun every rank parses the same command line: rank 0 alone says what is wrong.
-    if (ccsim::cli::launched_rank() == 0) app.exit(e);
+    if (ccsim::support::mpi::launched_rank() == 0) app.exit(e);
     return 2;
   }
   if (app.get_subcommands().empty()) {
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
     return rc;
   } catch (const ccsim::support::InputError& e) {
     // Under mpirun (sweep, replay) every rank reads the same input: rank 0 alone says what is wrong.
-    if (ccsim::cli::launched_rank() == 0) std::cerr << e.what() << "\n";
+    if (ccsim::support::mpi::launched_rank() == 0) std::cerr << e.what() << "\n";
     return 2;
   } catch (const ccsim::support::OutputError& e) {
     std::cerr << "ccsim: error: " << e.what() << "\n";

@@ -1,9 +1,12 @@
 #pragma once
 // Helpers shared by the Catch2 tests: paths into the source tree.
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -64,6 +67,22 @@ struct TempDir {
     return c;
   }
 };
+
+/// The bytes of the file at `p` (empty when it cannot be read).
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Names in `dir`, sorted, hidden ones included.
+inline std::vector<std::string> entries(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 /// The cluster of a scenario file given relative to the source tree (e.g. tests/data/real-cases/X.yaml).
 inline models::Cluster cluster_at(const std::string& relative) {

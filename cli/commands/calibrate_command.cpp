@@ -1,11 +1,9 @@
 #include "cli/commands/calibrate_command.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <cstdlib>
-#include <ctime>
 #include <iostream>
 #include <map>
 #include <set>
@@ -22,6 +20,7 @@
 #include "support/digest.hpp"
 #include "support/input_error.hpp"
 #include "support/input_file.hpp"
+#include "support/provenance.hpp"
 #include "planner/tuning/cost_model.hpp"
 #include "validate/calibrate/calibrate.hpp"
 #include "validate/calibrate/compute_calibration.hpp"
@@ -100,15 +99,6 @@ std::string group_change(const validate::CalibrationParameter& p) {
   return fmt::format("x{:.4g}", p.value);
 }
 
-std::string iso_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 /// A YAML tree as JSON: maps and lists as such, scalars as numbers where they read as one.
 nlohmann::json to_json(const YAML::Node& node) {
   if (node.IsMap()) {
@@ -156,49 +146,71 @@ void check_out(const CalibrateCliOptions& o) {
 
 }  // namespace
 
-int run_calibrate(const CalibrateCliOptions& o) {
-  if (o.out_given && o.out.empty()) throw InputError({"<command line>", 0, 0}, "--out", "a file name", "''");
-  if (!std::isfinite(o.separability)) {
-    throw InputError({"<command line>", 0, 0}, "--separability", "a number in [1e-6, 1]", fmt::format("{}", o.separability));
+namespace {
+
+/// `ccsim calibrate --step-times FILE [--gemm FILE]`: the compute model's fit
+/// (validate/calibrate/compute_calibration.hpp); one kind of fit per run, as the two write tables
+/// of different formats.
+int run_compute_fit(const CalibrateCliOptions& o) {
+  if (!o.logs.empty()) {
+    throw InputError({"<command line>", 0, 0}, "logs", "either nccl-tests logs or --step-times / --gemm (one table per run)",
+                     o.logs.front());
   }
-  check_out(o);
-  if (!o.step_times.empty() || !o.gemm.empty()) {
-    // The compute model (validate/calibrate/compute_calibration.hpp): one kind of fit per run, as the
-    // two write tables of different formats.
-    if (!o.logs.empty()) {
-      throw InputError({"<command line>", 0, 0}, "logs", "either nccl-tests logs or --step-times / --gemm (one table per run)",
-                       o.logs.front());
-    }
-    if (!o.calibration.empty()) {
-      throw InputError({"<command line>", 0, 0}, "--calibration",
-                       "no --calibration with --step-times (the step times are simulated with the scenario's simulation.calibration, "
-                       "as ccsim run does; name the collective table there)",
-                       o.calibration);
-    }
-    if (o.step_times.empty()) {
-      throw InputError({"<command line>", 0, 0}, "--gemm", "--step-times FILE with it (the GEMM table fits the GEMM constants, the step times the rest)",
-                       "--gemm alone");
-    }
-    validate::ComputeCalibrationRequest request;
-    request.scenario = o.scenario;
-    request.step_times = o.step_times;
-    request.gemm = o.gemm;
-    request.holdout = o.holdout;
-    request.out = o.out;
-    // --compute-calibration, else the scenario's simulation.compute_calibration, else compute.yaml.
-    request.compute_table = compute_table(o.compute_calibration, load_scenario_file(o.scenario, o.catalog)).path;
-    std::ostringstream report;
-    validate::calibrate_compute(request, report);
-    std::cout << report.str();
-    return 0;
+  if (!o.calibration.empty()) {
+    throw InputError({"<command line>", 0, 0}, "--calibration",
+                     "no --calibration with --step-times (the step times are simulated with the scenario's simulation.calibration, "
+                     "as ccsim run does; name the collective table there)",
+                     o.calibration);
   }
-  if (o.logs.empty()) {
-    throw InputError({"<command line>", 0, 0}, "logs", "one or more nccl-tests / rccl-tests logs (or --step-times FILE)", "none");
+  if (o.step_times.empty()) {
+    throw InputError({"<command line>", 0, 0}, "--gemm", "--step-times FILE with it (the GEMM table fits the GEMM constants, the step times the rest)",
+                     "--gemm alone");
   }
-  const validate::Holdout holdout = parse_holdout_option(o.holdout);
-  // Read and check every input before any work: nothing is written when one is bad.
+  validate::ComputeCalibrationRequest request;
+  request.scenario = o.scenario;
+  request.step_times = o.step_times;
+  request.gemm = o.gemm;
+  request.holdout = o.holdout;
+  request.out = o.out;
+  // --compute-calibration, else the scenario's simulation.compute_calibration, else compute.yaml.
+  request.compute_table = compute_table(o.compute_calibration, load_scenario_file(o.scenario, o.catalog)).path;
+  std::ostringstream report;
+  validate::calibrate_compute(request, report);
+  std::cout << report.str();
+  return 0;
+}
+
+/// The parameter groups of a fit by what the report says of them.
+struct ParameterSets {
+  std::vector<const validate::CalibrationParameter*> fitted, separable, unconstrained;
+};
+
+ParameterSets sort_parameters(const validate::CalibrationResult& fit) {
+  ParameterSets sets;
+  for (const auto& p : fit.parameters) {
+    if (p.status == validate::CalibrationParameter::Status::Fitted) sets.fitted.push_back(&p);
+    else if (p.status == validate::CalibrationParameter::Status::NotSeparable || !p.rows.empty() ||
+             p.note != "no fitted row depends on it")
+      sets.separable.push_back(&p);
+    else sets.unconstrained.push_back(&p);
+  }
+  return sets;
+}
+
+/// Everything one collective fit read and produced, for its provenance and report.
+struct CollectiveFit {
   std::vector<LogInfo> logs;
   std::vector<validate::CalibrationRow> rows;
+  std::string base_path;   ///< the table the fit started from
+  std::string base_shown;  ///< as the report names it (the shipped default by its file name)
+  std::string base_sha256;
+  std::string cluster;     ///< the scenario's cluster name
+  validate::CalibrationResult fit;
+  ParameterSets sets;
+};
+
+/// Reads and checks every log, and marks the rows held out: nothing is written when one is bad.
+void read_logs(const CalibrateCliOptions& o, const validate::Holdout& holdout, CollectiveFit& f) {
   for (const std::string& path : o.logs) {
     LogInfo info;
     info.path = path;
@@ -211,56 +223,67 @@ int run_calibrate(const CalibrateCliOptions& o) {
     for (validate::CalibrationRow row : log_rows) {
       row.algorithm = algorithm_option(o.algo);
       row.protocol = protocol_option(o.protocol);
-      rows.push_back(std::move(row));
+      f.rows.push_back(std::move(row));
     }
-    logs.push_back(std::move(info));
+    f.logs.push_back(std::move(info));
   }
-  if (rows.empty()) throw InputError({o.logs.front(), 0, 0}, "", "logs with at least one measured size", "no table rows");
+  if (f.rows.empty()) throw InputError({o.logs.front(), 0, 0}, "", "logs with at least one measured size", "no table rows");
   for (std::uint64_t size : holdout.sizes) {
-    if (std::none_of(rows.begin(), rows.end(), [&](const validate::CalibrationRow& r) { return r.size == size; })) {
+    if (std::none_of(f.rows.begin(), f.rows.end(), [&](const validate::CalibrationRow& r) { return r.size == size; })) {
       throw InputError({"<command line>", 0, 0}, "--holdout", "sizes the logs measured", fmt::format("{} bytes", size));
     }
   }
-  validate::assign_holdout(rows, holdout);
+  validate::assign_holdout(f.rows, holdout);
+}
 
+/// The fit of the scenario's collective table to the rows (the scenario, its table and the
+/// rows' rank counts checked first). Throws InputError when the rows cannot support a fit.
+void fit_table(const CalibrateCliOptions& o, CollectiveFit& f) {
   const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
   const TableChoice table = collective_table(o.calibration, scenario, cluster);
-  const std::string base_path = table.path;
+  f.base_path = table.path;
+  f.cluster = cluster.spec.name;
   // The shipped default by its name (its absolute path depends on where ccsim is installed).
-  const std::string base_shown =
-      table.origin == TableOrigin::Default ? std::filesystem::path(base_path).filename().string() + " (default)" : base_path;
-  const std::string base_text = support::read_input_file(base_path, {"a collective calibration table (like scenarios/calibration/nccl.yaml)"});
-  const support::YamlSource base = support::load_yaml_map_file(base_path, {"a collective calibration table (like scenarios/calibration/nccl.yaml)"});
-  for (const validate::CalibrationRow& r : rows) {
+  f.base_shown = table.origin == TableOrigin::Default ? std::filesystem::path(f.base_path).filename().string() + " (default)" : f.base_path;
+  f.base_sha256 = support::sha256_hex(
+      support::read_input_file(f.base_path, {"a collective calibration table (like scenarios/calibration/nccl.yaml)"}));
+  const support::YamlSource base = support::load_yaml_map_file(f.base_path, {"a collective calibration table (like scenarios/calibration/nccl.yaml)"});
+  for (const validate::CalibrationRow& r : f.rows) {
     if (static_cast<std::size_t>(r.nranks) > cluster.topology.gpus().size()) {
       throw InputError({r.log, r.line, 0}, "", fmt::format("a log of at most the scenario's {} GPUs", cluster.topology.gpus().size()),
                        fmt::format("{} ranks", r.nranks));
     }
   }
-  validate::CalibrationResult fit;
   try {
     validate::CalibrateOptions options;
     if (o.loss == "squares") options.robust_scale = 0;
     options.separability = o.separability;
     options.only_used_figures = o.only_used_figures;
-    fit = validate::calibrate(cluster, base, rows, options);
+    f.fit = validate::calibrate(cluster, base, f.rows, options);
   } catch (const validate::CalibrationError& e) {
     throw InputError({o.logs.front(), 0, 0}, "", "logs that can support a fit", "too few rows", e.what());
   } catch (const validate::RowError& e) {
     throw InputError({e.log, e.line, 0}, "", "a row ccsim can simulate on this scenario", "'" + e.test + "'", e.what());
   }
+  f.sets = sort_parameters(f.fit);
+}
 
-  // Provenance and report.
-  YAML::Node provenance;
-  provenance["tool"] = "ccsim calibrate";
-  provenance["date"] = iso_now();
-  provenance["scenario"] = o.scenario;
-  provenance["base_table"] = base_shown;
-  provenance["base_table_sha256"] = support::sha256_hex(base_text);
-  provenance["engine"] = "analytic";
-  provenance["holdout"] = o.holdout;
-  for (const LogInfo& info : logs) {
+/// The sizes of the fitted rows a group moves.
+std::set<std::uint64_t> row_sizes(const validate::CalibrationParameter& p, const std::vector<validate::CalibrationRow>& rows) {
+  std::set<std::uint64_t> s;
+  for (std::size_t i : p.rows) s.insert(rows[i].size);
+  return s;
+}
+
+/// A MAPE for the provenance ("1.23"), "n/a" when no row was in the set.
+std::string pct(double v) { return v < 0 ? std::string("n/a") : fmt::format("{:.2f}", v); }
+/// A MAPE for the report ("1.23 %").
+std::string pct_text(double v) { return v < 0 ? std::string("n/a") : fmt::format("{:.2f} %", v); }
+
+/// The inputs of the fit for its provenance: `logs`, each with its sha256 and tests.
+void add_logs(YAML::Node provenance, const CalibrateCliOptions& o, const CollectiveFit& f) {
+  for (const LogInfo& info : f.logs) {
     YAML::Node l;
     l["path"] = info.path;
     l["sha256"] = info.sha256;
@@ -274,55 +297,55 @@ int run_calibrate(const CalibrateCliOptions& o) {
     }
     provenance["logs"].push_back(l);
   }
-  std::vector<const validate::CalibrationParameter*> fitted, separable, unconstrained;
-  for (const auto& p : fit.parameters) {
-    if (p.status == validate::CalibrationParameter::Status::Fitted) fitted.push_back(&p);
-    else if (p.status == validate::CalibrationParameter::Status::NotSeparable || !p.rows.empty() ||
-             p.note != "no fitted row depends on it")
-      separable.push_back(&p);
-    else unconstrained.push_back(&p);
-  }
-  const auto row_sizes = [&](const validate::CalibrationParameter& p) {
-    std::set<std::uint64_t> s;
-    for (std::size_t i : p.rows) s.insert(rows[i].size);
-    return s;
-  };
-  for (const auto* p : fitted) {
-    YAML::Node f;
-    f["parameter"] = p->name;
-    f["change"] = group_change(*p);
+}
+
+/// The fitted table's `calibration:` block: tool, date, inputs with sha256, the groups fitted
+/// and not, MAPE per log, and every row's residual.
+YAML::Node provenance_of(const CalibrateCliOptions& o, const CollectiveFit& f) {
+  YAML::Node provenance;
+  provenance["tool"] = "ccsim calibrate";
+  provenance["date"] = support::iso8601_utc_now();
+  provenance["scenario"] = o.scenario;
+  provenance["base_table"] = f.base_shown;
+  provenance["base_table_sha256"] = f.base_sha256;
+  provenance["engine"] = "analytic";
+  provenance["holdout"] = o.holdout;
+  add_logs(provenance, o, f);
+  for (const auto* p : f.sets.fitted) {
+    YAML::Node g;
+    g["parameter"] = p->name;
+    g["change"] = group_change(*p);
     for (const auto& m : p->members) {
       YAML::Node mn;
       mn["path"] = m.path;
       mn["table"] = show_value(m.before, m.path, p->offset);
       mn["fitted"] = show_value(m.after, m.path, p->offset);
-      f["figures"].push_back(mn);
+      g["figures"].push_back(mn);
     }
-    const auto sizes = row_sizes(*p);
-    f["fitted_rows"] = p->rows.size();
-    if (!p->note.empty()) f["note"] = p->note;
-    if (!sizes.empty()) f["sizes"] = fmt::format("{} .. {} B", *sizes.begin(), *sizes.rbegin());
-    provenance["fitted"].push_back(f);
+    const auto sizes = row_sizes(*p, f.rows);
+    g["fitted_rows"] = p->rows.size();
+    if (!p->note.empty()) g["note"] = p->note;
+    if (!sizes.empty()) g["sizes"] = fmt::format("{} .. {} B", *sizes.begin(), *sizes.rbegin());
+    provenance["fitted"].push_back(g);
   }
-  for (const auto* p : separable) {
-    YAML::Node f;
-    f["parameter"] = p->name;
-    f["reason"] = p->note;
-    provenance["not_fitted"].push_back(f);
+  for (const auto* p : f.sets.separable) {
+    YAML::Node g;
+    g["parameter"] = p->name;
+    g["reason"] = p->note;
+    provenance["not_fitted"].push_back(g);
   }
-  for (const auto* p : unconstrained) provenance["unconstrained"].push_back(p->name);
-  provenance["iterations"] = fit.iterations;
-  const auto pct = [](double v) { return v < 0 ? std::string("n/a") : fmt::format("{:.2f}", v); };
-  const auto pct_text = [](double v) { return v < 0 ? std::string("n/a") : fmt::format("{:.2f} %", v); };
-  for (const LogInfo& info : logs) {
+  for (const auto* p : f.sets.unconstrained) provenance["unconstrained"].push_back(p->name);
+  provenance["iterations"] = f.fit.iterations;
+  for (const LogInfo& info : f.logs) {
     YAML::Node m;
     m["log"] = info.path;
-    m["mape_fitted_before_pct"] = pct(validate::calibration_mape(rows, fit.before, true, info.path));
-    m["mape_fitted_after_pct"] = pct(validate::calibration_mape(rows, fit.after, true, info.path));
-    m["mape_held_out_before_pct"] = pct(validate::calibration_mape(rows, fit.before, false, info.path));
-    m["mape_held_out_after_pct"] = pct(validate::calibration_mape(rows, fit.after, false, info.path));
+    m["mape_fitted_before_pct"] = pct(validate::calibration_mape(f.rows, f.fit.before, true, info.path));
+    m["mape_fitted_after_pct"] = pct(validate::calibration_mape(f.rows, f.fit.after, true, info.path));
+    m["mape_held_out_before_pct"] = pct(validate::calibration_mape(f.rows, f.fit.before, false, info.path));
+    m["mape_held_out_after_pct"] = pct(validate::calibration_mape(f.rows, f.fit.after, false, info.path));
     provenance["mape"].push_back(m);
   }
+  const auto& rows = f.rows;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     YAML::Node rn;
     rn["log"] = rows[i].log;
@@ -330,22 +353,47 @@ int run_calibrate(const CalibrateCliOptions& o) {
     rn["size_B"] = rows[i].size;
     rn["set"] = rows[i].fit ? "fit" : "held-out";
     rn["measured_us"] = fmt::format("{:.4g}", rows[i].measured * 1e6);
-    rn["before_us"] = fmt::format("{:.4g}", fit.before[i] * 1e6);
-    rn["after_us"] = fmt::format("{:.4g}", fit.after[i] * 1e6);
-    rn["error_pct"] = fmt::format("{:+.2f}", (fit.after[i] - rows[i].measured) / rows[i].measured * 100);
-    rn["choice"] = fit.choice_after[i];
+    rn["before_us"] = fmt::format("{:.4g}", f.fit.before[i] * 1e6);
+    rn["after_us"] = fmt::format("{:.4g}", f.fit.after[i] * 1e6);
+    rn["error_pct"] = fmt::format("{:+.2f}", (f.fit.after[i] - rows[i].measured) / rows[i].measured * 100);
+    rn["choice"] = f.fit.choice_after[i];
     provenance["residuals"].push_back(rn);
   }
+  return provenance;
+}
 
+/// One test's table of the text report: every row measured, before and after the fit.
+void report_test(const CollectiveFit& f, const LogInfo& info, std::size_t ti, std::ostream& text) {
+  const validate::LogTest& t = info.tests[ti];
+  const auto& rows = f.rows;
+  const auto& fit = f.fit;
+  text << fmt::format("#\n# log {}: {} ({})\n", info.path, t.name, models::to_string(*t.collective));
+  text << fmt::format("#{:>11}  {:>10}  {:>10}  {:>10}  {:>7}  {:<8}  {:<14}  {:<14}\n", "size", "measured", "before", "after", "error",
+                      "set", "before", "after");
+  text << fmt::format("#{:>11}  {:>10}  {:>10}  {:>10}  {:>7}  {:<8}  {:<14}  {:<14}\n", "(B)", "(us)", "(us)", "(us)", "(%)", "",
+                      "(algo/proto)", "(algo/proto)");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].log != info.path || rows[i].test_index != static_cast<int>(ti)) continue;
+    text << fmt::format("{:>12}  {:>10}  {:>10}  {:>10}  {:>+7.1f}  {:<8}  {:<14}  {:<14}\n", rows[i].size,
+                        format_time_us(rows[i].measured * 1e6), format_time_us(fit.before[i] * 1e6),
+                        format_time_us(fit.after[i] * 1e6), (fit.after[i] - rows[i].measured) / rows[i].measured * 100,
+                        rows[i].fit ? "fit" : "held-out", fit.choice_before[i], fit.choice_after[i]);
+  }
+}
+
+/// The text report: the groups fitted and not, then every log's rows and MAPE.
+std::string report_text(const CalibrateCliOptions& o, const CollectiveFit& f) {
+  const auto& rows = f.rows;
+  const auto& fit = f.fit;
   std::ostringstream text;
   const int fitted_rows = static_cast<int>(std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.fit; }));
   text << fmt::format("# ccsim calibrate: scenario {}, {} log{}, {} rows ({} fitted, {} held out: {}); table {} (analytic engine)\n",
-                      cluster.spec.name, logs.size(), logs.size() == 1 ? "" : "s", rows.size(), fitted_rows,
-                      static_cast<int>(rows.size()) - fitted_rows, o.holdout, base_shown);
-  text << fmt::format("# {} of {} parameter groups fitted in {} iterations (table value -> fitted value)\n", fitted.size(),
+                      f.cluster, f.logs.size(), f.logs.size() == 1 ? "" : "s", rows.size(), fitted_rows,
+                      static_cast<int>(rows.size()) - fitted_rows, o.holdout, f.base_shown);
+  text << fmt::format("# {} of {} parameter groups fitted in {} iterations (table value -> fitted value)\n", f.sets.fitted.size(),
                       fit.parameters.size(), fit.iterations);
-  for (const auto* p : fitted) {
-    const auto sizes = row_sizes(*p);
+  for (const auto* p : f.sets.fitted) {
+    const auto sizes = row_sizes(*p, rows);
     text << fmt::format("{}: {}  ({} fitted rows{})\n", p->name, group_change(*p), p->rows.size(),
                         sizes.empty() ? std::string() : fmt::format(", {} .. {} B", *sizes.begin(), *sizes.rbegin()));
     if (!p->note.empty()) text << "    (" << p->note << "; they change layouts the logs did not measure; --only-used-figures keeps them at the table's value)\n";
@@ -353,61 +401,71 @@ int run_calibrate(const CalibrateCliOptions& o) {
       text << fmt::format("    {:<52} {:>12} -> {}\n", m.path, show_value(m.before, m.path, p->offset), show_value(m.after, m.path, p->offset));
     }
   }
-  if (!separable.empty()) {
+  if (!f.sets.separable.empty()) {
     text << "# not fitted (kept at the table's value)\n";
-    for (const auto* p : separable) text << fmt::format("{}: {}\n", p->name, p->note);
+    for (const auto* p : f.sets.separable) text << fmt::format("{}: {}\n", p->name, p->note);
   }
-  text << fmt::format("# {} other groups: no fitted row depends on them (kept at the table's values)\n", unconstrained.size());
-  for (const LogInfo& info : logs) {
-    for (std::size_t ti = 0; ti < info.tests.size(); ++ti) {
-      const validate::LogTest& t = info.tests[ti];
-      text << fmt::format("#\n# log {}: {} ({})\n", info.path, t.name, models::to_string(*t.collective));
-      text << fmt::format("#{:>11}  {:>10}  {:>10}  {:>10}  {:>7}  {:<8}  {:<14}  {:<14}\n", "size", "measured", "before", "after", "error",
-                          "set", "before", "after");
-      text << fmt::format("#{:>11}  {:>10}  {:>10}  {:>10}  {:>7}  {:<8}  {:<14}  {:<14}\n", "(B)", "(us)", "(us)", "(us)", "(%)", "",
-                          "(algo/proto)", "(algo/proto)");
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        if (rows[i].log != info.path || rows[i].test_index != static_cast<int>(ti)) continue;
-        text << fmt::format("{:>12}  {:>10}  {:>10}  {:>10}  {:>+7.1f}  {:<8}  {:<14}  {:<14}\n", rows[i].size,
-                            format_time_us(rows[i].measured * 1e6), format_time_us(fit.before[i] * 1e6),
-                            format_time_us(fit.after[i] * 1e6), (fit.after[i] - rows[i].measured) / rows[i].measured * 100,
-                            rows[i].fit ? "fit" : "held-out", fit.choice_before[i], fit.choice_after[i]);
-      }
-    }
+  text << fmt::format("# {} other groups: no fitted row depends on them (kept at the table's values)\n", f.sets.unconstrained.size());
+  for (const LogInfo& info : f.logs) {
+    for (std::size_t ti = 0; ti < info.tests.size(); ++ti) report_test(f, info, ti, text);
     text << fmt::format("# MAPE {}: fitted sizes {} -> {}; held-out sizes {} -> {}\n", info.path,
                         pct_text(validate::calibration_mape(rows, fit.before, true, info.path)),
                         pct_text(validate::calibration_mape(rows, fit.after, true, info.path)),
                         pct_text(validate::calibration_mape(rows, fit.before, false, info.path)),
                         pct_text(validate::calibration_mape(rows, fit.after, false, info.path)));
   }
+  return text.str();
+}
 
-  if (!o.out.empty()) {
-    // The base table's keys in order, with the provenance after `source`.
-    YAML::Node out(YAML::NodeType::Map);
-    for (const auto& kv : fit.table) {
-      const std::string key = kv.first.Scalar();
-      if (key == "calibration") continue;
-      if (key == "source") {
-        out["source"] = fmt::format("fitted by ccsim calibrate on {} to {} log(s); base table: {}", provenance["date"].as<std::string>(),
-                                    logs.size(), kv.second.IsScalar() ? kv.second.Scalar() : base_path);
-        out["calibration"] = provenance;
-        continue;
-      }
-      out[key] = kv.second;
+/// --out: the base table's keys in order, with the provenance after `source`.
+void write_table(const CalibrateCliOptions& o, const CollectiveFit& f, const YAML::Node& provenance) {
+  YAML::Node out(YAML::NodeType::Map);
+  for (const auto& kv : f.fit.table) {
+    const std::string key = kv.first.Scalar();
+    if (key == "calibration") continue;
+    if (key == "source") {
+      out["source"] = fmt::format("fitted by ccsim calibrate on {} to {} log(s); base table: {}", provenance["date"].as<std::string>(),
+                                  f.logs.size(), kv.second.IsScalar() ? kv.second.Scalar() : f.base_path);
+      out["calibration"] = provenance;
+      continue;
     }
-    if (!out["calibration"]) out["calibration"] = provenance;
-    YAML::Emitter emitter;
-    emitter << out;
-    support::write_file_atomic(o.out, std::string("# Collective cost table fitted by `ccsim calibrate` (see the calibration: block).\n") +
-                                         emitter.c_str() + "\n");
-    text << fmt::format("# wrote {}\n", o.out);
+    out[key] = kv.second;
+  }
+  if (!out["calibration"]) out["calibration"] = provenance;
+  YAML::Emitter emitter;
+  emitter << out;
+  support::write_file_atomic(o.out, std::string("# Collective cost table fitted by `ccsim calibrate` (see the calibration: block).\n") +
+                                       emitter.c_str() + "\n");
+}
+
+}  // namespace
+
+int run_calibrate(const CalibrateCliOptions& o) {
+  if (o.out_given && o.out.empty()) throw InputError({"<command line>", 0, 0}, "--out", "a file name", "''");
+  if (!std::isfinite(o.separability)) {
+    throw InputError({"<command line>", 0, 0}, "--separability", "a number in [1e-6, 1]", fmt::format("{}", o.separability));
+  }
+  check_out(o);
+  if (!o.step_times.empty() || !o.gemm.empty()) return run_compute_fit(o);
+  if (o.logs.empty()) {
+    throw InputError({"<command line>", 0, 0}, "logs", "one or more nccl-tests / rccl-tests logs (or --step-times FILE)", "none");
+  }
+  const validate::Holdout holdout = parse_holdout_option(o.holdout);
+  CollectiveFit f;
+  read_logs(o, holdout, f);
+  fit_table(o, f);
+  const YAML::Node provenance = provenance_of(o, f);
+  std::string text = report_text(o, f);
+  if (!o.out.empty()) {
+    write_table(o, f, provenance);
+    text += fmt::format("# wrote {}\n", o.out);
   }
   if (o.format == "json") {
     nlohmann::json json = to_json(provenance);
-    json["table"] = to_json(fit.table);
+    json["table"] = to_json(f.fit.table);
     std::cout << json.dump(2) << "\n";
   } else {
-    std::cout << text.str();
+    std::cout << text;
   }
   return 0;
 }

@@ -3,22 +3,20 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "cli/options.hpp"
-#include "support/atomic_file.hpp"
 #include "support/input_error.hpp"
+#include "support/output_dir.hpp"
 #include "support/units.hpp"
 #include "planner/search/layout_plan.hpp"
 #include "planner/search/layout_space.hpp"
 #include "planner/search/plan_report.hpp"
 
 namespace ccsim::cli {
-
-namespace fs = std::filesystem;
 
 CLI::App* add_plan_command(CLI::App& app, PlanCliOptions& o) {
   CLI::App* c = app.add_subcommand("plan", "search the parallel layouts (TP, PP, DP, CP, EP, SP, ZeRO, micro-batch, schedule, recompute, "
@@ -97,16 +95,13 @@ int run_plan(const PlanCliOptions& o) {
   }
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
   const planner::SearchSpace space = planner::space_from_options(scenario, cluster, o.space, o.fix);
+  // Checked before the search: a directory plan.json and best.yaml can be written into.
+  std::optional<support::OutputDir> out;
   if (!o.out.empty()) {
-    // Checked before the search: a directory plan.json and best.yaml can be written into.
-    std::error_code ec;
-    if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) throw support::OutputError(fmt::format("--out {}: exists and is not a directory", o.out));
-    for (const char* name : {"plan.json", "best.yaml"}) {
-      const fs::path f = fs::path(o.out) / name;
-      if (fs::exists(f, ec) && !fs::is_regular_file(f, ec)) {
-        throw support::OutputError(fmt::format("--out {}: {} exists and is not a regular file", o.out, name));
-      }
-    }
+    support::OutputDirRules rules;
+    rules.regular_files = {"plan.json", "best.yaml"};
+    out.emplace(o.out, rules);
+    out->prepare();
   }
   const planner::CostModel costs = planner::CostModel::load(collective_table(o.calibration, scenario, cluster).path);
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
@@ -125,17 +120,14 @@ int run_plan(const PlanCliOptions& o) {
                            result.evaluated, result.seconds, result.seconds > 0 ? result.evaluated / result.seconds : 0.0,
                            result.exact_runs, result.shared_misses, result.shared_hits);
   const planner::PlanContext ctx{scenario, cluster, space, po, result};
-  if (!o.out.empty()) {
-    std::error_code ec;
-    fs::create_directories(o.out, ec);
-    if (ec || !fs::is_directory(o.out)) throw support::OutputError(fmt::format("--out {}: cannot create the directory ({})", o.out, ec ? ec.message() : "unknown"));
-    const fs::path dir(o.out);
+  if (out) {
+    out->create();
     // plan.json last: an old one goes first, and a best.yaml of an earlier plan goes when this
     // one has no feasible layout, so the files in DIR always belong together.
-    fs::remove(dir / "plan.json", ec);
-    if (result.ranked.empty()) fs::remove(dir / "best.yaml", ec);
-    else support::write_file_atomic((dir / "best.yaml").string(), planner::candidate_yaml(ctx, 0));
-    support::write_file_atomic((dir / "plan.json").string(), planner::plan_json(ctx));
+    out->remove_stale("plan.json", support::Stale::Remove);
+    if (result.ranked.empty()) out->remove_stale("best.yaml", support::Stale::Remove);
+    else out->write("best.yaml", planner::candidate_yaml(ctx, 0));
+    out->write("plan.json", planner::plan_json(ctx));
   }
   std::cout << (o.format == "json" ? planner::plan_json(ctx) : planner::plan_summary(ctx));
   return result.ranked.empty() ? 3 : 0;

@@ -1,23 +1,19 @@
 #include "cli/commands/replay_command.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <new>
-#include <filesystem>
 #include <iostream>
+#include <new>
 #include <optional>
 
 #include <fmt/format.h>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/options.hpp"
-#include "cli/commands/sweep_mpi.hpp"
-#include "support/atomic_file.hpp"
 #include "support/input_error.hpp"
+#include "support/mpi/launcher.hpp"
+#include "support/output_dir.hpp"
 #include "planner/collective/collective_runner.hpp"
+#include "validate/measurements/nccl_tests_log.hpp"
 #include "validate/replay/replay.hpp"
 #include "validate/replay/replay_report.hpp"
 
@@ -25,7 +21,6 @@ namespace ccsim::cli {
 
 using support::InputError;
 namespace replay = validate::replay;
-namespace fs = std::filesystem;
 
 CLI::App* add_replay_command(CLI::App& app, ReplayCliOptions& o) {
   CLI::App* c = app.add_subcommand("replay", "Run a collective's simulated Schedule on real hardware (host threads, MPI, CUDA, RDMA verbs), "
@@ -137,97 +132,78 @@ nlohmann::json summary_json(const replay::LogInfo& info, const std::vector<repla
   return j;
 }
 
-}  // namespace
+/// The command line's values checked before the scenario is read.
+struct ReplayInputs {
+  models::Collective collective{};
+  replay::DataType type{};
+  std::uint64_t lo = 0, hi = 0;  ///< -b and -e, bytes
+  std::vector<int> devices;
+  std::vector<std::string> nics;
+};
 
-int run_replay(const ReplayCliOptions& o) {
+ReplayInputs check_inputs(const ReplayCliOptions& o) {
+  ReplayInputs in;
   const auto collective = models::parse_collective(o.op);
   if (!collective) {
     throw InputError({"<command line>", 0, 0}, "--op", "allreduce, reducescatter, allgather, broadcast, reduce, alltoall or sendrecv",
                      "'" + o.op + "'");
   }
-  replay::DataType type{};
-  if (!replay::parse_data_type(o.datatype, type)) {
+  in.collective = *collective;
+  if (!replay::parse_data_type(o.datatype, in.type)) {
     throw InputError({"<command line>", 0, 0}, "--datatype",
                      "a type with real arithmetic on every backend: int8, uint8, int32, uint32, int64, uint64, float, double",
                      "'" + o.datatype + "'", "half, bfloat16 and fp8 have no host arithmetic; the data volume of float at the same byte size is the same");
   }
-  const std::uint64_t lo = parse_size(o.min_bytes, "--minbytes");
-  const std::uint64_t hi = parse_size(o.max_bytes, "--maxbytes");
-  if (lo == 0) throw InputError({"<command line>", 0, 0}, "--minbytes", "a size above 0", o.min_bytes);
-  if (hi < lo) throw InputError({"<command line>", 0, 0}, "--maxbytes", "a size at least --minbytes", o.max_bytes);
+  in.lo = parse_size(o.min_bytes, "--minbytes");
+  in.hi = parse_size(o.max_bytes, "--maxbytes");
+  if (in.lo == 0) throw InputError({"<command line>", 0, 0}, "--minbytes", "a size above 0", o.min_bytes);
+  if (in.hi < in.lo) throw InputError({"<command line>", 0, 0}, "--maxbytes", "a size at least --minbytes", o.max_bytes);
   // Host memory of a replay: input + output + scratch per rank; refuse what cannot be meant.
   constexpr std::uint64_t kMaxReplayBytes = std::uint64_t{16} << 30;
-  if (hi > kMaxReplayBytes) throw InputError({"<command line>", 0, 0}, "--maxbytes", "a size of at most 16G (each rank holds input and output buffers)", o.max_bytes);
-  const std::vector<int> devices = parse_devices(o.devices);
-  const std::vector<std::string> nics = o.nics.empty() ? std::vector<std::string>{} : split_list(o.nics);
-  for (const std::string& n : nics)
+  if (in.hi > kMaxReplayBytes) throw InputError({"<command line>", 0, 0}, "--maxbytes", "a size of at most 16G (each rank holds input and output buffers)", o.max_bytes);
+  in.devices = parse_devices(o.devices);
+  in.nics = o.nics.empty() ? std::vector<std::string>{} : split_list(o.nics);
+  for (const std::string& n : in.nics)
     if (n.empty()) throw InputError({"<command line>", 0, 0}, "--nics", "a comma-separated list of RDMA device names", "'" + o.nics + "'");
+  return in;
+}
 
-  models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
-  const models::Cluster cluster = models::build_cluster(scenario.cluster);
-
-  // --out is checked (and created) before the backend starts: under mpirun only rank 0 writes,
-  // and a rank 0 that stopped here after MPI had started would leave the other ranks waiting.
-  const bool reporter = launched_rank() == 0;
-  // A directory this run creates is removed again when the run stops before writing into it
-  // (a size the planner refuses, a backend failure): bad input leaves nothing behind.
-  struct RemoveIfEmpty {
-    fs::path dir;
-    ~RemoveIfEmpty() {
-      std::error_code ec;
-      if (!dir.empty() && fs::is_empty(dir, ec) && !ec) fs::remove(dir, ec);
-    }
-  } created_out;
-  if (!o.out.empty() && reporter) {
-    std::error_code ec;
-    if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) throw support::OutputError(fmt::format("--out {}: exists and is not a directory", o.out));
-    const bool existed = fs::exists(o.out, ec);
-    fs::create_directories(o.out, ec);
-    if (ec || !fs::is_directory(o.out)) throw support::OutputError(fmt::format("--out {}: cannot create the directory ({})", o.out, ec ? ec.message() : "unknown"));
-    if (!existed) created_out.dir = o.out;
-    // Writable? Found now, not after hours of measurement.
-    const fs::path probe = fs::path(o.out) / fmt::format(".ccsim-replay-probe.{}", ::getpid());
-    if (FILE* f = std::fopen(probe.c_str(), "w")) {
-      std::fclose(f);
-      fs::remove(probe, ec);
-    } else {
-      throw support::OutputError(fmt::format("--out {}: cannot write into the directory ({})", o.out, std::strerror(errno)));
-    }
-  }
-
-  // The backend first: mpi and verbs learn the rank count from the launcher.
-  replay::BackendOptions backend_options;
-  backend_options.devices = devices;
-  backend_options.nics = nics;
-  std::unique_ptr<replay::Backend> backend;
+/// The backend `name`, or nullptr when it cannot run here (the error printed: exit 3).
+std::unique_ptr<replay::Backend> start_backend(const std::string& name, const replay::BackendOptions& options) {
   try {
-    backend = replay::make_backend(o.backend, backend_options);
+    return replay::make_backend(name, options);
   } catch (const replay::ReplayError& e) {
     std::cerr << "ccsim: error: " << e.what() << "\n";
-    return 3;
+    return nullptr;
   }
+}
+
+/// The collective's options for the ranks the command line and the backend agree on (mpi and
+/// verbs: one rank per process the launcher started). Throws InputError when they disagree.
+planner::CollectiveOptions collective_options(const ReplayCliOptions& o, const ReplayInputs& in, const models::Cluster& cluster,
+                                              const replay::Backend& backend) {
   int ranks = o.ranks;
-  if (backend->world_ranks() > 0) {
-    if (ranks > 0 && ranks != backend->world_ranks()) {
-      throw InputError({"<command line>", 0, 0}, "--ranks", fmt::format("the {} processes mpirun started", backend->world_ranks()),
-                       std::to_string(ranks), fmt::format("use mpirun -n {} or --ranks {}", ranks, backend->world_ranks()));
+  if (backend.world_ranks() > 0) {
+    if (ranks > 0 && ranks != backend.world_ranks()) {
+      throw InputError({"<command line>", 0, 0}, "--ranks", fmt::format("the {} processes mpirun started", backend.world_ranks()),
+                       std::to_string(ranks), fmt::format("use mpirun -n {} or --ranks {}", ranks, backend.world_ranks()));
     }
-    if (o.group.empty()) ranks = backend->world_ranks();
+    if (o.group.empty()) ranks = backend.world_ranks();
   }
   planner::CollectiveOptions opts;
-  opts.collective = *collective;
+  opts.collective = in.collective;
   opts.algorithm = algorithm_option(o.algo);
   opts.protocol = protocol_option(o.protocol);
-  opts.element_size = replay::size_of(type);
+  opts.element_size = replay::size_of(in.type);
   opts.channels = o.channels;
   opts.root = o.root;
   opts.gpus = select_gpus(cluster, ranks, o.group);
   const int n = static_cast<int>(opts.gpus.size());
-  if (backend->world_ranks() > 0 && n != backend->world_ranks()) {
-    throw InputError({"<command line>", 0, 0}, "--group", fmt::format("{} GPUs, one per process mpirun started", backend->world_ranks()),
+  if (backend.world_ranks() > 0 && n != backend.world_ranks()) {
+    throw InputError({"<command line>", 0, 0}, "--group", fmt::format("{} GPUs, one per process mpirun started", backend.world_ranks()),
                      fmt::format("{} GPUs", n));
   }
-  if (o.root != 0 && !models::has_root(*collective)) {
+  if (o.root != 0 && !models::has_root(in.collective)) {
     throw InputError({"<command line>", 0, 0}, "--root", "no --root: only Broadcast and Reduce have a root", std::to_string(o.root));
   }
   // One thread per rank: beyond this the host backend measures the scheduler, not the Schedule.
@@ -238,76 +214,97 @@ int run_replay(const ReplayCliOptions& o) {
                      "use --ranks N, or the mpi backend across machines");
   }
   if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
-  for (models::DeviceId g : opts.gpus) backend_options.rail_of_rank.push_back(std::max(0, cluster.topology.device(g).rail));
-  if (o.backend == "verbs") {  // again, with the rails
-    try {
-      backend = replay::make_backend(o.backend, backend_options);
-    } catch (const replay::ReplayError& e) {
-      std::cerr << "ccsim: error: " << e.what() << "\n";
-      return 3;
-    }
-  }
+  return opts;
+}
 
-  const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
-  const planner::CostModel costs = planner::CostModel::load(cost_table.path);
-  const std::unique_ptr<planner::CollectiveRunner> built = make_runner(cluster, costs, opts, o.algo, o.protocol);
-  planner::CollectiveRunner& runner = *built;
-  const bool per_rank = *collective == models::Collective::ReduceScatter || *collective == models::Collective::AllGather ||
-                        *collective == models::Collective::AlltoAll;
-  const std::uint64_t unit = static_cast<std::uint64_t>(opts.element_size) * (per_rank ? static_cast<std::uint64_t>(n) : 1);
-  const std::vector<std::uint64_t> sizes = sweep_sizes(lo, hi, o.factor, unit);
-  if (sizes.empty()) {
+/// The sizes replayed (-b, -e, -f as nccl-tests makes them) and the one traced.
+struct ReplaySizes {
+  std::vector<std::uint64_t> sizes;  ///< bytes, ascending
+  std::uint64_t traced = 0;          ///< bytes: --trace-size rounded, else the largest
+};
+
+ReplaySizes replay_sizes(const ReplayCliOptions& o, const ReplayInputs& in, std::uint32_t element_size, int n) {
+  ReplaySizes out;
+  const bool per_rank = validate::sized_per_rank(in.collective);
+  const std::uint64_t unit = validate::size_granule(in.collective, element_size, n);
+  out.sizes = sweep_sizes(in.lo, in.hi, o.factor, unit);
+  if (out.sizes.empty()) {
     throw InputError({"<command line>", 0, 0}, "--maxbytes",
-                     fmt::format("a size range holding at least one whole {}-byte element{}", opts.element_size,
+                     fmt::format("a size range holding at least one whole {}-byte element{}", element_size,
                                  per_rank ? fmt::format(" per rank ({} bytes)", unit) : ""),
                      o.max_bytes);
   }
-  std::uint64_t trace_bytes = sizes.back();
+  out.traced = out.sizes.back();
   if (!o.trace_size.empty()) {
     const std::uint64_t t = parse_size(o.trace_size, "--trace-size");
     const std::uint64_t rounded = t / unit * unit;
-    if (std::find(sizes.begin(), sizes.end(), rounded) == sizes.end()) {
+    if (std::find(out.sizes.begin(), out.sizes.end(), rounded) == out.sizes.end()) {
       std::string list;
-      for (std::uint64_t b : sizes) list += (list.empty() ? "" : ", ") + std::to_string(b);
+      for (std::uint64_t b : out.sizes) list += (list.empty() ? "" : ", ") + std::to_string(b);
       throw InputError({"<command line>", 0, 0}, "--trace-size", "one of the sizes replayed (-b, -e, -f, rounded to whole elements): " + list,
                        o.trace_size);
     }
-    trace_bytes = rounded;
+    out.traced = rounded;
   }
-  const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic", cluster);
+  return out;
+}
+
+/// What the size loop works with.
+struct SizeLoop {
+  const ReplayCliOptions& o;
+  replay::DataType type;
+  planner::CollectiveRunner& runner;
+  sim::Engine& engine;
+  replay::Backend& backend;
+  bool reporter;  ///< launched as rank 0: prints the notes
+};
+
+/// What the size loop measured.
+struct Replayed {
+  std::vector<replay::ReplayedSize> sizes;
+  std::string csv_rows;  ///< ops.csv's rows of every size (with --out on the reporting rank)
+};
+
+/// One size's Schedule (the collective's choice at `bytes`) and its simulated timeline.
+replay::ReplayedSize plan_size(const SizeLoop& loop, std::uint64_t bytes) {
+  replay::ReplayedSize s;
+  s.bytes = bytes;
+  planner::Algorithm a{};
+  planner::Protocol p{};
+  try {
+    const planner::CollectiveResult choice = loop.runner.run(bytes);
+    a = choice.algorithm;
+    p = choice.protocol;
+    s.schedule = loop.runner.step_schedule(a, p, bytes);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm that can run this collective here", loop.o.algo, e.what());
+  }
+  s.algorithm = std::string(planner::to_string(a));
+  s.protocol = std::string(planner::to_string(p));
+  s.simulated = loop.runner.run_schedule(s.schedule, a, p, loop.engine);
+  return s;
+}
+
+/// Replays every size in order. Returns 0, or 3 when the backend failed (the error printed).
+int replay_all(const SizeLoop& loop, const ReplaySizes& sizes, Replayed& out) {
+  const ReplayCliOptions& o = loop.o;
   replay::ReplayConfig config;
-  config.type = type;
+  config.type = loop.type;
   config.iters = o.iters;
   config.warmup = o.warmup;
-  std::vector<replay::ReplayedSize> done;
-  std::string csv_rows;
-  for (std::uint64_t bytes : sizes) {
-    replay::ReplayedSize s;
-    s.bytes = bytes;
-    planner::Algorithm a{};
-    planner::Protocol p{};
-    try {
-      const planner::CollectiveResult choice = runner.run(bytes);
-      a = choice.algorithm;
-      p = choice.protocol;
-      s.schedule = runner.step_schedule(a, p, bytes);
-    } catch (const InputError&) {
-      throw;
-    } catch (const std::invalid_argument& e) {
-      throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm that can run this collective here", o.algo, e.what());
-    }
-    s.algorithm = std::string(planner::to_string(a));
-    s.protocol = std::string(planner::to_string(p));
-    s.simulated = runner.run_schedule(s.schedule, a, p, *engine);
+  for (std::uint64_t bytes : sizes.sizes) {
+    replay::ReplayedSize s = plan_size(loop, bytes);
     // Per-op records cost about 48 bytes per op per timed iteration: bounded at 2^25 records.
     constexpr double kMaxRecords = 33554432.0;
     config.record_ops = static_cast<double>(o.iters) * static_cast<double>(s.schedule.op_count()) <= kMaxRecords;
-    if (!config.record_ops && reporter) {
+    if (!config.record_ops && loop.reporter) {
       std::cerr << fmt::format("ccsim: note: {} bytes: per-op times not recorded ({} iterations x {} ops is over {:.0f} records); "
                                "only iteration times are kept\n", bytes, o.iters, s.schedule.op_count(), kMaxRecords);
     }
     try {
-      s.measured = backend->run(s.schedule, config);
+      s.measured = loop.backend.run(s.schedule, config);
     } catch (const replay::ReplayError& e) {
       std::cerr << fmt::format("ccsim: error: {} backend, {} bytes ({}/{}): {}\n", o.backend, bytes, s.algorithm, s.protocol, e.what());
       return 3;
@@ -317,30 +314,40 @@ int run_replay(const ReplayCliOptions& o) {
       return 3;
     }
     // ops.csv gets every op of every size; per-op records are kept for the traced size only.
-    if (!o.out.empty() && backend->reporter()) csv_rows += replay::ops_csv_rows(s);
-    if (!config.record_ops || bytes != trace_bytes) s.measured.ops.clear();
-    done.push_back(std::move(s));
+    if (!o.out.empty() && loop.backend.reporter()) out.csv_rows += replay::ops_csv_rows(s);
+    if (!config.record_ops || bytes != sizes.traced) s.measured.ops.clear();
+    out.sizes.push_back(std::move(s));
   }
-  if (!backend->reporter()) return 0;
+  return 0;
+}
 
+replay::LogInfo log_info(const ReplayCliOptions& o, const ReplayInputs& in, int n, const replay::Backend& backend) {
   replay::LogInfo info;
-  info.test = replay::perf_test_name(*collective);
-  info.collective = *collective;
+  info.test = replay::perf_test_name(in.collective);
+  info.collective = in.collective;
   info.nranks = n;
-  info.type = std::string(replay::to_string(type));
-  info.root = models::has_root(*collective) ? o.root : -1;
+  info.type = std::string(replay::to_string(in.type));
+  info.root = models::has_root(in.collective) ? o.root : -1;
   info.command = command_line(o);
   info.backend = o.backend;
-  info.where = backend->describe(n);
+  info.where = backend.describe(n);
   info.scenario = o.scenario;
-  info.min_bytes = lo;
-  info.max_bytes = hi;
+  info.min_bytes = in.lo;
+  info.max_bytes = in.hi;
   info.factor = o.factor;
   info.warmup = o.warmup;
   info.iters = o.iters;
   info.median = o.time_stat == "median";
+  return info;
+}
+
+/// Prints the log and the traced size's per-op comparison, then writes --out's files. Returns
+/// the exit code: 0 every element right, 4 some wrong.
+int report(const ReplayCliOptions& o, const replay::LogInfo& info, const Replayed& replayed, std::uint64_t traced_bytes,
+           const support::OutputDir* out) {
+  const std::vector<replay::ReplayedSize>& done = replayed.sizes;
   const std::string log = replay::nccl_tests_log(info, done);
-  const replay::ReplayedSize& traced = *std::find_if(done.begin(), done.end(), [&](const auto& s) { return s.bytes == trace_bytes; });
+  const replay::ReplayedSize& traced = *std::find_if(done.begin(), done.end(), [&](const auto& s) { return s.bytes == traced_bytes; });
   const std::vector<replay::OpComparison> comparison = replay::compare_ops(traced);
   std::uint64_t wrong = 0;
   for (const auto& s : done) wrong += s.measured.wrong;
@@ -351,18 +358,61 @@ int run_replay(const ReplayCliOptions& o) {
                            traced.bytes, traced.algorithm, traced.protocol, traced.schedule.op_count(), o.iters);
   std::cout << replay::comparison_table(comparison, static_cast<std::size_t>(o.top));
   std::cout.flush();  // the measurements reach the terminal even if --out then fails
-  if (!o.out.empty()) {
-    const fs::path dir(o.out);
+  if (out != nullptr) {
     // A log left by an earlier run would mark the new, partly written set complete: remove it first.
-    std::error_code ec;
-    fs::remove(dir / (info.test + ".log"), ec);
-    if (ec) throw support::OutputError(fmt::format("--out {}: cannot replace {}.log ({})", o.out, info.test, ec.message()));
-    support::write_file_atomic((dir / "trace.json").string(), replay::trace_json(traced, o.backend));
-    support::write_file_atomic((dir / "ops.csv").string(), replay::ops_csv({}) + csv_rows);
-    support::write_file_atomic((dir / "replay.json").string(), summary_json(info, done).dump(2) + "\n");
-    support::write_file_atomic((dir / (info.test + ".log")).string(), log);  // last: its presence means the set is complete
+    out->remove_stale(info.test + ".log", support::Stale::RemoveOrThrow);
+    out->write("trace.json", replay::trace_json(traced, o.backend));
+    out->write("ops.csv", replay::ops_csv({}) + replayed.csv_rows);
+    out->write("replay.json", summary_json(info, done).dump(2) + "\n");
+    out->write(info.test + ".log", log);  // last: its presence means the set is complete
   }
   return wrong == 0 ? 0 : 4;
+}
+
+}  // namespace
+
+int run_replay(const ReplayCliOptions& o) {
+  const ReplayInputs in = check_inputs(o);
+  models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+
+  // --out is checked (and created) before the backend starts: under mpirun only rank 0 writes,
+  // and a rank 0 that stopped here after MPI had started would leave the other ranks waiting.
+  // A directory this run creates is removed again when the run stops before writing into it
+  // (a size the planner refuses, a backend failure): bad input leaves nothing behind.
+  const bool reporter = support::mpi::launched_rank() == 0;
+  std::optional<support::OutputDir> out;
+  if (!o.out.empty()) {
+    support::OutputDirRules rules;
+    rules.create = support::CreateDir::BeforeWork;
+    rules.probe_prefix = ".ccsim-replay-probe";
+    out.emplace(o.out, rules);
+    if (reporter) out->prepare();
+  }
+
+  // The backend first: mpi and verbs learn the rank count from the launcher.
+  replay::BackendOptions backend_options;
+  backend_options.devices = in.devices;
+  backend_options.nics = in.nics;
+  std::unique_ptr<replay::Backend> backend = start_backend(o.backend, backend_options);
+  if (!backend) return 3;
+  const planner::CollectiveOptions opts = collective_options(o, in, cluster, *backend);
+  const int n = static_cast<int>(opts.gpus.size());
+  for (models::DeviceId g : opts.gpus) backend_options.rail_of_rank.push_back(std::max(0, cluster.topology.device(g).rail));
+  if (o.backend == "verbs") {  // again, with the rails
+    backend = start_backend(o.backend, backend_options);
+    if (!backend) return 3;
+  }
+
+  const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
+  const planner::CostModel costs = planner::CostModel::load(cost_table.path);
+  const std::unique_ptr<planner::CollectiveRunner> runner = make_runner(cluster, costs, opts, o.algo, o.protocol);
+  const ReplaySizes sizes = replay_sizes(o, in, opts.element_size, n);
+  const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic", cluster);
+  Replayed replayed;
+  if (const int rc = replay_all({o, in.type, *runner, *engine, *backend, reporter}, sizes, replayed); rc != 0) return rc;
+  if (!backend->reporter()) return 0;
+  return report(o, log_info(o, in, n, *backend), replayed, sizes.traced, out ? &*out : nullptr);
 }
 
 }  // namespace ccsim::cli

@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -12,14 +12,13 @@
 #include "models/scenario/effective_yaml.hpp"
 #include "support/atomic_file.hpp"
 #include "support/input_error.hpp"
+#include "support/output_dir.hpp"
 #include "planner/workload/workload_report.hpp"
 #include "planner/workload/workload_runner.hpp"
 
 namespace ccsim::cli {
 
-namespace fs = std::filesystem;
-
-static int simulate_and_write(const RunCliOptions& o, const models::Scenario& scenario);
+static int simulate_and_write(const RunCliOptions& o, const models::Scenario& scenario, const support::OutputDir* out);
 
 CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   CLI::App* c = app.add_subcommand("run", "simulate one step of the scenario's LLM workload (training step, prefill or decode) or a batch of requests (serving)");
@@ -50,30 +49,19 @@ int run_run(const RunCliOptions& o) {
   if (o.report_only && o.out.empty()) {
     throw support::InputError({"<command line>", 0, 0}, "--report-only", "--out DIR as well (it selects the files --out writes)", "no --out");
   }
-  // Check the output directory before spending time on the simulation.
-  bool created = false;
+  // Check the output directory before spending time on the simulation; a directory this run
+  // created and left empty goes away with a failure.
+  std::optional<support::OutputDir> out;
   if (!o.out.empty()) {
-    std::error_code ec;
-    if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) {
-      throw support::OutputError(fmt::format("--out {}: exists and is not a directory", o.out));
-    }
-    created = !fs::exists(o.out, ec);
-    fs::create_directories(o.out, ec);
-    if (ec || !fs::is_directory(o.out)) {
-      throw support::OutputError(fmt::format("--out {}: cannot create the directory ({})", o.out, ec ? ec.message() : "unknown"));
-    }
+    support::OutputDirRules rules;
+    rules.create = support::CreateDir::BeforeWork;
+    out.emplace(o.out, rules);
+    out->prepare();
   }
-  try {
-    return simulate_and_write(o, scenario);
-  } catch (...) {
-    // A directory this run created and left empty goes away with the failure.
-    std::error_code ec;
-    if (created && fs::is_empty(o.out, ec)) fs::remove(o.out, ec);
-    throw;
-  }
+  return simulate_and_write(o, scenario, out ? &*out : nullptr);
 }
 
-static int simulate_and_write(const RunCliOptions& o, const models::Scenario& scenario) {
+static int simulate_and_write(const RunCliOptions& o, const models::Scenario& scenario, const support::OutputDir* out) {
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
   const planner::CostModel costs = planner::CostModel::load(collective_table(o.calibration, scenario, cluster).path);
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
@@ -104,19 +92,17 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
 
   const planner::RunContext ctx{scenario, cluster, result, engine};
   const std::string summary = planner::run_summary(ctx);
-  if (!o.out.empty()) {
-    const fs::path dir(o.out);
+  if (out != nullptr) {
     // report.json last: when it is there, the rest is complete (an old one goes first; a
     // symbolic link, device or FIFO in its place stays and is written through at the end).
-    std::error_code ec;
-    if (fs::is_regular_file(fs::symlink_status(dir / "report.json", ec))) fs::remove(dir / "report.json", ec);
-    support::write_file_atomic((dir / "effective.yaml").string(), models::effective_yaml(scenario));
+    out->remove_stale("report.json", support::Stale::RemoveIfRegular);
+    out->write("effective.yaml", models::effective_yaml(scenario));
     if (!o.report_only) {
-      support::write_file_atomic((dir / "ops.csv").string(), planner::ops_csv(ctx));
-      support::write_file_atomic((dir / "links.csv").string(), planner::links_csv(ctx));
-      support::write_file_atomic((dir / "trace.json").string(), planner::trace_json(ctx));
+      out->write("ops.csv", planner::ops_csv(ctx));
+      out->write("links.csv", planner::links_csv(ctx));
+      out->write("trace.json", planner::trace_json(ctx));
     }
-    support::write_file_atomic((dir / "report.json").string(), planner::report_json(ctx));
+    out->write("report.json", planner::report_json(ctx));
   }
   std::cout << summary;
   return result.feasible ? 0 : 3;

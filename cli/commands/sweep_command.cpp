@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -13,10 +12,11 @@
 #include <fmt/format.h>
 
 #include "cli/commands/sweep_mpi.hpp"
-#include "support/atomic_file.hpp"
 #include "models/hardware/catalog.hpp"
 #include "support/input_error.hpp"
 #include "models/scenario/overrides.hpp"
+#include "support/mpi/launcher.hpp"
+#include "support/output_dir.hpp"
 #include "models/scenario/scenario.hpp"
 #include "planner/sweep/sweep_output.hpp"
 #include "planner/search/layout_plan.hpp"
@@ -24,8 +24,6 @@
 #include "planner/sweep/sweep_point.hpp"
 
 namespace ccsim::cli {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -40,6 +38,13 @@ struct Prepared {
   std::vector<std::optional<models::Scenario>> scenarios;  ///< per point; nullopt: infeasible by a rule (row set)
   planner::PointOptions point;
 };
+
+/// --out DIR: checked before the first point runs, created when the rows are written.
+support::OutputDirRules out_rules() {
+  support::OutputDirRules rules;
+  rules.regular_files = {"sweep.csv", "sweep.json"};
+  return rules;
+}
 
 /// "(point 3: strategy.tp=4, cluster.nodes[0].count=16)".
 std::string point_note(const planner::SweepResult& r, std::size_t i) {
@@ -61,18 +66,7 @@ Prepared prepare(const SweepCliOptions& o) {
     throw support::InputError(kCommandLine, "--price-per-gpu-hour", "a positive price in USD per GPU-hour, at most 1e6",
                               fmt::format("{}", *o.price_per_gpu_hour));
   }
-  if (!o.out.empty()) {
-    std::error_code ec;
-    if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) {
-      throw support::OutputError(fmt::format("--out {}: exists and is not a directory", o.out));
-    }
-    for (const char* name : {"sweep.csv", "sweep.json"}) {
-      const fs::path f = fs::path(o.out) / name;
-      if (fs::exists(f, ec) && !fs::is_regular_file(f, ec)) {
-        throw support::OutputError(fmt::format("--out {}: {} exists and is not a regular file", o.out, name));
-      }
-    }
-  }
+  if (!o.out.empty()) support::OutputDir(o.out, out_rules()).prepare();
   // An empty --engine (checked above) parses to nullopt: each point's own engine.
   p.point.engine = models::parse_engine_kind(o.engine);
   p.point.calibration = o.calibration;
@@ -188,13 +182,10 @@ void write_outputs(const SweepCliOptions& o, const planner::SweepResult& r) {
   if (o.format == "json") text = planner::sweep_json(r);
   if (o.format == "text") text = planner::sweep_text(r);
   if (!o.out.empty()) {
-    std::error_code ec;
-    fs::create_directories(o.out, ec);
-    if (ec || !fs::is_directory(o.out)) {
-      throw support::OutputError(fmt::format("--out {}: cannot create the directory ({})", o.out, ec ? ec.message() : "unknown"));
-    }
-    support::write_file_atomic((fs::path(o.out) / "sweep.csv").string(), planner::sweep_csv(r));
-    support::write_file_atomic((fs::path(o.out) / "sweep.json").string(), planner::sweep_json(r));
+    const support::OutputDir out(o.out, out_rules());
+    out.create();
+    out.write("sweep.csv", planner::sweep_csv(r));
+    out.write("sweep.json", planner::sweep_json(r));
   }
   std::cout << text;
 }
@@ -233,7 +224,7 @@ int run_sweep(const SweepCliOptions& o) {
     ranks.emplace();
   } catch (...) {
     const auto [code, message] = failure();
-    if (launched_rank() == 0) std::cerr << message << "\n";
+    if (support::mpi::launched_rank() == 0) std::cerr << message << "\n";
     return code;
   }
   const bool root = ranks->rank() == 0;

@@ -1,41 +1,20 @@
 #include "cli/commands/sweep_mpi.hpp"
 
-#include <cstdlib>
 #include <stdexcept>
 
 #include "support/input_error.hpp"
+#include "support/mpi/launcher.hpp"
 
 #ifdef CCSIM_HAVE_MPI
 // The C API only: OpenMPI's and MPICH's mpi.h pull in the deprecated C++ bindings otherwise.
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
+
+#include "support/mpi/session.hpp"
 #endif
 
 namespace ccsim::cli {
-
-namespace {
-
-/// The world size an MPI launcher announced in the environment, or 0 when none did.
-int launcher_size() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
-    if (const char* v = std::getenv(name)) {
-      const int n = std::atoi(v);
-      if (n > 0) return n;
-    }
-  }
-  // srun --mpi=pmix announces the rank, not always the size: MPI tells it.
-  return std::getenv("PMIX_RANK") != nullptr ? 1 : 0;
-}
-
-}  // namespace
-
-int launched_rank() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
-    if (const char* v = std::getenv(name)) return std::atoi(v);
-  }
-  return 0;
-}
 
 namespace {
 
@@ -48,10 +27,14 @@ void check(int rc, const char* what) {
 }  // namespace
 
 SweepRanks::SweepRanks() {
-  const int launched = launcher_size();
+  const int launched = support::mpi::launched_size();
   if (launched == 0) return;
 #ifdef CCSIM_HAVE_MPI
-  check(MPI_Init(nullptr, nullptr), "MPI_Init");
+  try {
+    support::mpi::Session::process().start(support::mpi::ThreadLevel::Single);
+  } catch (const support::mpi::StartError&) {
+    throw std::runtime_error("MPI: MPI_Init failed");
+  }
   initialised_ = true;
   check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
   check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
@@ -65,7 +48,7 @@ SweepRanks::SweepRanks() {
 
 SweepRanks::~SweepRanks() {
 #ifdef CCSIM_HAVE_MPI
-  if (initialised_) MPI_Finalize();
+  if (initialised_) support::mpi::Session::process().finish();
 #endif
 }
 

@@ -1,16 +1,13 @@
 #include "planner/search/layout_plan.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <exception>
-#include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "support/input_error.hpp"
+#include "support/parallel_for.hpp"
 #include "models/workload/program_builder.hpp"
 
 namespace ccsim::planner {
@@ -129,11 +126,10 @@ void check_objective(const std::string& objective, double price_per_gpu_hour) {
   }
 }
 
-PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
-                        const ComputeCalibration& compute, const ServingCalibration& serving, const SearchSpace& space,
-                        const PlanOptions& o) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const models::WorkloadPhase phase = scenario.workload->phase;
+namespace {
+
+/// The option checks of plan_layouts, before any work.
+void check_plan_options(const PlanOptions& o, models::WorkloadPhase phase) {
   const support::SourceLocation cmd{"<command line>", 0, 0};
   check_objective(o.objective, o.price_per_gpu_hour);
   if (phase == models::WorkloadPhase::TrainingStep && (o.max_tpot || o.max_ttft)) {
@@ -143,65 +139,52 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
   if (o.max_tpot && phase == models::WorkloadPhase::Prefill) throw support::InputError(cmd, "--max-tpot", "a decode or serving scenario", "phase prefill");
   if (o.max_ttft && phase == models::WorkloadPhase::Decode) throw support::InputError(cmd, "--max-ttft", "a prefill or serving scenario", "phase decode");
   if (!o.rerank.empty() && o.rerank != "flow") throw support::InputError(cmd, "--rerank", "flow", "'" + o.rerank + "'");
+}
 
-  Enumeration en = enumerate_layouts(scenario, cluster, space);
-  PlanResult out;
-  out.enumerated = en.total;
-  out.pruned = en.pruned;
-  const auto shared = std::make_shared<CommCostCache>();
-  const double gpus = cluster.spec.total_gpus();
-  const auto finish = [&](CandidateResult& r) {
+/// One search's inputs, and the two things it does with a candidate: simulate it and score it.
+struct Search {
+  const models::Scenario& scenario;
+  const models::Cluster& cluster;
+  const CostModel& costs;
+  const ComputeCalibration& compute;
+  const ServingCalibration& serving;
+  const PlanOptions& o;
+  const Enumeration& en;
+  std::shared_ptr<CommCostCache> shared;  ///< lowerings shared by every candidate
+  models::WorkloadPhase phase = models::WorkloadPhase::TrainingStep;
+
+  /// Evaluates `todo` (indices into en.candidates) on the worker threads; results by position.
+  std::vector<CandidateResult> run_all(const std::vector<std::size_t>& todo, bool exact, models::EngineKind engine) const {
+    std::vector<CandidateResult> results(todo.size());
+    support::ParallelOptions parallel;
+    parallel.threads = o.jobs;
+    parallel.progress = o.progress;
+    support::parallel_for(todo.size(), parallel, [&](std::size_t i) {
+      results[i] = evaluate_candidate(scenario, cluster, costs, compute, serving, en.candidates[todo[i]], exact, engine, shared);
+      results[i].index = todo[i];
+    });
+    return results;
+  }
+
+  /// The cost per million tokens and the objective of a simulated candidate.
+  void finish(CandidateResult& r) const {
+    const double gpus = cluster.spec.total_gpus();
     const double tokens = r.tokens_per_s * r.step_time;
     r.cost_per_mtok = o.price_per_gpu_hour > 0 && tokens > 0 ? o.price_per_gpu_hour * gpus / 3600.0 * r.step_time / tokens * 1e6 : 0;
     r.objective = objective_value(r, o, phase);
-  };
+  }
+};
 
-  // Evaluates `todo` (indices into en.candidates) on worker threads; results by position.
-  const int jobs = o.jobs > 0 ? o.jobs : std::max(1U, std::thread::hardware_concurrency());
-  const auto run_all = [&](const std::vector<std::size_t>& todo, bool exact, models::EngineKind engine) {
-    std::vector<CandidateResult> results(todo.size());
-    std::atomic<std::size_t> next{0}, done{0};
-    std::exception_ptr failure;
-    std::mutex failure_mutex;
-    const auto worker = [&] {
-      for (std::size_t i = next++; i < todo.size(); i = next++) {
-        try {
-          results[i] = evaluate_candidate(scenario, cluster, costs, compute, serving, en.candidates[todo[i]], exact, engine, shared);
-          results[i].index = todo[i];
-        } catch (...) {
-          const std::lock_guard<std::mutex> lock(failure_mutex);
-          if (!failure) failure = std::current_exception();
-          next = todo.size();
-        }
-        ++done;
-      }
-    };
-    std::vector<std::thread> threads;
-    const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), todo.size()));
-    if (n <= 1) {
-      worker();
-    } else {
-      for (int t = 0; t < n; ++t) threads.emplace_back(worker);
-      // The calling thread reports progress while the workers run.
-      while (o.progress && done.load() < todo.size() && next.load() < todo.size()) {
-        o.progress(done.load(), todo.size());
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      }
-      for (auto& t : threads) t.join();
-    }
-    if (failure) std::rethrow_exception(failure);
-    if (o.progress) o.progress(todo.size(), todo.size());
-    return results;
-  };
+/// The better of two candidates: the lower objective, ties by enumeration order.
+bool better(const CandidateResult& a, const CandidateResult& b) {
+  return a.objective != b.objective ? a.objective < b.objective : a.index < b.index;
+}
 
-  std::vector<std::size_t> all(en.candidates.size());
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  std::vector<CandidateResult> results = run_all(all, o.exact, models::EngineKind::Analytic);
-  out.evaluated = results.size();
-  for (const auto& r : results) out.exact_runs += r.exact ? 1 : 0;
-  // Memory as the full run saw it (serving's KV cache grows over the decode steps), then the
-  // latency targets (inference phases are simulated in full: one step each).
-  const Layout own = layout_of(scenario);
+/// The candidates that fit in memory (as the full run saw it: serving's KV cache grows over the
+/// decode steps) and meet the latency targets (inference phases are simulated in full: one step
+/// each), finished; the others counted as pruned in `out`.
+std::vector<CandidateResult> keep_feasible(std::vector<CandidateResult>& results, const Search& search, const Layout& own, PlanResult& out) {
+  const PlanOptions& o = search.o;
   std::vector<CandidateResult> kept;
   for (auto& r : results) {
     if (!r.fits) {
@@ -219,58 +202,90 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
       }
       continue;
     }
-    finish(r);
+    search.finish(r);
     kept.push_back(std::move(r));
   }
-  const auto better = [](const CandidateResult& a, const CandidateResult& b) {
-    return a.objective != b.objective ? a.objective < b.objective : a.index < b.index;
-  };
-  std::sort(kept.begin(), kept.end(), better);
-  // The best of the screen run in full; their figures are `ccsim run`'s.
-  const std::size_t full_runs = std::min(kept.size(), static_cast<std::size_t>(std::max(2 * o.top, 20)));
+  return kept;
+}
+
+/// The best of the screen run in full (their figures are `ccsim run`'s), then ranked again.
+void run_best_in_full(std::vector<CandidateResult>& kept, const Search& search, PlanResult& out) {
+  const std::size_t full_runs = std::min(kept.size(), static_cast<std::size_t>(std::max(2 * search.o.top, 20)));
   std::vector<std::size_t> redo;
   for (std::size_t i = 0; i < full_runs; ++i)
     if (!kept[i].exact) redo.push_back(kept[i].index);
-  std::vector<CandidateResult> again = run_all(redo, true, models::EngineKind::Analytic);
+  std::vector<CandidateResult> again = search.run_all(redo, true, models::EngineKind::Analytic);
   out.exact_runs += redo.size();
   std::map<std::size_t, CandidateResult*> by_index;
   for (auto& r : again) by_index[r.index] = &r;
   for (std::size_t i = 0; i < full_runs; ++i) {
     if (kept[i].exact) continue;
     kept[i] = *by_index.at(kept[i].index);
-    finish(kept[i]);
+    search.finish(kept[i]);
   }
   std::sort(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(full_runs), better);
+}
 
-  if (o.rerank == "flow") {
-    const std::size_t k = std::min(kept.size(), static_cast<std::size_t>(o.top));
-    std::vector<std::size_t> top;
-    for (std::size_t i = 0; i < k; ++i) top.push_back(kept[i].index);
-    const std::vector<CandidateResult> flow = run_all(top, true, models::EngineKind::Flow);
-    for (std::size_t i = 0; i < k; ++i) {
-      CandidateResult f = flow[i];
-      f.index = kept[i].index;
-      finish(f);
-      kept[i].flow_step_time = f.step_time;
-      kept[i].objective = f.objective;
-    }
-    std::sort(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(k), better);
+/// --rerank flow: the top candidates re-simulated with the flow engine and ranked by it.
+void rerank_with_flow(std::vector<CandidateResult>& kept, const Search& search) {
+  const std::size_t k = std::min(kept.size(), static_cast<std::size_t>(search.o.top));
+  std::vector<std::size_t> top;
+  for (std::size_t i = 0; i < k; ++i) top.push_back(kept[i].index);
+  const std::vector<CandidateResult> flow = search.run_all(top, true, models::EngineKind::Flow);
+  for (std::size_t i = 0; i < k; ++i) {
+    CandidateResult f = flow[i];
+    f.index = kept[i].index;
+    search.finish(f);
+    kept[i].flow_step_time = f.step_time;
+    kept[i].objective = f.objective;
   }
-  // Where the scenario's own layout ranks (a full run when the screen alone placed it).
+  std::sort(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(k), better);
+}
+
+/// Where the scenario's own layout ranks (a full run when the screen alone placed it).
+void place_own_layout(const std::vector<CandidateResult>& kept, const Search& search, const Layout& own, PlanResult& out) {
   for (std::size_t i = 0; i < kept.size(); ++i) {
     if (!same_layout(kept[i].candidate.layout, own)) continue;
     out.scenario_rank = i;
     out.scenario_layout = kept[i];
     if (!kept[i].exact) {
-      out.scenario_layout = run_all({kept[i].index}, true, models::EngineKind::Analytic).front();
+      out.scenario_layout = search.run_all({kept[i].index}, true, models::EngineKind::Analytic).front();
       out.scenario_layout->index = kept[i].index;
-      finish(*out.scenario_layout);
+      search.finish(*out.scenario_layout);
       ++out.exact_runs;
     }
     break;
   }
+}
+
+}  // namespace
+
+PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
+                        const ComputeCalibration& compute, const ServingCalibration& serving, const SearchSpace& space,
+                        const PlanOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const models::WorkloadPhase phase = scenario.workload->phase;
+  check_plan_options(o, phase);
+
+  Enumeration en = enumerate_layouts(scenario, cluster, space);
+  PlanResult out;
+  out.enumerated = en.total;
+  out.pruned = en.pruned;
+  const Search search{scenario, cluster, costs, compute, serving, o, en, std::make_shared<CommCostCache>(), phase};
+
+  std::vector<std::size_t> all(en.candidates.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  std::vector<CandidateResult> results = search.run_all(all, o.exact, models::EngineKind::Analytic);
+  out.evaluated = results.size();
+  for (const auto& r : results) out.exact_runs += r.exact ? 1 : 0;
+  const Layout own = layout_of(scenario);
+  std::vector<CandidateResult> kept = keep_feasible(results, search, own, out);
+  std::sort(kept.begin(), kept.end(), better);
+  run_best_in_full(kept, search, out);
+  if (o.rerank == "flow") rerank_with_flow(kept, search);
+  place_own_layout(kept, search, own, out);
   out.ranked = std::move(kept);
-  std::tie(out.shared_hits, out.shared_misses) = shared->hits_misses();
+  std::tie(out.shared_hits, out.shared_misses) = search.shared->hits_misses();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

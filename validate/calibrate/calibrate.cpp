@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <map>
 #include <set>
-#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -14,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "support/input_error.hpp"
+#include "support/parallel_for.hpp"
 #include "support/units.hpp"
 #include "planner/collective/collective_runner.hpp"
 #include "planner/tuning/cost_model.hpp"
@@ -93,31 +92,6 @@ Simulated simulate(const models::Cluster& cluster, const YAML::Node& table, cons
   return out;
 }
 
-/// Runs `jobs` functions on up to `threads` threads.
-void parallel_for(std::size_t jobs, int threads, const std::function<void(std::size_t)>& body) {
-  const std::size_t n = std::min<std::size_t>(jobs, static_cast<std::size_t>(std::max(1, threads)));
-  if (n <= 1) {
-    for (std::size_t j = 0; j < jobs; ++j) body(j);
-    return;
-  }
-  std::vector<std::exception_ptr> errors(jobs);
-  std::vector<std::thread> pool;
-  for (std::size_t t = 0; t < n; ++t) {
-    pool.emplace_back([&, t] {
-      for (std::size_t j = t; j < jobs; j += n) {
-        try {
-          body(j);
-        } catch (...) {
-          errors[j] = std::current_exception();
-        }
-      }
-    });
-  }
-  for (std::thread& th : pool) th.join();
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
 }  // namespace
 
 std::vector<CalibrationRow> calibration_rows(const std::string& log, const std::vector<LogTest>& tests, std::optional<int> ranks) {
@@ -192,6 +166,413 @@ double calibration_mape(const std::vector<CalibrationRow>& rows, const std::vect
   return n == 0 ? -1.0 : sum / n;
 }
 
+namespace {
+
+/// The note of a group no fitted row uses once NCCL's choice is fitted.
+constexpr const char* kUnusedAtFit = "no fitted row uses these figures once NCCL's choice is fitted: kept at the table's value";
+
+/// One fit: the groups' values `theta`, the rows simulated at them, and the steps of the search.
+/// Every step below is a member, so that the state they share is named in one place.
+class Fit {
+ public:
+  Fit(const models::Cluster& cluster, const support::YamlSource& base, const std::vector<CalibrationRow>& rows,
+      const CalibrateOptions& options, std::vector<std::size_t> fit_rows, std::vector<Group> groups)
+      : cluster_(cluster),
+        base_(base),
+        rows_(rows),
+        options_(options),
+        fit_rows_(std::move(fit_rows)),
+        groups_(std::move(groups)),
+        G_(groups_.size()),
+        R_(fit_rows_.size()),
+        want_fit_(rows.size(), 0),
+        threads_(support::worker_threads(options.threads)),
+        status_(G_, CalibrationParameter::Status::Unconstrained),
+        notes_(G_),
+        moved_(G_),
+        frozen_(G_, 0) {
+    for (std::size_t i : fit_rows_) want_fit_[i] = 1;
+    theta_ = neutral(groups_);
+    start_ = neutral(groups_);
+    current_ = simulate_at(theta_);
+    r_ = residuals(current_);
+    // Robust loss: Cauchy's ρ(r) = c²/2 · ln(1 + (r/c)²) of the relative residual, minimised by
+    // iteratively reweighted least squares (weights 1 / (1 + (r/c)²) each iteration), so a
+    // warm-up row tens of percent off does not pull the fit; plain squares with c = +inf.
+    c2_ = options.robust_scale > 0 ? options.robust_scale * options.robust_scale : 0.0;
+    cost_ = loss(r_);
+  }
+
+  /// The fit's rounds: least squares, then the robust loss, then the moves that do not pay
+  /// returned; with options.only_used_figures, again without the groups no fitted row uses.
+  void run();
+  /// Sets each group's status and note from the rows it moves at the fitted values. Throws
+  /// CalibrationError when more groups are fitted than there are fitted rows.
+  void classify();
+  /// The fitted table and the report.
+  CalibrationResult result() &&;
+
+ private:
+  Simulated simulate_at(const std::vector<double>& t) const { return simulate(cluster_, apply(base_.node, groups_, t), rows_, want_fit_); }
+  Eigen::VectorXd residuals(const Simulated& s) const;
+  double loss(const Eigen::VectorXd& res) const;
+  /// Takes `t` (simulated as `s`, residuals `rt`, loss `ct`) as the current point.
+  void accept(std::vector<double>&& t, Simulated&& s, const Eigen::VectorXd& rt, double ct) {
+    theta_ = std::move(t);
+    current_ = std::move(s);
+    r_ = rt;
+    cost_ = ct;
+  }
+  Eigen::MatrixXd jacobian(const std::vector<double>& at, const Simulated& sim, std::vector<std::size_t>& active, bool refinements) const;
+  std::vector<std::size_t> separable(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active, bool record);
+  void levenberg_marquardt();
+  bool damped_steps(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active, const std::vector<std::size_t>& free_cols,
+                    bool& converged);
+  bool compass_search(const std::vector<std::size_t>& active, const std::vector<std::size_t>& free_cols);
+  void return_unpaid_moves();
+  bool freeze_unused();
+  std::vector<std::set<std::size_t>> rows_moved(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active) const;
+
+  const models::Cluster& cluster_;
+  const support::YamlSource& base_;
+  const std::vector<CalibrationRow>& rows_;
+  const CalibrateOptions& options_;
+  const std::vector<std::size_t> fit_rows_;
+  const std::vector<Group> groups_;
+  const std::size_t G_;  ///< groups
+  const std::size_t R_;  ///< fitted rows
+  std::vector<char> want_fit_;
+  const int threads_;
+
+  std::vector<double> theta_;  ///< each group's value (offset seconds or multiplier)
+  std::vector<double> start_;  ///< the table's values (neutral)
+  Simulated current_;          ///< the rows at theta_
+  Eigen::VectorXd r_;          ///< relative residuals of the fitted rows at theta_
+  double c2_ = 0;              ///< c² of the Cauchy loss (0: plain squares)
+  double cost_ = 0;            ///< the loss at theta_
+  double lambda_ = 1e-3;       ///< Levenberg-Marquardt damping
+  int iterations_ = 0;
+  std::vector<CalibrationParameter::Status> status_;
+  std::vector<std::string> notes_;
+  std::vector<std::set<std::size_t>> moved_;  ///< fitted rows each group moves at the fitted values
+  std::vector<char> frozen_;                  ///< held at the table's value (see freeze_unused)
+};
+
+Eigen::VectorXd Fit::residuals(const Simulated& s) const {
+  Eigen::VectorXd r(static_cast<Eigen::Index>(R_));
+  for (std::size_t j = 0; j < R_; ++j) r[static_cast<Eigen::Index>(j)] = (s.time[fit_rows_[j]] - rows_[fit_rows_[j]].measured) / rows_[fit_rows_[j]].measured;
+  return r;
+}
+
+double Fit::loss(const Eigen::VectorXd& res) const {
+  if (c2_ == 0.0) return 0.5 * res.squaredNorm();
+  double sum = 0;
+  for (Eigen::Index j = 0; j < res.size(); ++j) sum += 0.5 * c2_ * std::log1p(res[j] * res[j] / c2_);
+  return sum;
+}
+
+/// Columns of the Jacobian for the groups a fitted row uses at `at` (forward differences).
+Eigen::MatrixXd Fit::jacobian(const std::vector<double>& at, const Simulated& sim, std::vector<std::size_t>& active, bool refinements) const {
+  std::set<std::pair<std::string, Protocol>> chosen;
+  std::map<Protocol, std::set<std::string>> algorithms_of;
+  for (std::size_t i : fit_rows_) {
+    chosen.insert(sim.choice[i]);
+    algorithms_of[sim.choice[i].second].insert(sim.choice[i].first);
+  }
+  active.clear();
+  for (std::size_t g = 0; g < G_; ++g) {
+    if (frozen_[g]) continue;
+    bool used = groups_[g].used_by.empty();
+    for (const auto& u : groups_[g].used_by) {
+      const bool separable = !groups_[g].refinement || refinements || algorithms_of[u.second].size() > 1;
+      used = used || (chosen.count(u) != 0 && separable);
+    }
+    if (used) active.push_back(g);
+  }
+  Eigen::MatrixXd J = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(R_), static_cast<Eigen::Index>(active.size()));
+  support::ParallelOptions parallel;
+  parallel.threads = threads_;
+  support::parallel_for(active.size(), parallel, [&](std::size_t c) {
+    const std::size_t g = active[c];
+    const Group& grp = groups_[g];
+    double h = grp.offset ? 0.5e-6 : 0.01 * at[g];
+    if (at[g] + h > grp.hi) h = -h;  // at the upper bound: step back
+    std::vector<double> t = at;
+    t[g] += h;
+    const Simulated s = simulate_at(t);
+    for (std::size_t j = 0; j < R_; ++j) {
+      const std::size_t i = fit_rows_[j];
+      // Below a part in 1e9 of the row's time is rounding of the written figures, not an effect.
+      if (std::fabs(s.time[i] - sim.time[i]) > 1e-9 * sim.time[i]) {
+        J(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(c)) = (s.time[i] - sim.time[i]) / rows_[i].measured / h;
+      }
+    }
+  });
+  return J;
+}
+
+/// The groups the rows can separate, in priority (group) order: a column is kept when the part
+/// of it the kept columns cannot produce has norm ≥ options.separability (normalised). With
+/// `record`, the groups left out get status NotSeparable and the group they overlap most.
+std::vector<std::size_t> Fit::separable(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active, bool record) {
+  std::vector<std::size_t> keep;
+  Eigen::MatrixXd basis(static_cast<Eigen::Index>(R_), 0);
+  for (std::size_t c = 0; c < active.size(); ++c) {
+    const std::size_t g = active[c];
+    Eigen::VectorXd col = J.col(static_cast<Eigen::Index>(c));
+    const double norm = col.norm();
+    // Material only: a typical move (1 us of latency, 10 % of a bandwidth figure) must change
+    // some fitted row by at least 0.1 % — an efficiency that tiny messages barely feel is not
+    // constrained by them, however distinct its (minute) effect.
+    const double typical = groups_[g].offset ? 1e-6 : 0.1 * std::max(theta_[g], 1e-3);
+    if (norm == 0.0 || col.cwiseAbs().maxCoeff() * typical < options_.materiality) continue;
+    col /= norm;
+    Eigen::VectorXd rest = col;
+    if (basis.cols() > 0) rest = col - basis * (basis.transpose() * col);
+    if (rest.norm() < options_.separability) {
+      if (record) {
+        double best = -1;
+        std::size_t with = 0;
+        for (std::size_t k : keep) {
+          const double overlap = std::fabs(J.col(static_cast<Eigen::Index>(k)).normalized().dot(col));
+          if (overlap > best) best = overlap, with = active[k];
+        }
+        status_[g] = CalibrationParameter::Status::NotSeparable;
+        notes_[g] = "the rows cannot separate it from '" + groups_[with].name + "'";
+      }
+      continue;
+    }
+    rest.normalize();
+    basis.conservativeResize(Eigen::NoChange, basis.cols() + 1);
+    basis.col(basis.cols() - 1) = rest;
+    keep.push_back(c);
+  }
+  return keep;
+}
+
+void Fit::levenberg_marquardt() {
+  for (int it = 0; it < options_.max_iterations; ++it) {
+    ++iterations_;
+    std::vector<std::size_t> active;
+    const Eigen::MatrixXd J = jacobian(theta_, current_, active, false);
+    const std::vector<std::size_t> free_cols = separable(J, active, false);
+    if (free_cols.empty()) break;
+    bool converged = false;
+    const bool improved = damped_steps(J, active, free_cols, converged);
+    if (converged) break;
+    if (!improved) {
+      if (!compass_search(active, free_cols)) break;
+      lambda_ = 1e-3;
+    }
+  }
+}
+
+/// Up to 12 damped Gauss-Newton steps on the free columns (the damping grows until one lowers
+/// the loss). Returns whether one did; `converged` when its progress was under 0.1 % of the loss
+/// or the rows are within 0.01 % (RMS).
+bool Fit::damped_steps(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active, const std::vector<std::size_t>& free_cols,
+                       bool& converged) {
+  Eigen::VectorXd w(static_cast<Eigen::Index>(R_));  // IRLS weights, square-rooted
+  for (Eigen::Index j = 0; j < w.size(); ++j) w[j] = c2_ == 0.0 ? 1.0 : 1.0 / std::sqrt(1.0 + r_[j] * r_[j] / c2_);
+  Eigen::MatrixXd Js(static_cast<Eigen::Index>(R_), static_cast<Eigen::Index>(free_cols.size()));
+  for (std::size_t k = 0; k < free_cols.size(); ++k) {
+    Js.col(static_cast<Eigen::Index>(k)) = w.cwiseProduct(J.col(static_cast<Eigen::Index>(free_cols[k])));
+  }
+  const Eigen::MatrixXd A = Js.transpose() * Js;
+  const Eigen::VectorXd grad = Js.transpose() * w.cwiseProduct(r_);
+  bool improved = false;
+  for (int trial = 0; trial < 12 && !improved; ++trial) {
+    Eigen::MatrixXd M = A;
+    M.diagonal() += lambda_ * A.diagonal();
+    const Eigen::VectorXd delta = M.ldlt().solve(-grad);
+    std::vector<double> t = theta_;
+    for (std::size_t k = 0; k < free_cols.size(); ++k) {
+      const std::size_t g = active[free_cols[k]];
+      t[g] = std::clamp(theta_[g] + delta[static_cast<Eigen::Index>(k)], groups_[g].lo, groups_[g].hi);
+    }
+    if (t == theta_) break;
+    Simulated s = simulate_at(t);
+    const Eigen::VectorXd rt = residuals(s);
+    const double ct = loss(rt);
+    if (ct < cost_) {
+      improved = true;
+      const double gain = (cost_ - ct) / std::max(cost_, 1e-30);
+      accept(std::move(t), std::move(s), rt, ct);
+      lambda_ = std::max(lambda_ / 3.0, 1e-9);
+      // Converged: progress under 0.1 % of the loss per step, or rows within 0.01 % (RMS).
+      if (gain < 1e-3 || cost_ < 0.5 * static_cast<double>(R_) * 1e-8) converged = true;
+    } else {
+      lambda_ *= 4.0;
+    }
+  }
+  return improved;
+}
+
+/// The Jacobian of a piecewise-linear simulation is a poor guide at a kink (NCCL's choice or a
+/// pipeline's critical path switching): a compass search on the free groups (Kolda, Lewis,
+/// Torczon, "Optimization by direct search", SIAM Review 2003), steps halving from the
+/// difference step. Returns whether it moved (Levenberg-Marquardt then resumes).
+bool Fit::compass_search(const std::vector<std::size_t>& active, const std::vector<std::size_t>& free_cols) {
+  bool moved_any = false;
+  for (double scale = 1.0; scale > 1.0 / 512 && !moved_any; scale /= 2) {
+    for (std::size_t c : free_cols) {
+      const std::size_t g = active[c];
+      const double step = scale * (groups_[g].offset ? 0.5e-6 : 0.01 * theta_[g]);
+      for (const double sign : {1.0, -1.0}) {
+        std::vector<double> t = theta_;
+        t[g] = std::clamp(theta_[g] + sign * step, groups_[g].lo, groups_[g].hi);
+        if (t[g] == theta_[g]) continue;
+        Simulated s = simulate_at(t);
+        const Eigen::VectorXd rt = residuals(s);
+        const double ct = loss(rt);
+        if (ct < cost_) {
+          accept(std::move(t), std::move(s), rt, ct);
+          moved_any = true;
+          break;
+        }
+      }
+    }
+  }
+  return moved_any;
+}
+
+/// Moves that do not pay: a group returned to its table value when that costs under 0.1 % of
+/// the loss (last groups first) — an offset of a few nanoseconds.
+void Fit::return_unpaid_moves() {
+  for (std::size_t g = G_; g-- > 0;) {
+    if (theta_[g] == start_[g]) continue;
+    std::vector<double> t = theta_;
+    t[g] = start_[g];
+    Simulated s = simulate_at(t);
+    const Eigen::VectorXd rt = residuals(s);
+    const double ct = loss(rt);
+    if (ct <= cost_ + 1e-3 * cost_ + 1e-12) accept(std::move(t), std::move(s), rt, std::min(cost_, ct));
+  }
+}
+
+/// Fitted rows each active group moves in `J` (indices into the rows).
+std::vector<std::set<std::size_t>> Fit::rows_moved(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active) const {
+  std::vector<std::set<std::size_t>> out(G_);
+  for (std::size_t c = 0; c < active.size(); ++c) {
+    for (std::size_t j = 0; j < R_; ++j)
+      if (J(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(c)) != 0.0) out[active[c]].insert(fit_rows_[j]);
+  }
+  return out;
+}
+
+/// With options.only_used_figures, every figure the fit writes is one some fitted row rests
+/// on. A group moved only so that NCCL's choice lands elsewhere (no fitted row uses it at the
+/// fitted values — an NVLS efficiency pushed to 1 %, a Simple step raised until LL wins) changes
+/// other layouts the table is used for: it is returned to the table's value and frozen.
+/// Returns whether one was (the fit then resumes, explaining those rows with the figures of the
+/// choice they then take, usually a worse fit of the measured log).
+bool Fit::freeze_unused() {
+  std::vector<std::size_t> active;
+  const Eigen::MatrixXd J = jacobian(theta_, current_, active, true);
+  const std::vector<std::set<std::size_t>> uses = rows_moved(J, active);
+  bool reverted = false;
+  for (std::size_t g = 0; g < G_; ++g) {
+    if (theta_[g] == start_[g] || !uses[g].empty()) continue;
+    theta_[g] = start_[g];
+    frozen_[g] = 1;
+    notes_[g] = kUnusedAtFit;
+    reverted = true;
+  }
+  return reverted;
+}
+
+void Fit::run() {
+  for (int round = 0; round < 4; ++round) {
+    // Least squares first, then the robust loss from its solution (the usual start of iteratively
+    // reweighted least squares: from the table's values the reweighting alone can settle in a
+    // worse local minimum where NCCL's choice switches).
+    const double robust_c2 = c2_;
+    c2_ = 0.0;
+    cost_ = loss(r_);
+    levenberg_marquardt();
+    c2_ = robust_c2;
+    cost_ = loss(r_);
+    if (c2_ > 0) levenberg_marquardt();
+    return_unpaid_moves();
+    if (!options_.only_used_figures) break;
+    if (!freeze_unused()) break;
+    current_ = simulate_at(theta_);
+    r_ = residuals(current_);
+    cost_ = loss(r_);
+    lambda_ = 1e-3;
+  }
+}
+
+void Fit::classify() {
+  // What the fitted table's rows depend on, and what the rows could not separate.
+  std::vector<std::size_t> active;
+  const Eigen::MatrixXd J = jacobian(theta_, current_, active, true);
+  (void)separable(J, active, true);
+  const std::vector<std::set<std::size_t>> moved = rows_moved(J, active);
+  for (std::size_t g = 0; g < G_; ++g) moved_[g].insert(moved[g].begin(), moved[g].end());
+  for (std::size_t g = 0; g < G_; ++g) {
+    if (frozen_[g] && status_[g] != CalibrationParameter::Status::NotSeparable) {
+      status_[g] = CalibrationParameter::Status::Unconstrained;
+      notes_[g] = kUnusedAtFit;
+    }
+    if (theta_[g] == start_[g]) continue;
+    status_[g] = CalibrationParameter::Status::Fitted;
+    if (moved_[g].empty()) {
+      notes_[g] = "no fitted row uses these figures at the fitted values: they were moved so that NCCL's choice is another one";
+    } else {
+      notes_[g].clear();
+    }
+  }
+  int fitted_groups = 0;
+  for (std::size_t g = 0; g < G_; ++g) fitted_groups += status_[g] == CalibrationParameter::Status::Fitted ? 1 : 0;
+  if (static_cast<std::size_t>(fitted_groups) > R_) {
+    throw CalibrationError(fmt::format("{} fitted rows cannot determine the {} parameters this fit needs; measure more sizes or hold out fewer",
+                                       R_, fitted_groups));
+  }
+}
+
+CalibrationResult Fit::result() && {
+  CalibrationResult result;
+  result.iterations = iterations_;
+  result.table = apply(base_.node, groups_, theta_);
+  for (std::size_t g = 0; g < G_; ++g) {
+    CalibrationParameter p;
+    p.name = groups_[g].name;
+    p.offset = groups_[g].offset;
+    const double neutral_value = groups_[g].offset ? 0.0 : 1.0;
+    p.status = status_[g];
+    p.value = status_[g] == CalibrationParameter::Status::Fitted ? theta_[g] : neutral_value;
+    p.note = notes_[g];
+    if (p.status == CalibrationParameter::Status::Unconstrained) {
+      p.note = moved_[g].empty() ? "no fitted row depends on it" : "the fit kept the table's value";
+    }
+    for (const Member& m : groups_[g].members) {
+      // The figure the table holds (several groups may move one figure: shared and per-algorithm offsets).
+      YAML::Node v = find_node(result.table, m.address.keys);
+      if (m.address.index >= 0) v.reset(v[static_cast<std::size_t>(m.address.index)]);
+      p.members.push_back({m.address.text(), rounded(m.base, groups_[g].unit), parse_value(v, groups_[g].unit)});
+    }
+    p.rows.assign(moved_[g].begin(), moved_[g].end());
+    if (p.status == CalibrationParameter::Status::Fitted) ++result.fitted;
+    result.parameters.push_back(std::move(p));
+  }
+  result.before = simulate_rows(cluster_, base_, rows_, &result.choice_before);
+  result.after = simulate_rows(cluster_, {result.table, nullptr}, rows_, &result.choice_after);
+  return result;
+}
+
+/// The architecture the table's per-family rows are read for: NCCL tunes by the lowest compute
+/// capability of the ranks (the first row's).
+std::string fit_architecture(const models::Cluster& cluster, const std::vector<CalibrationRow>& rows) {
+  const auto& gpus = cluster.topology.gpus();
+  const int n = std::min<int>(rows.front().nranks, static_cast<int>(gpus.size()));
+  std::vector<models::DeviceId> ranks(gpus.begin(), gpus.begin() + std::max(1, n));
+  const planner::ProtocolContext context = planner::protocol_context(cluster, ranks, nullptr);
+  return context.archs.empty() ? std::string() : planner::tuning_architecture(context.archs);
+}
+
+}  // namespace
+
 CalibrationResult calibrate(const models::Cluster& cluster, const support::YamlSource& base, const std::vector<CalibrationRow>& rows,
                             const CalibrateOptions& options) {
   (void)planner::CostModel::from_yaml(base);  // a bad base table is an InputError before any work
@@ -204,320 +585,10 @@ CalibrationResult calibrate(const models::Cluster& cluster, const support::YamlS
       throw CalibrationError(fmt::format("{}:{}: a measured time must be above 0", r.log, r.line));
     }
   }
-  // The architecture the table's per-family rows are read for: NCCL tunes by the lowest
-  // compute capability of the ranks (the first row's).
-  std::string arch;
-  {
-    const auto& gpus = cluster.topology.gpus();
-    const int n = std::min<int>(rows.front().nranks, static_cast<int>(gpus.size()));
-    std::vector<models::DeviceId> ranks(gpus.begin(), gpus.begin() + std::max(1, n));
-    const planner::ProtocolContext context = planner::protocol_context(cluster, ranks, nullptr);
-    arch = context.archs.empty() ? std::string() : planner::tuning_architecture(context.archs);
-  }
-  const std::vector<Group> groups = make_groups(base.node, cluster, arch);
-  const std::size_t G = groups.size();
-  const std::size_t R = fit_rows.size();
-  std::vector<char> want_fit(rows.size(), 0);
-  for (std::size_t i : fit_rows) want_fit[i] = 1;
-  const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-
-  const auto residuals = [&](const Simulated& s) {
-    Eigen::VectorXd r(static_cast<Eigen::Index>(R));
-    for (std::size_t j = 0; j < R; ++j) r[static_cast<Eigen::Index>(j)] = (s.time[fit_rows[j]] - rows[fit_rows[j]].measured) / rows[fit_rows[j]].measured;
-    return r;
-  };
-
-  CalibrationResult result;
-  std::vector<double> theta = neutral(groups);
-  Simulated current = simulate(cluster, apply(base.node, groups, theta), rows, want_fit);
-  Eigen::VectorXd r = residuals(current);
-  // Robust loss: Cauchy's ρ(r) = c²/2 · ln(1 + (r/c)²) of the relative residual, minimised by
-  // iteratively reweighted least squares (weights 1 / (1 + (r/c)²) each iteration), so a
-  // warm-up row tens of percent off does not pull the fit; plain squares with c = +inf.
-  double c2 = options.robust_scale > 0 ? options.robust_scale * options.robust_scale : 0.0;
-  const auto loss = [&](const Eigen::VectorXd& res) {
-    if (c2 == 0.0) return 0.5 * res.squaredNorm();
-    double sum = 0;
-    for (Eigen::Index j = 0; j < res.size(); ++j) sum += 0.5 * c2 * std::log1p(res[j] * res[j] / c2);
-    return sum;
-  };
-  double cost = loss(r);
-  std::vector<CalibrationParameter::Status> status(G, CalibrationParameter::Status::Unconstrained);
-  std::vector<std::string> notes(G);
-  std::vector<std::set<std::size_t>> moved(G);  // fitted rows each group moves at the fitted values
-  std::vector<char> frozen(G, 0);                 // held at the table's value (see below)
-  // Columns of the Jacobian for the groups a fitted row uses at `at` (forward differences).
-  const auto jacobian = [&](const std::vector<double>& at, const Simulated& sim, std::vector<std::size_t>& active, bool refinements) {
-    std::set<std::pair<std::string, Protocol>> chosen;
-    std::map<Protocol, std::set<std::string>> algorithms_of;
-    for (std::size_t i : fit_rows) {
-      chosen.insert(sim.choice[i]);
-      algorithms_of[sim.choice[i].second].insert(sim.choice[i].first);
-    }
-    active.clear();
-    for (std::size_t g = 0; g < G; ++g) {
-      if (frozen[g]) continue;
-      bool used = groups[g].used_by.empty();
-      for (const auto& u : groups[g].used_by) {
-        const bool separable = !groups[g].refinement || refinements || algorithms_of[u.second].size() > 1;
-        used = used || (chosen.count(u) != 0 && separable);
-      }
-      if (used) active.push_back(g);
-    }
-    Eigen::MatrixXd J = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(R), static_cast<Eigen::Index>(active.size()));
-    parallel_for(active.size(), threads, [&](std::size_t c) {
-      const std::size_t g = active[c];
-      const Group& grp = groups[g];
-      double h = grp.offset ? 0.5e-6 : 0.01 * at[g];
-      if (at[g] + h > grp.hi) h = -h;  // at the upper bound: step back
-      std::vector<double> t = at;
-      t[g] += h;
-      const Simulated s = simulate(cluster, apply(base.node, groups, t), rows, want_fit);
-      for (std::size_t j = 0; j < R; ++j) {
-        const std::size_t i = fit_rows[j];
-        // Below a part in 1e9 of the row's time is rounding of the written figures, not an effect.
-        if (std::fabs(s.time[i] - sim.time[i]) > 1e-9 * sim.time[i]) {
-          J(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(c)) = (s.time[i] - sim.time[i]) / rows[i].measured / h;
-        }
-      }
-    });
-    return J;
-  };
-  // The groups the rows can separate, in priority (group) order: a column is kept when the
-  // part of it the kept columns cannot produce has norm ≥ options.separability (normalised).
-  const auto separable = [&](const Eigen::MatrixXd& J, const std::vector<std::size_t>& active, bool record) {
-    std::vector<std::size_t> keep;
-    Eigen::MatrixXd basis(static_cast<Eigen::Index>(R), 0);
-    for (std::size_t c = 0; c < active.size(); ++c) {
-      const std::size_t g = active[c];
-      Eigen::VectorXd col = J.col(static_cast<Eigen::Index>(c));
-      const double norm = col.norm();
-      // Material only: a typical move (1 us of latency, 10 % of a bandwidth figure) must change
-      // some fitted row by at least 0.1 % — an efficiency that tiny messages barely feel is not
-      // constrained by them, however distinct its (minute) effect.
-      const double typical = groups[g].offset ? 1e-6 : 0.1 * std::max(theta[g], 1e-3);
-      if (norm == 0.0 || col.cwiseAbs().maxCoeff() * typical < options.materiality) continue;
-      col /= norm;
-      Eigen::VectorXd rest = col;
-      if (basis.cols() > 0) rest = col - basis * (basis.transpose() * col);
-      if (rest.norm() < options.separability) {
-        if (record) {
-          double best = -1;
-          std::size_t with = 0;
-          for (std::size_t k : keep) {
-            const double overlap = std::fabs(J.col(static_cast<Eigen::Index>(k)).normalized().dot(col));
-            if (overlap > best) best = overlap, with = active[k];
-          }
-          status[g] = CalibrationParameter::Status::NotSeparable;
-          notes[g] = "the rows cannot separate it from '" + groups[with].name + "'";
-        }
-        continue;
-      }
-      rest.normalize();
-      basis.conservativeResize(Eigen::NoChange, basis.cols() + 1);
-      basis.col(basis.cols() - 1) = rest;
-      keep.push_back(c);
-    }
-    return keep;
-  };
-  double lambda = 1e-3;
-  const auto levenberg_marquardt = [&] {
-  for (int it = 0; it < options.max_iterations; ++it) {
-    ++result.iterations;
-    std::vector<std::size_t> active;
-    const Eigen::MatrixXd J = jacobian(theta, current, active, false);
-    const std::vector<std::size_t> free_cols = separable(J, active, false);
-    if (free_cols.empty()) break;
-    Eigen::VectorXd w(static_cast<Eigen::Index>(R));  // IRLS weights, square-rooted
-    for (Eigen::Index j = 0; j < w.size(); ++j) w[j] = c2 == 0.0 ? 1.0 : 1.0 / std::sqrt(1.0 + r[j] * r[j] / c2);
-    Eigen::MatrixXd Js(static_cast<Eigen::Index>(R), static_cast<Eigen::Index>(free_cols.size()));
-    for (std::size_t k = 0; k < free_cols.size(); ++k) {
-      Js.col(static_cast<Eigen::Index>(k)) = w.cwiseProduct(J.col(static_cast<Eigen::Index>(free_cols[k])));
-    }
-    const Eigen::MatrixXd A = Js.transpose() * Js;
-    const Eigen::VectorXd grad = Js.transpose() * w.cwiseProduct(r);
-    bool improved = false;
-    for (int trial = 0; trial < 12 && !improved; ++trial) {
-      Eigen::MatrixXd M = A;
-      M.diagonal() += lambda * A.diagonal();
-      const Eigen::VectorXd delta = M.ldlt().solve(-grad);
-      std::vector<double> t = theta;
-      for (std::size_t k = 0; k < free_cols.size(); ++k) {
-        const std::size_t g = active[free_cols[k]];
-        t[g] = std::clamp(theta[g] + delta[static_cast<Eigen::Index>(k)], groups[g].lo, groups[g].hi);
-      }
-      if (t == theta) break;
-      Simulated s = simulate(cluster, apply(base.node, groups, t), rows, want_fit);
-      const Eigen::VectorXd rt = residuals(s);
-      const double ct = loss(rt);
-      if (ct < cost) {
-        improved = true;
-        const double gain = (cost - ct) / std::max(cost, 1e-30);
-        theta = std::move(t);
-        current = std::move(s);
-        r = rt;
-        cost = ct;
-        lambda = std::max(lambda / 3.0, 1e-9);
-        // Converged: progress under 0.1 % of the loss per step, or rows within 0.01 % (RMS).
-        if (gain < 1e-3 || cost < 0.5 * static_cast<double>(R) * 1e-8) it = options.max_iterations;
-      } else {
-        lambda *= 4.0;
-      }
-    }
-    if (!improved) {
-      // The Jacobian of a piecewise-linear simulation is a poor guide at a kink (NCCL's choice
-      // or a pipeline's critical path switching): fall back to a compass search on the free
-      // groups (Kolda, Lewis, Torczon, "Optimization by direct search", SIAM Review 2003),
-      // steps halving from the difference step, and return to Levenberg-Marquardt if it helps.
-      bool moved_any = false;
-      for (double scale = 1.0; scale > 1.0 / 512 && !moved_any; scale /= 2) {
-        for (std::size_t c : free_cols) {
-          const std::size_t g = active[c];
-          const double step = scale * (groups[g].offset ? 0.5e-6 : 0.01 * theta[g]);
-          for (const double sign : {1.0, -1.0}) {
-            std::vector<double> t = theta;
-            t[g] = std::clamp(theta[g] + sign * step, groups[g].lo, groups[g].hi);
-            if (t[g] == theta[g]) continue;
-            Simulated s = simulate(cluster, apply(base.node, groups, t), rows, want_fit);
-            const Eigen::VectorXd rt = residuals(s);
-            const double ct = loss(rt);
-            if (ct < cost) {
-              theta = std::move(t);
-              current = std::move(s);
-              r = rt;
-              cost = ct;
-              moved_any = true;
-              break;
-            }
-          }
-        }
-      }
-      if (!moved_any) break;
-      lambda = 1e-3;
-    }
-  }
-  };
-  const std::vector<double> start = neutral(groups);
-  // Which fitted rows each group moves at `theta` (all groups a chosen pair uses).
-  const auto rows_moved = [&]() {
-    std::vector<std::size_t> active;
-    const Eigen::MatrixXd J = jacobian(theta, current, active, true);
-    std::vector<std::set<std::size_t>> out(G);
-    for (std::size_t c = 0; c < active.size(); ++c) {
-      for (std::size_t j = 0; j < R; ++j)
-        if (J(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(c)) != 0.0) out[active[c]].insert(fit_rows[j]);
-    }
-    return out;
-  };
-  const auto resimulate = [&]() {
-    current = simulate(cluster, apply(base.node, groups, theta), rows, want_fit);
-    r = residuals(current);
-    cost = loss(r);
-  };
-  // With options.only_used_figures, every figure the fit writes is one some fitted row rests
-  // on. A group moved only so that NCCL's choice lands elsewhere (no fitted row uses it at the
-  // fitted values — an NVLS efficiency pushed to 1 %, a Simple step raised until LL wins)
-  // changes other layouts the table is used for: it is returned to the table's value and
-  // frozen, and the fit resumes, explaining those rows with the figures of the choice they
-  // then take (usually a worse fit of the measured log).
-  for (int round = 0; round < 4; ++round) {
-    // Least squares first, then the robust loss from its solution (the usual start of iteratively
-    // reweighted least squares: from the table's values the reweighting alone can settle in a
-    // worse local minimum where NCCL's choice switches).
-    const double robust_c2 = c2;
-    c2 = 0.0;
-    cost = loss(r);
-    levenberg_marquardt();
-    c2 = robust_c2;
-    cost = loss(r);
-    if (c2 > 0) levenberg_marquardt();
-    // Moves that do not pay: a group returned to its table value when that costs under 0.1 % of
-    // the loss (last groups first) — an offset of a few nanoseconds.
-    for (std::size_t g = G; g-- > 0;) {
-      if (theta[g] == start[g]) continue;
-      std::vector<double> t = theta;
-      t[g] = start[g];
-      Simulated s = simulate(cluster, apply(base.node, groups, t), rows, want_fit);
-      const Eigen::VectorXd rt = residuals(s);
-      const double ct = loss(rt);
-      if (ct <= cost + 1e-3 * cost + 1e-12) {
-        theta = std::move(t);
-        current = std::move(s);
-        r = rt;
-        cost = std::min(cost, ct);
-      }
-    }
-    if (!options.only_used_figures) break;
-    const std::vector<std::set<std::size_t>> uses = rows_moved();
-    bool reverted = false;
-    for (std::size_t g = 0; g < G; ++g) {
-      if (theta[g] == start[g] || !uses[g].empty()) continue;
-      theta[g] = start[g];
-      frozen[g] = 1;
-      notes[g] = "no fitted row uses these figures once NCCL's choice is fitted: kept at the table's value";
-      reverted = true;
-    }
-    if (!reverted) break;
-    resimulate();
-    lambda = 1e-3;
-  }
-
-  // What the fitted table's rows depend on, and what the rows could not separate.
-  {
-    std::vector<std::size_t> active;
-    const Eigen::MatrixXd J = jacobian(theta, current, active, true);
-    (void)separable(J, active, true);
-    for (std::size_t c = 0; c < active.size(); ++c) {
-      for (std::size_t j = 0; j < R; ++j)
-        if (J(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(c)) != 0.0) moved[active[c]].insert(fit_rows[j]);
-    }
-    for (std::size_t g = 0; g < G; ++g) {
-      if (frozen[g] && status[g] != CalibrationParameter::Status::NotSeparable) {
-        status[g] = CalibrationParameter::Status::Unconstrained;
-        notes[g] = "no fitted row uses these figures once NCCL's choice is fitted: kept at the table's value";
-      }
-      if (theta[g] == start[g]) continue;
-      status[g] = CalibrationParameter::Status::Fitted;
-      if (moved[g].empty()) {
-        notes[g] = "no fitted row uses these figures at the fitted values: they were moved so that NCCL's choice is another one";
-      } else {
-        notes[g].clear();
-      }
-    }
-  }
-  int fitted_groups = 0;
-  for (std::size_t g = 0; g < G; ++g) fitted_groups += status[g] == CalibrationParameter::Status::Fitted ? 1 : 0;
-  if (static_cast<std::size_t>(fitted_groups) > R) {
-    throw CalibrationError(fmt::format("{} fitted rows cannot determine the {} parameters this fit needs; measure more sizes or hold out fewer",
-                                       R, fitted_groups));
-  }
-
-  // The fitted table and the report.
-  result.table = apply(base.node, groups, theta);
-  for (std::size_t g = 0; g < G; ++g) {
-    CalibrationParameter p;
-    p.name = groups[g].name;
-    p.offset = groups[g].offset;
-    const double neutral_value = groups[g].offset ? 0.0 : 1.0;
-    p.status = status[g];
-    p.value = status[g] == CalibrationParameter::Status::Fitted ? theta[g] : neutral_value;
-    p.note = notes[g];
-    if (p.status == CalibrationParameter::Status::Unconstrained) {
-      p.note = moved[g].empty() ? "no fitted row depends on it" : "the fit kept the table's value";
-    }
-    for (const Member& m : groups[g].members) {
-      // The figure the table holds (several groups may move one figure: shared and per-algorithm offsets).
-      YAML::Node v = find_node(result.table, m.address.keys);
-      if (m.address.index >= 0) v.reset(v[static_cast<std::size_t>(m.address.index)]);
-      p.members.push_back({m.address.text(), rounded(m.base, groups[g].unit), parse_value(v, groups[g].unit)});
-    }
-    p.rows.assign(moved[g].begin(), moved[g].end());
-    if (p.status == CalibrationParameter::Status::Fitted) ++result.fitted;
-    result.parameters.push_back(std::move(p));
-  }
-  result.before = simulate_rows(cluster, base, rows, &result.choice_before);
-  result.after = simulate_rows(cluster, {result.table, nullptr}, rows, &result.choice_after);
-  return result;
+  Fit fit(cluster, base, rows, options, std::move(fit_rows), make_groups(base.node, cluster, fit_architecture(cluster, rows)));
+  fit.run();
+  fit.classify();
+  return std::move(fit).result();
 }
 
 }  // namespace ccsim::validate

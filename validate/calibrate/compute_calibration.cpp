@@ -1,8 +1,6 @@
 #include "validate/calibrate/compute_calibration.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -14,6 +12,7 @@
 #include "support/atomic_file.hpp"
 #include "support/input_error.hpp"
 #include "support/numbers.hpp"
+#include "support/provenance.hpp"
 #include "support/text_table.hpp"
 #include "models/workload/program_builder.hpp"
 #include "validate/calibrate/calibration_inputs.hpp"
@@ -377,13 +376,7 @@ void calibrate_compute(const ComputeCalibrationRequest& request, std::ostream& r
   const ComputeCalibrationResult result = fit_compute_calibration(request);
   print_compute_calibration(result, report);
   if (!request.out.empty()) {
-    const auto now = std::chrono::system_clock::now();
-    const std::time_t t = std::chrono::system_clock::to_time_t(now);
-    std::tm utc{};
-    gmtime_r(&t, &utc);
-    char date[32];
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    support::write_file_atomic(request.out, compute_calibration_yaml(result, request, date));
+    support::write_file_atomic(request.out, compute_calibration_yaml(result, request, support::iso8601_utc_now()));
     report << "wrote " << request.out << "\n";
   }
 }

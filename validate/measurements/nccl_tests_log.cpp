@@ -1,8 +1,10 @@
 #include "validate/measurements/nccl_tests_log.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <sstream>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -17,6 +19,14 @@ std::optional<std::uint32_t> type_size(const std::string& t) {
   if (t == "double" || t == "float64" || t == "int64" || t == "uint64") return 8;
   if (t == "int8" || t == "uint8" || t == "char" || t == "fp8_e4m3" || t == "fp8_e5m2" || t == "f8e4m3" || t == "f8e5m2") return 1;
   return std::nullopt;
+}
+
+bool sized_per_rank(models::Collective c) {
+  return c == models::Collective::ReduceScatter || c == models::Collective::AllGather || c == models::Collective::AlltoAll;
+}
+
+std::uint64_t size_granule(models::Collective c, std::uint32_t element_bytes, int nranks) {
+  return static_cast<std::uint64_t>(element_bytes) * (sized_per_rank(c) ? static_cast<std::uint64_t>(nranks) : 1);
 }
 
 namespace {
@@ -121,108 +131,131 @@ constexpr double kMaxTimeUs = 1e10;       // about 3 hours for one collective
 constexpr double kMaxBandwidthGBs = 1e6;  // 1 PB/s
 constexpr std::int64_t kMaxRanks = 1 << 20;
 
-}  // namespace
+/// A table row's whitespace-separated fields (at most 14 are read), each with its 1-based column.
+struct Fields {
+  std::vector<std::string_view> tok;
+  std::vector<int> col;
+};
 
-std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& file) {
-  std::vector<LogTest> tests;
-  LogTest current;
-  bool in_table = false;
-  int rank_lines = 0;
-  // The test's column header had no redop column (nccl-tests before 2020: all_gather_perf
-  // printed size count type time algbw busbw error, without redop and root).
-  bool no_redop_column = false;
-  const auto flush = [&]() {
-    if (!current.rows.empty()) {
-      if (rank_lines > 0) current.nranks = rank_lines;
-      tests.push_back(std::move(current));
+Fields split_fields(std::string_view v) {
+  Fields f;
+  std::size_t i = 0;
+  while (i < v.size() && f.tok.size() <= 13) {
+    while (i < v.size() && std::isspace(static_cast<unsigned char>(v[i]))) ++i;
+    if (i >= v.size()) break;
+    std::size_t e = i;
+    while (e < v.size() && !std::isspace(static_cast<unsigned char>(v[e]))) ++e;
+    f.tok.push_back(v.substr(i, e - i));
+    f.col.push_back(static_cast<int>(i) + 1);
+    i = e;
+  }
+  return f;
+}
+
+/// The parser's state across lines: the tests read so far and the one being read.
+class LogReader {
+ public:
+  explicit LogReader(const std::string& file) : file_(file) {}
+
+  /// One line of the log.
+  void read(std::string line) {
+    ++lineno_;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos) return;
+    if (line[first] == '#') {
+      header_line(line);
+    } else {
+      table_row(line, static_cast<int>(first) + 1);
     }
-    current = LogTest{};
-    in_table = false;
-    rank_lines = 0;
-    no_redop_column = false;
-  };
-  std::string line;
-  int lineno = 0;
-  // A decimal value of the log, finite and within [min, max]; InputError at file:line:column otherwise.
-  const auto decimal = [&](std::string_view text, int column, const std::string& what, double min, double max) {
+  }
+
+  /// The tests read. Throws support::InputError when the log held no table row.
+  std::vector<LogTest> finish() {
+    flush();
+    if (tests_.empty()) throw support::InputError({file_, 1, 1}, "", "an nccl-tests log with a results table", "no table rows");
+    return std::move(tests_);
+  }
+
+ private:
+  void flush() {
+    if (!current_.rows.empty()) {
+      if (rank_lines_ > 0) current_.nranks = rank_lines_;
+      tests_.push_back(std::move(current_));
+    }
+    current_ = LogTest{};
+    in_table_ = false;
+    rank_lines_ = 0;
+    no_redop_column_ = false;
+  }
+
+  /// A decimal value of the log, finite and within [min, max]; InputError at file:line:column otherwise.
+  double decimal(std::string_view text, int column, const std::string& what, double min, double max) const {
     const support::Parsed<double> v = support::parse_decimal(text);
     if (!v || v.value < min || v.value > max) {
-      throw support::InputError({file, lineno, column}, "",
+      throw support::InputError({file_, lineno_, column}, "",
                                 fmt::format("{} from {:g} to {:g}", what, min, max),
                                 v ? support::quote_token(text) : support::describe_number_problem(text, v.problem));
     }
     return v.value;
-  };
-  const auto count = [&](std::string_view text, int column, const std::string& what, std::int64_t min, std::int64_t max) {
+  }
+
+  /// A whole number of the log within [min, max]; InputError at file:line:column otherwise.
+  int count(std::string_view text, int column, const std::string& what, std::int64_t min, std::int64_t max) const {
     const support::Parsed<std::int64_t> v = support::parse_integer(text);
     if (!v || v.value < min || v.value > max) {
-      throw support::InputError({file, lineno, column}, "", fmt::format("{} from {} to {}", what, min, max),
+      throw support::InputError({file_, lineno_, column}, "", fmt::format("{} from {} to {}", what, min, max),
                                 v ? support::quote_token(text) : support::describe_number_problem(text, v.problem));
     }
     return static_cast<int>(v.value);
-  };
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const auto first = line.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;
-    const int column_of_line = static_cast<int>(first) + 1;
-    if (line[first] == '#') {
-      // A footer whose value is not a number at all is kept as a comment; a number out of range is an error.
-      if (const auto avg = avg_busbw_text(line); avg && support::parse_decimal(*avg).problem != support::NumberProblem::Malformed) {
-        current.avg_busbw = decimal(*avg, static_cast<int>(avg->data() - line.data()) + 1,
-                                    "an average bus bandwidth in GB/s", 0.0, kMaxBandwidthGBs);
-        continue;
-      }
-      // A new test's banner after a table starts the next test.
-      if (const std::string name = perf_name(line); !name.empty()) {
-        if (in_table) flush();
-        if (current.name.empty()) {
-          current.name = name;
-          current.collective = collective_from_name(current.name);
-        }
-      }
-      if (!current.nranks) {
-        if (const std::string_view n = ranks_count(line); !n.empty()) {
-          current.nranks = count(n, static_cast<int>(n.data() - line.data()) + 1, "a rank count", 1, kMaxRanks);
-        }
-      }
-      if (!current.nranks && line.find("_perf") != std::string::npos) {
-        if (const std::string_view n = gpus_flag(line); !n.empty()) {  // single process driving -g GPUs
-          current.nranks = count(n, static_cast<int>(n.data() - line.data()) + 1, "a GPU count (-g)", 1, kMaxRanks);
-        }
-      }
-      if (is_rank_line(line)) ++rank_lines;
-      if (line.find("size") != std::string::npos && line.find("count") != std::string::npos &&
-          line.find("type") != std::string::npos && line.find("time") != std::string::npos) {
-        no_redop_column = line.find("redop") == std::string::npos;
-      }
-      if (!in_table) current.header.push_back(line);
-      continue;
+  }
+
+  /// The column of `part`, a view into `line`.
+  static int column_of(std::string_view part, const std::string& line) { return static_cast<int>(part.data() - line.data()) + 1; }
+
+  /// A comment line: the footer, a test's banner, its rank count, its column header.
+  void header_line(const std::string& line) {
+    // A footer whose value is not a number at all is kept as a comment; a number out of range is an error.
+    if (const auto avg = avg_busbw_text(line); avg && support::parse_decimal(*avg).problem != support::NumberProblem::Malformed) {
+      current_.avg_busbw = decimal(*avg, column_of(*avg, line), "an average bus bandwidth in GB/s", 0.0, kMaxBandwidthGBs);
+      return;
     }
-    // A table row: whitespace-separated tokens, each with its column for errors.
-    std::vector<std::string_view> tok;
-    std::vector<int> col;
-    {
-      const std::string_view v(line);
-      std::size_t i = 0;
-      while (i < v.size() && tok.size() <= 13) {
-        while (i < v.size() && std::isspace(static_cast<unsigned char>(v[i]))) ++i;
-        if (i >= v.size()) break;
-        std::size_t e = i;
-        while (e < v.size() && !std::isspace(static_cast<unsigned char>(v[e]))) ++e;
-        tok.push_back(v.substr(i, e - i));
-        col.push_back(static_cast<int>(i) + 1);
-        i = e;
+    // A new test's banner after a table starts the next test.
+    if (const std::string name = perf_name(line); !name.empty()) {
+      if (in_table_) flush();
+      if (current_.name.empty()) {
+        current_.name = name;
+        current_.collective = collective_from_name(current_.name);
       }
     }
+    if (!current_.nranks) {
+      if (const std::string_view n = ranks_count(line); !n.empty()) current_.nranks = count(n, column_of(n, line), "a rank count", 1, kMaxRanks);
+    }
+    if (!current_.nranks && line.find("_perf") != std::string::npos) {
+      if (const std::string_view n = gpus_flag(line); !n.empty()) {  // single process driving -g GPUs
+        current_.nranks = count(n, column_of(n, line), "a GPU count (-g)", 1, kMaxRanks);
+      }
+    }
+    if (is_rank_line(line)) ++rank_lines_;
+    if (line.find("size") != std::string::npos && line.find("count") != std::string::npos && line.find("type") != std::string::npos &&
+        line.find("time") != std::string::npos) {
+      no_redop_column_ = line.find("redop") == std::string::npos;
+    }
+    if (!in_table_) current_.header.push_back(line);
+  }
+
+  /// A table row: whitespace-separated fields, each with its column for errors.
+  void table_row(const std::string& line, int column_of_line) {
+    const Fields f = split_fields(line);
+    const auto& tok = f.tok;
+    const auto& col = f.col;
     // With root: 5 + 4 (+ 4) fields; without root (older nccl-tests): 4 + 4 (+ 4).
     // Under a header without redop (older all_gather_perf): 3 + 4 (+ 4).
     const bool has_root = tok.size() == 9 || tok.size() == 13;
     const bool no_root = tok.size() == 8 || tok.size() == 12;
-    const bool no_redop = no_redop_column && (tok.size() == 7 || tok.size() == 11);
+    const bool no_redop = no_redop_column_ && (tok.size() == 7 || tok.size() == 11);
     if (!has_root && !no_root && !no_redop) {
-      throw support::InputError({file, lineno, column_of_line}, "",
+      throw support::InputError({file_, lineno_, column_of_line}, "",
                                 "an nccl-tests table row (size count type redop [root] time algbw busbw #wrong ...)",
                                 tok.size() > 13 ? std::string("more than 13 fields") : std::to_string(tok.size()) + " fields");
     }
@@ -231,11 +264,11 @@ std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& f
       return tok[i] == "N/A" ? 0.0 : decimal(tok[i], col[i], what, 0.0, kMaxBandwidthGBs);
     };
     LogRow row;
-    row.line = lineno;
+    row.line = lineno_;
     const double size = decimal(tok[0], col[0], "a size in bytes", 0.0, static_cast<double>(kMaxSize));
     const double elements = decimal(tok[1], col[1], "an element count", 0.0, static_cast<double>(kMaxSize));
     if (size != std::floor(size) || elements != std::floor(elements)) {
-      throw support::InputError({file, lineno, col[0]}, "", "whole, non-negative size and count",
+      throw support::InputError({file_, lineno_, col[0]}, "", "whole, non-negative size and count",
                                 support::quote_token(tok[0]) + " and " + support::quote_token(tok[1]));
     }
     row.size = static_cast<std::uint64_t>(size);
@@ -249,12 +282,28 @@ std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& f
     if (tok.size() > base + 4 && tok[base + 4] != "N/A") {
       row.in_place_time_us = decimal(tok[base + 4], col[base + 4], "an in-place time in us", kMinTimeUs, kMaxTimeUs);
     }
-    current.rows.push_back(row);
-    in_table = true;
+    current_.rows.push_back(row);
+    in_table_ = true;
   }
-  flush();
-  if (tests.empty()) throw support::InputError({file, 1, 1}, "", "an nccl-tests log with a results table", "no table rows");
-  return tests;
+
+  const std::string& file_;
+  int lineno_ = 0;
+  std::vector<LogTest> tests_;
+  LogTest current_;
+  bool in_table_ = false;
+  int rank_lines_ = 0;
+  // The test's column header had no redop column (nccl-tests before 2020: all_gather_perf
+  // printed size count type time algbw busbw error, without redop and root).
+  bool no_redop_column_ = false;
+};
+
+}  // namespace
+
+std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& file) {
+  LogReader reader(file);
+  std::string line;
+  while (std::getline(in, line)) reader.read(std::move(line));
+  return reader.finish();
 }
 
 }  // namespace ccsim::validate

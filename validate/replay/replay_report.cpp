@@ -1,5 +1,6 @@
 #include "validate/replay/replay_report.hpp"
 
+#include "validate/measurements/nccl_tests_log.hpp"
 #include "validate/replay/data.hpp"
 
 #include <algorithm>
@@ -27,8 +28,7 @@ bool reduces(models::Collective c) {
 
 /// Elements in nccl-tests' count column: per rank for ReduceScatter / AllGather / AlltoAll.
 std::uint64_t count_of(models::Collective c, std::uint64_t bytes, int nranks, std::uint32_t element) {
-  const bool per_rank = c == models::Collective::ReduceScatter || c == models::Collective::AllGather || c == models::Collective::AlltoAll;
-  return bytes / element / (per_rank ? static_cast<std::uint64_t>(nranks) : 1);
+  return bytes / element / (sized_per_rank(c) ? static_cast<std::uint64_t>(nranks) : 1);
 }
 
 double median(std::vector<double>& v) {

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "validate/replay/backends/backends.hpp"
@@ -208,234 +209,285 @@ class CudaBackend final : public Backend {
   bool use_graph_ = true;  ///< capture each Schedule into a CUDA graph (CCSIM_CUDA_GRAPH unset or not "0")
 };
 
+/// One run() of a Schedule: its plan, the CUDA objects made for it, and the steps of the run.
+class CudaRun {
+ public:
+  CudaRun(const models::Schedule& s, const ReplayConfig& config, CudaPlan plan, bool use_graph)
+      : s_(s), config_(config), plan_(std::move(plan)), use_graph_(use_graph), esize_(size_of(config.type)),
+        nslots_(plan_.ordinals.size()), nsteps_(plan_.steps.size()) {
+    res_.ordinals = plan_.ordinals;
+  }
+
+  SizeResult run() {
+    allocate_arenas();
+    create_streams();
+    create_events();
+    if (use_graph_ && !plan_.streams.empty()) capture_graph();
+    SizeResult result;
+    result.bytes = s_.bytes;
+    iterate(result);
+    check_outputs(result);
+    return result;
+  }
+
+ private:
+  std::byte* ptr(const CudaAddress& a) const { return res_.arena[static_cast<std::size_t>(a.slot)] + a.offset; }
+
+  void allocate_arenas() {
+    res_.arena.assign(nslots_, nullptr);
+    for (std::size_t slot = 0; slot < nslots_; ++slot) {
+      if (plan_.arena_bytes[slot] == 0) continue;
+      check(cudaSetDevice(plan_.ordinals[slot]), "cudaSetDevice");
+      void* p = nullptr;
+      check(cudaMalloc(&p, plan_.arena_bytes[slot]),
+            "cudaMalloc of " + std::to_string(plan_.arena_bytes[slot]) + " bytes on device " + std::to_string(plan_.ordinals[slot]));
+      res_.arena[slot] = static_cast<std::byte*>(p);
+    }
+  }
+
+  /// Streams; the first stream of each GPU starts its iteration (t0, then `fork` for the others).
+  void create_streams() {
+    first_stream_of_slot_.assign(nslots_, -1);
+    for (std::size_t i = 0; i < plan_.streams.size(); ++i) {
+      const auto slot = static_cast<std::size_t>(plan_.streams[i].slot);
+      const int dev = plan_.ordinals[slot];
+      check(cudaSetDevice(dev), "cudaSetDevice");
+      cudaStream_t st = nullptr;
+      check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+      res_.streams.push_back(st);
+      res_.stream_device.push_back(dev);
+      if (first_stream_of_slot_[slot] < 0) first_stream_of_slot_[slot] = static_cast<int>(i);
+    }
+  }
+
+  /// Per GPU: t0 and fork. Per step: `done` when a later step waits on it; timing events
+  /// `start` (record_ops) and `end` (record_ops, or the last step of its stream: the stream's
+  /// last end is its latest).
+  void create_events() {
+    t0_.assign(nslots_, nullptr);
+    fork_.assign(nslots_, nullptr);
+    for (std::size_t slot = 0; slot < nslots_; ++slot) {
+      if (first_stream_of_slot_[slot] < 0) continue;
+      t0_[slot] = res_.event(plan_.ordinals[slot], true);
+      fork_[slot] = res_.event(plan_.ordinals[slot], false);
+    }
+    std::vector<bool> waited_on(nsteps_, false), last_of_stream(nsteps_, false);
+    for (const auto& step : plan_.steps) {
+      for (auto w : step.waits) waited_on[w] = true;
+    }
+    std::vector<bool> seen(plan_.streams.size(), false);
+    for (std::size_t k = nsteps_; k-- > 0;) {
+      if (!seen[plan_.steps[k].stream]) last_of_stream[k] = true;
+      seen[plan_.steps[k].stream] = true;
+    }
+    done_.assign(nsteps_, nullptr);
+    start_.assign(nsteps_, nullptr);
+    end_.assign(nsteps_, nullptr);
+    for (std::size_t k = 0; k < nsteps_; ++k) {
+      const int dev = res_.stream_device[plan_.steps[k].stream];
+      if (waited_on[k]) done_[k] = res_.event(dev, false);
+      if (config_.record_ops) start_[k] = res_.event(dev, true);
+      if (config_.record_ops || last_of_stream[k]) end_[k] = res_.event(dev, true);
+    }
+  }
+
+  void sync_all(const char* when) const {
+    for (std::size_t slot = 0; slot < nslots_; ++slot) {
+      if (res_.arena[slot] == nullptr && first_stream_of_slot_[slot] < 0) continue;
+      check(cudaSetDevice(plan_.ordinals[slot]), "cudaSetDevice");
+      check(cudaDeviceSynchronize(), std::string("cudaDeviceSynchronize ") + when + " on device " + std::to_string(plan_.ordinals[slot]));
+    }
+  }
+
+  /// Inputs filled, outputs poisoned (so that elements never written count as wrong), scratch zeroed.
+  void load_buffers() const {
+    std::vector<std::byte> host;
+    for (std::size_t r = 0; r < plan_.ranks.size(); ++r) {
+      const auto& L = plan_.ranks[r];
+      check(cudaSetDevice(plan_.ordinals[static_cast<std::size_t>(L.slot)]), "cudaSetDevice");
+      host.resize(std::max(L.input_bytes, L.output_bytes));
+      if (L.input_bytes > 0) {
+        fill_input(config_.type, static_cast<int>(r), host.data(), L.input_bytes / esize_);
+        check(cudaMemcpy(ptr(L.input), host.data(), L.input_bytes, cudaMemcpyHostToDevice), "upload of rank " + std::to_string(r) + "'s input");
+      }
+      if (L.output_bytes > 0) {
+        fill_poison(config_.type, host.data(), L.output_bytes / esize_);
+        check(cudaMemcpy(ptr(L.output), host.data(), L.output_bytes, cudaMemcpyHostToDevice), "upload of rank " + std::to_string(r) + "'s output");
+      }
+      if (L.scratch_bytes > 0) check(cudaMemset(ptr(L.scratch), 0, L.scratch_bytes), "cudaMemset of scratch");
+    }
+  }
+
+  /// A step's copies and reduction kernels on its stream.
+  void issue_actions(const CudaStep& step, cudaStream_t st) const {
+    for (const auto& a : step.actions) {
+      if (a.bytes == 0) continue;
+      const auto fail = [&](cudaError_t e, const char* call) {
+        if (e != cudaSuccess) check(e, std::string(call) + " for " + replay::describe(step.ops.back()));
+      };
+      if (a.kind == CudaAction::Kind::Copy) {
+        if (a.dst.slot == a.a.slot) {
+          fail(cudaMemcpyAsync(ptr(a.dst), ptr(a.a), a.bytes, cudaMemcpyDeviceToDevice, st), "cudaMemcpyAsync");
+        } else {
+          fail(cudaMemcpyPeerAsync(ptr(a.dst), plan_.ordinals[static_cast<std::size_t>(a.dst.slot)], ptr(a.a),
+                                   plan_.ordinals[static_cast<std::size_t>(a.a.slot)], a.bytes, st),
+               "cudaMemcpyPeerAsync");
+        }
+      } else {
+        launch_add(config_.type, ptr(a.dst), ptr(a.a), ptr(a.b), a.bytes, st);
+      }
+    }
+  }
+
+  /// One iteration's work, issued (or, while capturing, recorded into the graph) stream by stream.
+  void issue(bool capture) const {
+    // Measured events become external event nodes of the graph.
+    const unsigned timing_flags = capture ? cudaEventRecordExternal : cudaEventRecordDefault;
+    for (std::size_t slot = 0; slot < nslots_; ++slot) {
+      if (first_stream_of_slot_[slot] < 0) continue;
+      cudaStream_t st = res_.streams[static_cast<std::size_t>(first_stream_of_slot_[slot])];
+      check(cudaSetDevice(plan_.ordinals[slot]), "cudaSetDevice");
+      check(cudaEventRecordWithFlags(t0_[slot], st, timing_flags), "cudaEventRecord (iteration start)");
+      check(cudaEventRecord(fork_[slot], st), "cudaEventRecord");
+    }
+    for (std::size_t i = 0; i < plan_.streams.size(); ++i) {
+      const auto slot = static_cast<std::size_t>(plan_.streams[i].slot);
+      if (static_cast<int>(i) == first_stream_of_slot_[slot]) continue;
+      check(cudaSetDevice(res_.stream_device[i]), "cudaSetDevice");
+      check(cudaStreamWaitEvent(res_.streams[i], fork_[slot], 0), "cudaStreamWaitEvent");
+    }
+    int current = -1;
+    for (std::size_t k = 0; k < nsteps_; ++k) {
+      const auto& step = plan_.steps[k];
+      cudaStream_t st = res_.streams[step.stream];
+      if (res_.stream_device[step.stream] != current) {
+        current = res_.stream_device[step.stream];
+        check(cudaSetDevice(current), "cudaSetDevice");
+      }
+      for (auto w : step.waits) check(cudaStreamWaitEvent(st, done_[w], 0), "cudaStreamWaitEvent");
+      if (start_[k] != nullptr) check(cudaEventRecordWithFlags(start_[k], st, timing_flags), "cudaEventRecord");
+      issue_actions(step, st);
+      if (end_[k] != nullptr) check(cudaEventRecordWithFlags(end_[k], st, timing_flags), "cudaEventRecord");
+      if (done_[k] != nullptr) check(cudaEventRecord(done_[k], st), "cudaEventRecord");
+    }
+  }
+
+  /// The graph: capture starts on one stream; every other stream joins it through `root`
+  /// (recorded on the origin, waited on by the others) and is joined back before the end.
+  void capture_graph() {
+    cudaStream_t origin = res_.streams[0];
+    check(cudaSetDevice(res_.stream_device[0]), "cudaSetDevice");
+    cudaEvent_t root = res_.event(res_.stream_device[0], false);
+    std::vector<cudaEvent_t> join(plan_.streams.size(), nullptr);
+    for (std::size_t i = 1; i < plan_.streams.size(); ++i) join[i] = res_.event(res_.stream_device[i], false);
+    const std::string hint = " (CCSIM_CUDA_GRAPH=0 issues the ops without a graph)";
+    check(cudaSetDevice(res_.stream_device[0]), "cudaSetDevice");
+    check(cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture" + hint);
+    res_.capturing = origin;
+    check(cudaEventRecord(root, origin), "cudaEventRecord during capture" + hint);
+    for (std::size_t i = 1; i < plan_.streams.size(); ++i) {
+      check(cudaSetDevice(res_.stream_device[i]), "cudaSetDevice");
+      check(cudaStreamWaitEvent(res_.streams[i], root, 0), "cudaStreamWaitEvent during capture (joining a stream of device " +
+                                                               std::to_string(res_.stream_device[i]) + ")" + hint);
+    }
+    issue(true);
+    for (std::size_t i = 1; i < plan_.streams.size(); ++i) {
+      check(cudaSetDevice(res_.stream_device[i]), "cudaSetDevice");
+      check(cudaEventRecord(join[i], res_.streams[i]), "cudaEventRecord during capture" + hint);
+      check(cudaSetDevice(res_.stream_device[0]), "cudaSetDevice");
+      check(cudaStreamWaitEvent(origin, join[i], 0), "cudaStreamWaitEvent during capture" + hint);
+    }
+    check(cudaSetDevice(res_.stream_device[0]), "cudaSetDevice");
+    res_.capturing = nullptr;
+    check(cudaStreamEndCapture(origin, &res_.graph), "cudaStreamEndCapture" + hint);
+    check(cudaGraphInstantiate(&res_.exec, res_.graph, 0),
+          "cudaGraphInstantiate of " + std::to_string(nsteps_) + " steps on " + std::to_string(plan_.streams.size()) + " streams" + hint);
+  }
+
+  /// Seconds from step k's GPU's t0 to event `e`.
+  double elapsed(std::size_t k, cudaEvent_t e) const {
+    const auto slot = static_cast<std::size_t>(plan_.streams[plan_.steps[k].stream].slot);
+    check(cudaSetDevice(plan_.ordinals[slot]), "cudaSetDevice");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, t0_[slot], e), "cudaEventElapsedTime");
+    return static_cast<double>(ms) * 1e-3;
+  }
+
+  /// The warm-up and timed iterations: each timed one's time and (record_ops) op records.
+  void iterate(SizeResult& result) const {
+    const int total = config_.warmup + config_.iters;
+    std::vector<double> start_s(nsteps_, 0), end_s(nsteps_, 0);
+    load_buffers();
+    for (int it = 0; it < total; ++it) {
+      // The last iteration starts from fresh inputs and poisoned outputs: its result is checked.
+      if (it == total - 1 && total > 1) load_buffers();
+      sync_all("before an iteration");
+      if (res_.exec != nullptr) {
+        check(cudaSetDevice(res_.stream_device[0]), "cudaSetDevice");
+        check(cudaGraphLaunch(res_.exec, res_.streams[0]), "cudaGraphLaunch");
+      } else {
+        issue(false);
+      }
+      sync_all("after an iteration (an op failed)");
+      if (it < config_.warmup) continue;
+      double last = 0;
+      for (std::size_t k = 0; k < nsteps_; ++k) {
+        if (end_[k] != nullptr) {
+          end_s[k] = elapsed(k, end_[k]);
+          last = std::max(last, end_s[k]);
+        }
+        if (start_[k] != nullptr) start_s[k] = elapsed(k, start_[k]);
+      }
+      result.iteration_times.push_back(last);
+      if (config_.record_ops) {
+        std::vector<MeasuredOp> ops;
+        ops.reserve(s_.op_count());
+        for (std::size_t r = 0; r < plan_.step_of.size(); ++r) {
+          for (std::uint32_t i = 0; i < plan_.step_of[r].size(); ++i) {
+            const auto k = plan_.step_of[r][i];
+            ops.push_back({static_cast<std::int32_t>(r), i, start_s[k], end_s[k]});
+          }
+        }
+        result.ops.push_back(std::move(ops));
+      }
+    }
+  }
+
+  /// nccl-tests' check: every rank's output against the collective's definition.
+  void check_outputs(SizeResult& result) const {
+    std::vector<std::byte> host;
+    for (std::size_t r = 0; r < plan_.ranks.size(); ++r) {
+      const auto& L = plan_.ranks[r];
+      if (L.output_bytes == 0) continue;
+      host.resize(L.output_bytes);
+      check(cudaSetDevice(plan_.ordinals[static_cast<std::size_t>(L.slot)]), "cudaSetDevice");
+      check(cudaMemcpy(host.data(), ptr(L.output), L.output_bytes, cudaMemcpyDeviceToHost), "download of rank " + std::to_string(r) + "'s output");
+      std::string first;
+      result.wrong += count_wrong(config_.type, s_.collective, s_.root, static_cast<int>(r), s_.nranks, host.data(), L.output_bytes / esize_, first);
+      if (result.first_wrong.empty() && !first.empty()) result.first_wrong = "rank " + std::to_string(r) + " " + first;
+    }
+  }
+
+  const models::Schedule& s_;
+  const ReplayConfig& config_;
+  const CudaPlan plan_;
+  const bool use_graph_;
+  const std::uint32_t esize_;
+  const std::size_t nslots_;
+  const std::size_t nsteps_;
+  Resources res_;  ///< released when the run ends, thrown or not
+  std::vector<int> first_stream_of_slot_;
+  std::vector<cudaEvent_t> t0_, fork_;             ///< per slot
+  std::vector<cudaEvent_t> done_, start_, end_;    ///< per step (nullptr: not needed)
+};
+
 SizeResult CudaBackend::run(const models::Schedule& s, const ReplayConfig& config) {
   check_replayable(s, config.type);
   if (config.warmup < 0 || config.iters < 1) {
     throw ReplayError("cuda backend: expected warmup >= 0 and iters >= 1, got warmup " + std::to_string(config.warmup) +
                       ", iters " + std::to_string(config.iters));
   }
-  const auto plan = plan_cuda_replay(s, CudaPlanDevices{ordinals_, peer_});
-  const std::uint32_t esize = size_of(config.type);
-  const std::size_t nslots = plan.ordinals.size();
-  const std::size_t nsteps = plan.steps.size();
-
-  Resources res;
-  res.ordinals = plan.ordinals;
-  res.arena.assign(nslots, nullptr);
-  for (std::size_t slot = 0; slot < nslots; ++slot) {
-    if (plan.arena_bytes[slot] == 0) continue;
-    check(cudaSetDevice(plan.ordinals[slot]), "cudaSetDevice");
-    void* p = nullptr;
-    check(cudaMalloc(&p, plan.arena_bytes[slot]),
-          "cudaMalloc of " + std::to_string(plan.arena_bytes[slot]) + " bytes on device " + std::to_string(plan.ordinals[slot]));
-    res.arena[slot] = static_cast<std::byte*>(p);
-  }
-  // Streams; the first stream of each GPU starts its iteration (t0, then `fork` for the others).
-  std::vector<int> first_stream_of_slot(nslots, -1);
-  for (std::size_t i = 0; i < plan.streams.size(); ++i) {
-    const auto slot = static_cast<std::size_t>(plan.streams[i].slot);
-    const int dev = plan.ordinals[slot];
-    check(cudaSetDevice(dev), "cudaSetDevice");
-    cudaStream_t st = nullptr;
-    check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    res.streams.push_back(st);
-    res.stream_device.push_back(dev);
-    if (first_stream_of_slot[slot] < 0) first_stream_of_slot[slot] = static_cast<int>(i);
-  }
-  std::vector<cudaEvent_t> t0(nslots, nullptr), fork(nslots, nullptr);
-  for (std::size_t slot = 0; slot < nslots; ++slot) {
-    if (first_stream_of_slot[slot] < 0) continue;
-    t0[slot] = res.event(plan.ordinals[slot], true);
-    fork[slot] = res.event(plan.ordinals[slot], false);
-  }
-  // Per step: `done` when a later step waits on it; timing events `start` (record_ops) and `end`
-  // (record_ops, or the last step of its stream: the stream's last end is its latest).
-  std::vector<bool> waited_on(nsteps, false), last_of_stream(nsteps, false);
-  for (const auto& step : plan.steps) {
-    for (auto w : step.waits) waited_on[w] = true;
-  }
-  {
-    std::vector<bool> seen(plan.streams.size(), false);
-    for (std::size_t k = nsteps; k-- > 0;) {
-      if (!seen[plan.steps[k].stream]) last_of_stream[k] = true;
-      seen[plan.steps[k].stream] = true;
-    }
-  }
-  std::vector<cudaEvent_t> done(nsteps, nullptr), start(nsteps, nullptr), end(nsteps, nullptr);
-  for (std::size_t k = 0; k < nsteps; ++k) {
-    const int dev = res.stream_device[plan.steps[k].stream];
-    if (waited_on[k]) done[k] = res.event(dev, false);
-    if (config.record_ops) start[k] = res.event(dev, true);
-    if (config.record_ops || last_of_stream[k]) end[k] = res.event(dev, true);
-  }
-
-  const auto ptr = [&](const CudaAddress& a) { return res.arena[static_cast<std::size_t>(a.slot)] + a.offset; };
-  const auto sync_all = [&](const char* when) {
-    for (std::size_t slot = 0; slot < nslots; ++slot) {
-      if (res.arena[slot] == nullptr && first_stream_of_slot[slot] < 0) continue;
-      check(cudaSetDevice(plan.ordinals[slot]), "cudaSetDevice");
-      check(cudaDeviceSynchronize(), std::string("cudaDeviceSynchronize ") + when + " on device " + std::to_string(plan.ordinals[slot]));
-    }
-  };
-  // Inputs filled, outputs poisoned (so that elements never written count as wrong), scratch zeroed.
-  const auto load_buffers = [&] {
-    std::vector<std::byte> host;
-    for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
-      const auto& L = plan.ranks[r];
-      check(cudaSetDevice(plan.ordinals[static_cast<std::size_t>(L.slot)]), "cudaSetDevice");
-      host.resize(std::max(L.input_bytes, L.output_bytes));
-      if (L.input_bytes > 0) {
-        fill_input(config.type, static_cast<int>(r), host.data(), L.input_bytes / esize);
-        check(cudaMemcpy(ptr(L.input), host.data(), L.input_bytes, cudaMemcpyHostToDevice), "upload of rank " + std::to_string(r) + "'s input");
-      }
-      if (L.output_bytes > 0) {
-        fill_poison(config.type, host.data(), L.output_bytes / esize);
-        check(cudaMemcpy(ptr(L.output), host.data(), L.output_bytes, cudaMemcpyHostToDevice), "upload of rank " + std::to_string(r) + "'s output");
-      }
-      if (L.scratch_bytes > 0) check(cudaMemset(ptr(L.scratch), 0, L.scratch_bytes), "cudaMemset of scratch");
-    }
-  };
-
-  // One iteration's work, issued (or, while capturing, recorded into the graph) stream by stream.
-  const auto issue = [&](bool capture) {
-    // Measured events become external event nodes of the graph.
-    const unsigned timing_flags = capture ? cudaEventRecordExternal : cudaEventRecordDefault;
-    for (std::size_t slot = 0; slot < nslots; ++slot) {
-      if (first_stream_of_slot[slot] < 0) continue;
-      cudaStream_t st = res.streams[static_cast<std::size_t>(first_stream_of_slot[slot])];
-      check(cudaSetDevice(plan.ordinals[slot]), "cudaSetDevice");
-      check(cudaEventRecordWithFlags(t0[slot], st, timing_flags), "cudaEventRecord (iteration start)");
-      check(cudaEventRecord(fork[slot], st), "cudaEventRecord");
-    }
-    for (std::size_t i = 0; i < plan.streams.size(); ++i) {
-      const auto slot = static_cast<std::size_t>(plan.streams[i].slot);
-      if (static_cast<int>(i) == first_stream_of_slot[slot]) continue;
-      check(cudaSetDevice(res.stream_device[i]), "cudaSetDevice");
-      check(cudaStreamWaitEvent(res.streams[i], fork[slot], 0), "cudaStreamWaitEvent");
-    }
-    int current = -1;
-    for (std::size_t k = 0; k < nsteps; ++k) {
-      const auto& step = plan.steps[k];
-      cudaStream_t st = res.streams[step.stream];
-      if (res.stream_device[step.stream] != current) {
-        current = res.stream_device[step.stream];
-        check(cudaSetDevice(current), "cudaSetDevice");
-      }
-      for (auto w : step.waits) check(cudaStreamWaitEvent(st, done[w], 0), "cudaStreamWaitEvent");
-      if (start[k] != nullptr) check(cudaEventRecordWithFlags(start[k], st, timing_flags), "cudaEventRecord");
-      for (const auto& a : step.actions) {
-        if (a.bytes == 0) continue;
-        const auto fail = [&](cudaError_t e, const char* call) {
-          if (e != cudaSuccess) check(e, std::string(call) + " for " + replay::describe(step.ops.back()));
-        };
-        if (a.kind == CudaAction::Kind::Copy) {
-          if (a.dst.slot == a.a.slot) {
-            fail(cudaMemcpyAsync(ptr(a.dst), ptr(a.a), a.bytes, cudaMemcpyDeviceToDevice, st), "cudaMemcpyAsync");
-          } else {
-            fail(cudaMemcpyPeerAsync(ptr(a.dst), plan.ordinals[static_cast<std::size_t>(a.dst.slot)], ptr(a.a),
-                                     plan.ordinals[static_cast<std::size_t>(a.a.slot)], a.bytes, st),
-                 "cudaMemcpyPeerAsync");
-          }
-        } else {
-          launch_add(config.type, ptr(a.dst), ptr(a.a), ptr(a.b), a.bytes, st);
-        }
-      }
-      if (end[k] != nullptr) check(cudaEventRecordWithFlags(end[k], st, timing_flags), "cudaEventRecord");
-      if (done[k] != nullptr) check(cudaEventRecord(done[k], st), "cudaEventRecord");
-    }
-  };
-
-  // The graph: capture starts on one stream; every other stream joins it through `root`
-  // (recorded on the origin, waited on by the others) and is joined back before the end.
-  if (use_graph_ && !plan.streams.empty()) {
-    cudaStream_t origin = res.streams[0];
-    check(cudaSetDevice(res.stream_device[0]), "cudaSetDevice");
-    cudaEvent_t root = res.event(res.stream_device[0], false);
-    std::vector<cudaEvent_t> join(plan.streams.size(), nullptr);
-    for (std::size_t i = 1; i < plan.streams.size(); ++i) join[i] = res.event(res.stream_device[i], false);
-    const std::string hint = " (CCSIM_CUDA_GRAPH=0 issues the ops without a graph)";
-    check(cudaSetDevice(res.stream_device[0]), "cudaSetDevice");
-    check(cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture" + hint);
-    res.capturing = origin;
-    check(cudaEventRecord(root, origin), "cudaEventRecord during capture" + hint);
-    for (std::size_t i = 1; i < plan.streams.size(); ++i) {
-      check(cudaSetDevice(res.stream_device[i]), "cudaSetDevice");
-      check(cudaStreamWaitEvent(res.streams[i], root, 0), "cudaStreamWaitEvent during capture (joining a stream of device " +
-                                                              std::to_string(res.stream_device[i]) + ")" + hint);
-    }
-    issue(true);
-    for (std::size_t i = 1; i < plan.streams.size(); ++i) {
-      check(cudaSetDevice(res.stream_device[i]), "cudaSetDevice");
-      check(cudaEventRecord(join[i], res.streams[i]), "cudaEventRecord during capture" + hint);
-      check(cudaSetDevice(res.stream_device[0]), "cudaSetDevice");
-      check(cudaStreamWaitEvent(origin, join[i], 0), "cudaStreamWaitEvent during capture" + hint);
-    }
-    check(cudaSetDevice(res.stream_device[0]), "cudaSetDevice");
-    res.capturing = nullptr;
-    check(cudaStreamEndCapture(origin, &res.graph), "cudaStreamEndCapture" + hint);
-    check(cudaGraphInstantiate(&res.exec, res.graph, 0),
-          "cudaGraphInstantiate of " + std::to_string(nsteps) + " steps on " + std::to_string(plan.streams.size()) + " streams" + hint);
-  }
-
-  SizeResult result;
-  result.bytes = s.bytes;
-  const int total = config.warmup + config.iters;
-  std::vector<double> start_s(nsteps, 0), end_s(nsteps, 0);
-  load_buffers();
-  for (int it = 0; it < total; ++it) {
-    // The last iteration starts from fresh inputs and poisoned outputs: its result is checked.
-    if (it == total - 1 && total > 1) load_buffers();
-    sync_all("before an iteration");
-    if (res.exec != nullptr) {
-      check(cudaSetDevice(res.stream_device[0]), "cudaSetDevice");
-      check(cudaGraphLaunch(res.exec, res.streams[0]), "cudaGraphLaunch");
-    } else {
-      issue(false);
-    }
-    sync_all("after an iteration (an op failed)");
-    if (it < config.warmup) continue;
-    double last = 0;
-    const auto elapsed = [&](std::size_t k, cudaEvent_t e) {
-      const auto slot = static_cast<std::size_t>(plan.streams[plan.steps[k].stream].slot);
-      check(cudaSetDevice(plan.ordinals[slot]), "cudaSetDevice");
-      float ms = 0;
-      check(cudaEventElapsedTime(&ms, t0[slot], e), "cudaEventElapsedTime");
-      return static_cast<double>(ms) * 1e-3;
-    };
-    for (std::size_t k = 0; k < nsteps; ++k) {
-      if (end[k] != nullptr) {
-        end_s[k] = elapsed(k, end[k]);
-        last = std::max(last, end_s[k]);
-      }
-      if (start[k] != nullptr) start_s[k] = elapsed(k, start[k]);
-    }
-    result.iteration_times.push_back(last);
-    if (config.record_ops) {
-      std::vector<MeasuredOp> ops;
-      ops.reserve(s.op_count());
-      for (std::size_t r = 0; r < plan.step_of.size(); ++r) {
-        for (std::uint32_t i = 0; i < plan.step_of[r].size(); ++i) {
-          const auto k = plan.step_of[r][i];
-          ops.push_back({static_cast<std::int32_t>(r), i, start_s[k], end_s[k]});
-        }
-      }
-      result.ops.push_back(std::move(ops));
-    }
-  }
-
-  // nccl-tests' check: every rank's output against the collective's definition.
-  std::vector<std::byte> host;
-  for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
-    const auto& L = plan.ranks[r];
-    if (L.output_bytes == 0) continue;
-    host.resize(L.output_bytes);
-    check(cudaSetDevice(plan.ordinals[static_cast<std::size_t>(L.slot)]), "cudaSetDevice");
-    check(cudaMemcpy(host.data(), ptr(L.output), L.output_bytes, cudaMemcpyDeviceToHost), "download of rank " + std::to_string(r) + "'s output");
-    std::string first;
-    result.wrong += count_wrong(config.type, s.collective, s.root, static_cast<int>(r), s.nranks, host.data(), L.output_bytes / esize, first);
-    if (result.first_wrong.empty() && !first.empty()) result.first_wrong = "rank " + std::to_string(r) + " " + first;
-  }
-  return result;
+  return CudaRun(s, config, plan_cuda_replay(s, CudaPlanDevices{ordinals_, peer_}), use_graph_).run();
 }
 
 }  // namespace

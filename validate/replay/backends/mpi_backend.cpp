@@ -34,13 +34,13 @@
 // count) are thrown on every rank with no communication. An error on one rank while the ranks
 // run (a transport failure, a stall) is thrown there and leaves the others waiting in MPI: the
 // process then ends with MPI_Abort at exit instead of MPI_Finalize (which would wait for them
-// forever), and mpirun stops the other ranks.
+// forever), and mpirun stops the other ranks (support/mpi/session.hpp holds the process's MPI
+// lifetime).
 
 #include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -55,6 +55,8 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include "support/mpi/launcher.hpp"
+#include "support/mpi/session.hpp"
 #include "validate/replay/backends/backends.hpp"
 #include "validate/replay/data.hpp"
 #include "validate/replay/rank_loop.hpp"
@@ -76,47 +78,6 @@ std::string mpi_error_text(int rc) {
 void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) throw ReplayError(fmt::format("mpi backend: {} failed: {}", what, mpi_error_text(rc)));
 }
-
-/// Initialises MPI on first use when nobody did, and ends it at process exit when it did:
-/// MPI_Finalize normally, MPI_Abort when a rank failed while the others may still wait on it.
-class MpiLifetime {
- public:
-  static MpiLifetime& instance() {
-    static MpiLifetime lifetime;
-    return lifetime;
-  }
-  /// Throws ReplayError when MPI was already finalised or cannot start.
-  void ensure_initialised() {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (finalized) throw ReplayError("the mpi backend cannot start: MPI was already finalised in this process");
-    int initialised = 0;
-    MPI_Initialized(&initialised);
-    if (initialised) return;
-    int provided = 0;
-    // Each rank is one thread of MPI calls (the rank loop); FUNNELED leaves room for helper threads.
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
-    owner_ = true;
-  }
-  /// A rank failed while its peers may be blocked in MPI: end with MPI_Abort at exit.
-  void mark_broken() { broken_ = true; }
-  bool broken() const { return broken_; }
-  ~MpiLifetime() {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (finalized) return;
-    if (broken_) {
-      MPI_Abort(MPI_COMM_WORLD, 3);
-    } else if (owner_) {
-      MPI_Finalize();
-    }
-  }
-
- private:
-  MpiLifetime() = default;
-  bool owner_ = false;
-  bool broken_ = false;
-};
 
 MPI_Datatype mpi_type(DataType t) {
   switch (t) {
@@ -208,7 +169,7 @@ class SwitchWindow {
   }
   ~SwitchWindow() {
     // Collective: skipped when a rank failed (the others may never get here).
-    if (MpiLifetime::instance().broken()) return;
+    if (support::mpi::Session::process().failed()) return;
     MPI_Win_unlock_all(win_);
     MPI_Win_free(&win_);
   }
@@ -410,7 +371,7 @@ class MpiBackend final : public Backend {
   ~MpiBackend() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized && !MpiLifetime::instance().broken()) MPI_Comm_free(&comm_);
+    if (!finalized && !support::mpi::Session::process().failed()) MPI_Comm_free(&comm_);
   }
   MpiBackend(const MpiBackend&) = delete;
   MpiBackend& operator=(const MpiBackend&) = delete;
@@ -442,8 +403,9 @@ class MpiBackend final : public Backend {
     try {
       return run_checked(schedule, config, partner);
     } catch (...) {
-      // Peers may be blocked in a receive or a barrier this rank will never reach.
-      MpiLifetime::instance().mark_broken();
+      // Peers may be blocked in a receive or a barrier this rank will never reach: the process
+      // ends with MPI_Abort (exit code 3, the backend's failure) instead of MPI_Finalize.
+      support::mpi::Session::process().abort_at_exit(3);
       throw;
     }
   }
@@ -572,23 +534,23 @@ class MpiBackend final : public Backend {
   std::vector<std::string> hosts_;
 };
 
-/// The world size an MPI launcher announced in the environment, or 0 when none did.
-bool launched_by_mpi_launcher() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    if (std::getenv(name) != nullptr) return true;
-  return false;
-}
-
 }  // namespace
 
 std::unique_ptr<Backend> make_mpi_backend(const BackendOptions&) {
-  int initialised = 0;
-  MPI_Initialized(&initialised);
-  if (initialised == 0 && !launched_by_mpi_launcher()) {
+  support::mpi::Session& session = support::mpi::Session::process();
+  if (!session.initialised() && !support::mpi::launched()) {
     throw ReplayError("the mpi backend runs under mpirun: mpirun -n N ccsim replay ... (no MPI launcher started this process: "
                       "OMPI_COMM_WORLD_SIZE, PMI_SIZE and PMIX_RANK are unset)");
   }
-  MpiLifetime::instance().ensure_initialised();
+  try {
+    // Each rank is one thread of MPI calls (the rank loop); FUNNELED leaves room for helper threads.
+    session.start(support::mpi::ThreadLevel::Funneled);
+  } catch (const support::mpi::StartError& e) {
+    if (e.reason() == support::mpi::StartError::Reason::Finalised) {
+      throw ReplayError("the mpi backend cannot start: MPI was already finalised in this process");
+    }
+    check(e.code(), "MPI_Init_thread");
+  }
   return std::make_unique<MpiBackend>();
 }
 

@@ -27,6 +27,8 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include "support/mpi/launcher.hpp"
+#include "support/mpi/session.hpp"
 #include "validate/replay/backends/backends.hpp"
 #include "validate/replay/data.hpp"
 #include "validate/replay/rank_loop.hpp"
@@ -62,32 +64,6 @@ using Cq = std::unique_ptr<ibv_cq, Deleter<ibv_cq, ibv_destroy_cq>>;
 using Qp = std::unique_ptr<ibv_qp, Deleter<ibv_qp, ibv_destroy_qp>>;
 using Mr = std::unique_ptr<ibv_mr, Deleter<ibv_mr, ibv_dereg_mr>>;
 using Region = std::unique_ptr<std::byte, Deleter<void, std::free>>;
-
-/// Whether an MPI launcher started this process (the environment of OpenMPI, PMI or PMIx).
-bool launched_by_mpi() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr;
-}
-
-/// MPI for the whole process: initialised by the first verbs backend (unless something else
-/// did, e.g. the mpi backend or `ccsim sweep`'s SweepRanks), finalised at exit by whoever
-/// initialised it. Not by a backend's destructor: the CLI replaces its first backend (made to
-/// learn the world size) by one that knows the rails, and MPI cannot be initialised twice.
-struct MpiSession {
-  bool owned = false;   ///< this code called MPI_Init_thread
-  bool broken = false;  ///< a replay failed part-way: the other ranks wait in a barrier forever
-  ~MpiSession() {
-    int initialised = 0, finalised = 0;
-    MPI_Initialized(&initialised);
-    MPI_Finalized(&finalised);
-    // After a failure part-way MPI_Finalize would wait for the stuck ranks; exiting without it
-    // makes mpirun end the job.
-    if (owned && initialised && !finalised && !broken) MPI_Finalize();
-  }
-};
-MpiSession& mpi_session() {
-  static MpiSession session;
-  return session;
-}
 
 /// One replay's queue pairs and memory on one rank (built per Schedule; destroyed in reverse).
 struct Wiring {
@@ -202,15 +178,20 @@ class IbvPort final : public RdmaPort {
 class VerbsBackend final : public Backend {
  public:
   explicit VerbsBackend(const BackendOptions& options) {
-    int initialised = 0;
-    MPI_Initialized(&initialised);
-    if (!initialised) {
-      if (!launched_by_mpi()) {
+    // MPI for the whole process (support/mpi/session.hpp): started by the first verbs backend
+    // unless something else did, finalised at exit, not by a backend's destructor (the CLI
+    // replaces its first backend, made to learn the world size, by one that knows the rails).
+    support::mpi::Session& session = support::mpi::Session::process();
+    if (!session.initialised()) {
+      if (!support::mpi::launched()) {
         throw ReplayError("verbs: the verbs backend runs one process per rank under an MPI launcher: mpirun -n <ranks> ccsim replay --backend verbs ...");
       }
-      int provided = 0;
-      mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
-      mpi_session().owned = true;
+      try {
+        session.start(support::mpi::ThreadLevel::Funneled);
+      } catch (const support::mpi::StartError& e) {
+        mpi(e.code(), "MPI_Init_thread");  // throws for MPI's error code
+        throw ReplayError(std::string("verbs: ") + e.what());
+      }
     }
     mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
@@ -239,7 +220,7 @@ class VerbsBackend final : public Backend {
   }
 
   SizeResult run(const models::Schedule& s, const ReplayConfig& config) override {
-    if (mpi_session().broken) throw ReplayError("verbs: an earlier replay failed part-way; the ranks are out of step: restart the job");
+    if (support::mpi::Session::process().failed()) throw ReplayError("verbs: an earlier replay failed part-way; the ranks are out of step: restart the job");
     if (s.nranks != size_) {
       throw ReplayError("verbs: the schedule has " + std::to_string(s.nranks) + " ranks but mpirun started " + std::to_string(size_) +
                         " processes: expected mpirun -n " + std::to_string(s.nranks));
@@ -256,7 +237,9 @@ class VerbsBackend final : public Backend {
     try {
       return replay(s, config, w);
     } catch (...) {
-      mpi_session().broken = true;
+      // The other ranks wait in a barrier forever: MPI_Finalize would wait for them; the process
+      // exits without it and mpirun ends the job.
+      support::mpi::Session::process().leave_unfinalised();
       throw;
     }
   }
