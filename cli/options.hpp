@@ -66,6 +66,11 @@ std::unique_ptr<planner::CollectiveRunner> make_runner(const models::Cluster& cl
                                                        const std::string& protocol);
 std::optional<planner::Algorithm> algorithm_option(const std::string& text);
 std::optional<planner::Protocol> protocol_option(const std::string& text);
+/// `--granularity` value: nullopt for "auto", else step or phase; throws InputError otherwise.
+std::optional<models::Granularity> granularity_option(const std::string& text);
+/// "auto (NCCL's choice), ring, tree, ...": the `--algo` values, the library algorithms of the
+/// registry in its order.
+std::string algorithm_help();
 
 /// Bytes per element for nccl-tests' -d names (float, half, bfloat16, double, int8, ...).
 std::uint32_t element_size(const std::string& type);

@@ -16,6 +16,7 @@
 #include "support/atomic_file.hpp"
 #include "models/hardware/catalog.hpp"
 #include "support/input_error.hpp"
+#include "planner/algorithms/registry.hpp"
 #include "models/scenario/scenario.hpp"
 #include "planner/sweep/overrides.hpp"
 #include "planner/sweep/sweep_output.hpp"
@@ -125,7 +126,8 @@ Prepared prepare(const SweepCliOptions& o) {
     std::vector<planner::Assignment> assignments;
     for (std::size_t k = 0; k < idx.size(); ++k) assignments.push_back({p.result.axes[k].key, p.result.axes[k].values[idx[k]]});
     try {
-      models::Scenario sc = models::load_scenario(planner::point_layers(base, assignments), o.scenario, catalog, !o.plan);
+      models::Scenario sc = models::load_scenario(planner::point_layers(base, assignments), o.scenario, catalog,
+                                                  {.algorithm_names = planner::algorithm_names(), .layout_rules = !o.plan});
       if (!sc.workload) {
         throw support::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim sweep",
                                   "a scenario without one");

@@ -299,7 +299,7 @@ WorkloadSpec parse_workload(const support::Fields& w) {
   return spec;
 }
 
-StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus) {
+StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::span<const std::string_view> algorithm_names) {
   s.reject_unknown({"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "zero_stage", "pipeline_schedule",
                     "virtual_stages", "microbatch_group_size_per_vp_stage", "order", "algorithms", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "grad_reduce_dtype", "bucket_params",
                     "disable_custom_all_reduce"});
@@ -384,9 +384,13 @@ StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus) {
         const std::string key = entry.first.Scalar();
         if (spec.algorithms.count(key) != 0) continue;  // the most specific layer wins
         spec.algorithm_locations[key] = algorithms->location(key);
-        spec.algorithms[key] = algorithms->choice(
-            key, {"auto", "ring", "tree", "halving-doubling", "recursive-doubling", "bruck", "direct", "pairwise",
-                  "hierarchical", "nvls", "nvls-tree"});
+        if (algorithm_names.empty()) {
+          spec.algorithms[key] = algorithms->string(key);
+          continue;
+        }
+        std::vector<std::string_view> choices{"auto"};
+        choices.insert(choices.end(), algorithm_names.begin(), algorithm_names.end());
+        spec.algorithms[key] = algorithms->choice(key, choices);
       }
     }
   }
@@ -433,11 +437,13 @@ std::vector<support::YamlSource> load_scenario_layers(const std::string& path) {
   return layers;
 }
 
-Scenario load_scenario(const std::string& path, const Catalog& catalog) {
-  return load_scenario(load_scenario_layers(path), path, catalog);
+Scenario load_scenario(const std::string& path, const Catalog& catalog, const ScenarioChecks& checks) {
+  return load_scenario(load_scenario_layers(path), path, catalog, checks);
 }
 
-Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std::string& path, const Catalog& catalog, bool layout_rules) {
+Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std::string& path, const Catalog& catalog,
+                       const ScenarioChecks& checks) {
+  const bool layout_rules = checks.layout_rules;
   const support::Fields root(layers, "");
   root.reject_unknown({"include", "name", "description", "cluster", "workload", "strategy", "simulation"});
 
@@ -450,7 +456,7 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
   if (const auto w = root.optional_map("workload")) scenario.workload = parse_workload(*w);
   if (const auto s = root.optional_map("strategy")) {
     try {
-      scenario.strategy = parse_strategy(*s, scenario.cluster.total_gpus());
+      scenario.strategy = parse_strategy(*s, scenario.cluster.total_gpus(), checks.algorithm_names);
     } catch (const support::RuleError&) {
       // A layout search replaces the layout: one that does not fit the cluster is dropped.
       if (layout_rules) throw;
@@ -475,7 +481,9 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
     // Relative config paths are relative to the file that names them.
     const fs::path base = fs::path(w.location("model").file).parent_path();
     scenario.model = load_transformer(name, base.empty() ? "." : base.string());
-    if (!scenario.strategy) scenario.strategy = parse_strategy(support::Fields({}, "strategy"), scenario.cluster.total_gpus());
+    if (!scenario.strategy) {
+      scenario.strategy = parse_strategy(support::Fields({}, "strategy"), scenario.cluster.total_gpus(), checks.algorithm_names);
+    }
   }
   if (layout_rules && scenario.workload && scenario.strategy && scenario.workload->phase == "training_step" &&
       scenario.workload->global_batch_size > 0) {

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
@@ -101,12 +103,27 @@ struct Scenario {
 /// same Scenario (`ccsim run DIR/effective.yaml` reproduces a run).
 std::string effective_yaml(const Scenario& scenario);
 
+/// What load_scenario checks beyond the scenario format and the catalog.
+struct ScenarioChecks {
+  /// The algorithm names a strategy.algorithms value may give besides "auto", in the order a
+  /// bad value's message lists them: the planner's registry (planner::algorithm_names()), a
+  /// layer above models/, so every command's loader passes them. Empty: the values are read as
+  /// strings and not checked.
+  std::span<const std::string_view> algorithm_names;
+  /// False (`ccsim plan`, `ccsim sweep --plan`, which search the layout): the strategy's layout
+  /// rules are not applied — a strategy that breaks one (tp·pp·cp not dividing the GPUs, ...)
+  /// is replaced by the default one (every setting at its default, dp = GPUs), and the
+  /// global-batch and model divisibility rules (check_layout) are left to the search.
+  bool layout_rules = true;
+};
+
 /// Loads and checks a scenario file against `catalog`. Throws InputError on any bad input,
 /// among it a simulation.calibration / compute_calibration that is not a path or names no
-/// readable regular file (at the key's file, line and column, with the resolved path). The
-/// tables' contents are checked where they are loaded (planner::CostModel::load,
-/// planner::ComputeCalibration::load).
-Scenario load_scenario(const std::string& path, const Catalog& catalog);
+/// readable regular file (at the key's file, line and column, with the resolved path), and a
+/// strategy.algorithms value that is not "auto" or one of checks.algorithm_names (at the
+/// value, with a suggestion). The tables' contents are checked where they are loaded
+/// (planner::CostModel::load, planner::ComputeCalibration::load).
+Scenario load_scenario(const std::string& path, const Catalog& catalog, const ScenarioChecks& checks = {});
 
 /// The YAML documents of a scenario file and everything it includes, most specific first (the
 /// file itself, then its includes in order). Throws InputError as load_scenario does.
@@ -116,11 +133,7 @@ std::vector<support::YamlSource> load_scenario_layers(const std::string& path);
 /// --set overrides in front of a scenario's own. `path` is the scenario's file (its name and
 /// messages). Throws InputError; RuleError (a subclass) when well-formed values break a rule
 /// tying settings together (layout, world size, global batch, cluster size, fabric).
-/// `layout_rules` false (`ccsim plan`, `ccsim sweep --plan`, which search the layout): the
-/// strategy's layout rules are not applied — a strategy that breaks one (tp·pp·cp not dividing
-/// the GPUs, ...) is replaced by the default one (every setting at its default, dp = GPUs), and
-/// the global-batch and model divisibility rules (check_layout) are left to the search.
 Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std::string& path, const Catalog& catalog,
-                       bool layout_rules = true);
+                       const ScenarioChecks& checks = {});
 
 }  // namespace ccsim::models

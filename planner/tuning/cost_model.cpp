@@ -1,8 +1,9 @@
 #include "planner/tuning/cost_model.hpp"
+
+#include "planner/algorithms/registry.hpp"
 #include "support/data_dir.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 
 #include <cstdlib>
@@ -16,27 +17,6 @@ namespace ccsim::planner {
 
 using support::Fields;
 using support::Quantity;
-
-std::string_view to_string(Protocol p) {
-  switch (p) {
-    case Protocol::LL: return "LL";
-    case Protocol::LL128: return "LL128";
-    case Protocol::Simple: return "Simple";
-  }
-  return "?";
-}
-
-std::optional<Protocol> parse_protocol(std::string_view s) {
-  // Case-insensitive, as NCCL_PROTO is.
-  const auto same = [](std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-           });
-  };
-  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple})
-    if (same(to_string(p), s)) return p;
-  return std::nullopt;
-}
 
 namespace {
 
@@ -115,12 +95,12 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
     m.chunk_[static_cast<std::size_t>(p)] = f.quantity("chunk", Quantity::Bytes, true);
   }
   const Fields algorithms = root.map("algorithms");
-  algorithms.reject_unknown({"ring", "tree", "nvls", "nvls-tree", "default"});
-  for (const char* name : {"ring", "tree", "nvls", "nvls-tree", "default"}) {
-    auto& entries = m.algorithms_[name];
+  algorithms.reject_unknown(cost_table_names());
+  for (const std::string_view name : cost_table_names()) {
+    auto& entries = m.algorithms_[std::string(name)];
     const auto a = algorithms.optional_map(name);
     if (!a) {
-      if (std::string(name) == "default") throw algorithms.missing("default", "figures for the other algorithms");
+      if (name == "default") throw algorithms.missing("default", "figures for the other algorithms");
       continue;
     }
     a->reject_unknown({"base_latency", "step_overhead", "bandwidth_factor"});
@@ -166,8 +146,8 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
     }
   }
   if (const auto caps = root.optional_map("bandwidth_caps")) {
-    caps->reject_unknown({"ring", "tree", "nvls", "nvls-tree", "default"});
-    for (const char* algo : {"ring", "tree", "nvls", "nvls-tree", "default"}) {
+    caps->reject_unknown(cost_table_names());
+    for (const std::string_view algo : cost_table_names()) {
       const auto per_algo = caps->optional_map(algo);
       if (!per_algo) continue;
       per_algo->reject_unknown({"LL", "LL128", "Simple"});
@@ -203,7 +183,7 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
             cap.by_family[arch] = v;
           }
         }
-        m.caps_[{algo, static_cast<int>(p)}] = cap;
+        m.caps_[{std::string(algo), static_cast<int>(p)}] = cap;
       }
     }
   }
@@ -239,13 +219,7 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
   return m;
 }
 
-std::string_view CostModel::table_name(Algorithm a) {
-  return a == Algorithm::Ring       ? "ring"
-         : a == Algorithm::Tree     ? "tree"
-         : a == Algorithm::Nvls     ? "nvls"
-         : a == Algorithm::NvlsTree ? "nvls-tree"
-                                    : "default";
-}
+std::string_view CostModel::table_name(Algorithm a) { return algorithm_entry(a).cost_table; }
 
 const CostModel::Entry& CostModel::entry(Algorithm a, Protocol p) const {
   const auto it = algorithms_.find(std::string(table_name(a)));
@@ -343,7 +317,7 @@ void CostModel::warn_missing_efficiency(const models::Topology& topology, const 
 }
 
 double CostModel::max_rate(Algorithm a, Protocol p, const std::string& arch, int nodes, int channels) const {
-  const std::string key = a == Algorithm::Ring ? "ring" : a == Algorithm::Tree ? "tree" : "";
+  const std::string key(algorithm_entry(a).capped ? table_name(a) : "");
   const auto it = caps_.find({key, static_cast<int>(p)});
   if (key.empty() || it == caps_.end()) return std::numeric_limits<double>::infinity();
   const auto family_it = it->second.by_family.find(architecture_family(arch));

@@ -19,16 +19,11 @@
 #include "models/hardware/topology.hpp"
 #include "support/yaml_fields.hpp"
 #include "planner/algorithms/algorithms.hpp"
+#include "planner/algorithms/protocol.hpp"
 #include "planner/tuning/protocol_rules.hpp"
 #include "sim/engine.hpp"
 
 namespace ccsim::planner {
-
-/// NCCL's protocols: LL (8-byte stores, half of them flags), LL128 (128-byte lines with 8
-/// flag bytes), Simple (bulk copies with fences).
-enum class Protocol : std::uint8_t { LL, LL128, Simple };
-std::string_view to_string(Protocol p);
-std::optional<Protocol> parse_protocol(std::string_view s);
 
 class CostModel {
  public:
