@@ -133,6 +133,23 @@ std::vector<std::uint64_t> sweep_sizes(std::uint64_t lo, std::uint64_t hi, int f
   return sizes;
 }
 
+CollectiveSizes collective_sizes(const SizeSweep& sweep, models::Collective collective, std::uint32_t element_size, int ranks) {
+  // Sizes as nccl-tests makes them: whole elements, and for ReduceScatter, AllGather and
+  // AlltoAll a whole number of elements per rank.
+  const bool per_rank = collective == models::Collective::ReduceScatter || collective == models::Collective::AllGather ||
+                        collective == models::Collective::AlltoAll;
+  CollectiveSizes out;
+  out.unit = static_cast<std::uint64_t>(element_size) * (per_rank ? static_cast<std::uint64_t>(ranks) : 1);
+  out.sizes = sweep_sizes(sweep.lo, sweep.hi, sweep.factor, out.unit);
+  if (out.sizes.empty()) {
+    throw InputError({"<command line>", 0, 0}, "--maxbytes",
+                     fmt::format("a size range holding at least one whole {}-byte element{}", element_size,
+                                 per_rank ? fmt::format(" per rank ({} bytes)", out.unit) : ""),
+                     sweep.max_bytes);
+  }
+  return out;
+}
+
 std::unique_ptr<planner::CollectiveRunner> make_runner(const models::Cluster& cluster, const planner::CostModel& costs,
                                                        const planner::CollectiveOptions& opts, const std::string& algo,
                                                        const std::string& protocol) {

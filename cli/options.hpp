@@ -53,6 +53,24 @@ std::uint64_t parse_size(const std::string& text, const std::string& option);
 /// that round to 0 are left out.
 std::vector<std::uint64_t> sweep_sizes(std::uint64_t lo, std::uint64_t hi, int factor, std::uint64_t unit);
 
+/// The -b / -e / -f sweep of a command.
+struct SizeSweep {
+  std::uint64_t lo = 0;   ///< bytes
+  std::uint64_t hi = 0;   ///< bytes
+  int factor = 2;
+  std::string max_bytes;  ///< -e as written, for the message
+};
+/// nccl-tests' sizes of a collective and their unit.
+struct CollectiveSizes {
+  /// Bytes of one element, times the ranks for ReduceScatter, AllGather and AlltoAll (whose
+  /// size is a whole number of elements per rank).
+  std::uint64_t unit = 0;
+  std::vector<std::uint64_t> sizes;  ///< sweep_sizes(lo, hi, factor, unit)
+};
+/// The sizes `sweep` gives `collective` over `ranks` ranks of `element_size`-byte elements.
+/// Throws InputError naming --maxbytes when none is left.
+CollectiveSizes collective_sizes(const SizeSweep& sweep, models::Collective collective, std::uint32_t element_size, int ranks);
+
 /// Ranks of a collective: all GPUs, the first `ranks`, or a `group` of global GPU ranks given
 /// as a comma-separated list of numbers and ranges ("0-7,16-23"). Throws InputError.
 std::vector<models::DeviceId> select_gpus(const models::Cluster& cluster, int ranks, const std::string& group);

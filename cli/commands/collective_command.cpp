@@ -233,20 +233,10 @@ int run_collective(const CollectiveCliOptions& o) {
   const std::unique_ptr<planner::CollectiveRunner> built = make_runner(cluster, costs, opts, o.algo, o.protocol);
   planner::CollectiveRunner& runner = *built;
 
-  // Sizes as nccl-tests makes them: whole elements, and for ReduceScatter, AllGather and
-  // AlltoAll a whole number of elements per rank.
-  const bool per_rank = *collective == models::Collective::ReduceScatter || *collective == models::Collective::AllGather ||
-                        *collective == models::Collective::AlltoAll;
-  const std::uint64_t unit = static_cast<std::uint64_t>(opts.element_size) * (per_rank ? static_cast<std::uint64_t>(n) : 1);
   note_slow_alltoall(o, *collective, n, scenario.cluster);
-  const std::vector<planner::CollectiveResult> rows = simulate_sizes(runner, sweep_sizes(lo, hi, o.factor, unit), o.algo);
-  if (rows.empty()) {
-    throw InputError({"<command line>", 0, 0}, "--maxbytes",
-                     fmt::format("a size range holding at least one whole {}-byte element{}", opts.element_size,
-                                 per_rank ? fmt::format(" per rank ({} bytes)", unit) : ""),
-                     o.max_bytes);
-  }
-  print_table({o, *collective, n, cluster, unit, runner.channels(), costs.source() + cost_table.note("--calibration", "calibration")},
+  const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, *collective, opts.element_size, n);
+  const std::vector<planner::CollectiveResult> rows = simulate_sizes(runner, sizes.sizes, o.algo);
+  print_table({o, *collective, n, cluster, sizes.unit, runner.channels(), costs.source() + cost_table.note("--calibration", "calibration")},
               rows);
   return 0;
 }

@@ -252,16 +252,9 @@ int run_replay(const ReplayCliOptions& o) {
   const planner::CostModel costs = planner::CostModel::load(cost_table.path);
   const std::unique_ptr<planner::CollectiveRunner> built = make_runner(cluster, costs, opts, o.algo, o.protocol);
   planner::CollectiveRunner& runner = *built;
-  const bool per_rank = *collective == models::Collective::ReduceScatter || *collective == models::Collective::AllGather ||
-                        *collective == models::Collective::AlltoAll;
-  const std::uint64_t unit = static_cast<std::uint64_t>(opts.element_size) * (per_rank ? static_cast<std::uint64_t>(n) : 1);
-  const std::vector<std::uint64_t> sizes = sweep_sizes(lo, hi, o.factor, unit);
-  if (sizes.empty()) {
-    throw InputError({"<command line>", 0, 0}, "--maxbytes",
-                     fmt::format("a size range holding at least one whole {}-byte element{}", opts.element_size,
-                                 per_rank ? fmt::format(" per rank ({} bytes)", unit) : ""),
-                     o.max_bytes);
-  }
+  const CollectiveSizes swept = collective_sizes({lo, hi, o.factor, o.max_bytes}, *collective, opts.element_size, n);
+  const std::uint64_t unit = swept.unit;
+  const std::vector<std::uint64_t>& sizes = swept.sizes;
   std::uint64_t trace_bytes = sizes.back();
   if (!o.trace_size.empty()) {
     const std::uint64_t t = parse_size(o.trace_size, "--trace-size");

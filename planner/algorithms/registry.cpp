@@ -26,8 +26,8 @@ constexpr EnumSet<Protocol> kSimple{Protocol::Simple};
 constexpr EnumSet<Granularity> kStep{Granularity::Step};
 constexpr EnumSet<Granularity> kStepAndPhase{Granularity::Step, Granularity::Phase};
 
-std::vector<AlgorithmEntry> make_registry() {
-  std::vector<AlgorithmEntry> r;
+/// NCCL's pipelined algorithms.
+void add_ring_and_tree(std::vector<AlgorithmEntry>& r) {
   r.push_back({.algorithm = Algorithm::Ring,
                .name = "ring",
                .collectives = {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::Broadcast,
@@ -56,6 +56,11 @@ std::vector<AlgorithmEntry> make_registry() {
                .shape_fixed = true,
                .refusal = detail::tree_refusal,
                .generate = built<Algorithm::Tree, detail::tree>});
+}
+
+/// The classic MPI algorithms (Thakur, Rabenseifner, Gropp 2005; Bruck et al. 1997), and
+/// point-to-point exchanges.
+void add_exchanges(std::vector<AlgorithmEntry>& r) {
   r.push_back({.algorithm = Algorithm::HalvingDoubling,
                .name = "halving-doubling",
                .aliases = {"rabenseifner"},
@@ -97,6 +102,10 @@ std::vector<AlgorithmEntry> make_registry() {
                .refusal = detail::pairwise_refusal,
                .estimated_ops = detail::pairwise_ops,
                .generate = built<Algorithm::Pairwise, detail::pairwise>});
+}
+
+/// The algorithms built on the node: ccsim's hierarchical AllReduce, NVLS, NVLS-tree.
+void add_node_algorithms(std::vector<AlgorithmEntry>& r) {
   // ccsim's hierarchical AllReduce is not NCCL's: it runs only when asked for.
   r.push_back({.algorithm = Algorithm::Hierarchical,
                .name = "hierarchical",
@@ -134,6 +143,10 @@ std::vector<AlgorithmEntry> make_registry() {
                .shape_fixed = true,
                .refusal = detail::nvls_tree_refusal,
                .generate = built<Algorithm::NvlsTree, detail::nvls_tree>});
+}
+
+/// A framework's own kernels and the point-to-point sends of pipeline parallelism.
+void add_kernels_and_p2p(std::vector<AlgorithmEntry>& r) {
   // vLLM's kernels load and store over NVLink / P2P: the Simple figures of the default table,
   // with vLLM's own latencies (scenarios/calibration/serving.yaml).
   r.push_back({.algorithm = Algorithm::VllmOneShot,
@@ -162,6 +175,14 @@ std::vector<AlgorithmEntry> make_registry() {
                .granularities = kStep,
                .refusal = detail::p2p_refusal,
                .generate = built<Algorithm::P2p, detail::p2p>});
+}
+
+std::vector<AlgorithmEntry> make_registry() {
+  std::vector<AlgorithmEntry> r;
+  add_ring_and_tree(r);
+  add_exchanges(r);
+  add_node_algorithms(r);
+  add_kernels_and_p2p(r);
   for (std::size_t i = 0; i < r.size(); ++i) {
     if (static_cast<std::size_t>(r[i].algorithm) != i || r[i].refusal == nullptr || r[i].generate == nullptr) {
       throw std::logic_error("algorithm registry: entry " + std::to_string(i) + " (" + std::string(r[i].name) +

@@ -58,6 +58,22 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
   }
   CostModel m;
   m.source_ = root.optional_string("source").value_or("");
+  m.read_protocol_rules(root);
+  const Fields protocols = root.map("protocols");
+  protocols.reject_unknown({"LL", "LL128", "Simple"});
+  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    const Fields f = protocols.map(to_string(p));
+    f.reject_unknown({"chunk"});
+    m.chunk_[static_cast<std::size_t>(p)] = f.quantity("chunk", Quantity::Bytes, true);
+  }
+  m.read_algorithms(root);
+  m.read_caps(root);
+  m.read_link_efficiency(root);
+  return m;
+}
+
+/// protocol_rules: when the library enables each protocol by default.
+void CostModel::read_protocol_rules(const Fields& root) {
   if (const auto rules = root.optional_map("protocol_rules")) {
     rules->reject_unknown({"LL", "LL128", "Simple"});
     for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
@@ -84,20 +100,17 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
       rule.max_intra = path_type("max_intra_path");
       rule.max_inter = path_type("max_inter_path");
       rule.mixed_archs = f->boolean("mixed_archs", true);
-      m.rules_[static_cast<std::size_t>(p)] = rule;
+      rules_[static_cast<std::size_t>(p)] = rule;
     }
   }
-  const Fields protocols = root.map("protocols");
-  protocols.reject_unknown({"LL", "LL128", "Simple"});
-  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
-    const Fields f = protocols.map(to_string(p));
-    f.reject_unknown({"chunk"});
-    m.chunk_[static_cast<std::size_t>(p)] = f.quantity("chunk", Quantity::Bytes, true);
-  }
+}
+
+/// algorithms: latencies, step overheads and bandwidth factors per cost table and protocol.
+void CostModel::read_algorithms(const Fields& root) {
   const Fields algorithms = root.map("algorithms");
   algorithms.reject_unknown(cost_table_names());
   for (const std::string_view name : cost_table_names()) {
-    auto& entries = m.algorithms_[std::string(name)];
+    auto& entries = algorithms_[std::string(name)];
     const auto a = algorithms.optional_map(name);
     if (!a) {
       if (name == "default") throw algorithms.missing("default", "figures for the other algorithms");
@@ -145,6 +158,10 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
       }
     }
   }
+}
+
+/// bandwidth_caps: throughput caps per cost table, protocol and architecture family.
+void CostModel::read_caps(const Fields& root) {
   if (const auto caps = root.optional_map("bandwidth_caps")) {
     caps->reject_unknown(cost_table_names());
     for (const std::string_view algo : cost_table_names()) {
@@ -183,16 +200,20 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
             cap.by_family[arch] = v;
           }
         }
-        m.caps_[{std::string(algo), static_cast<int>(p)}] = cap;
+        caps_[{std::string(algo), static_cast<int>(p)}] = cap;
       }
     }
   }
+}
+
+/// link_efficiency: the fraction of each link kind's bandwidth a collective reaches.
+void CostModel::read_link_efficiency(const Fields& root) {
   if (const auto eff = root.optional_map("link_efficiency")) {
     for (const auto& layer : eff->layers()) {
       for (const auto& kv : layer.node) {
         const std::string kind = kv.first.Scalar();
-        if (m.link_efficiency_.count(kind) != 0) continue;
-        auto& by_arch = m.link_efficiency_[kind];
+        if (link_efficiency_.count(kind) != 0) continue;
+        auto& by_arch = link_efficiency_[kind];
         if (!kv.second.IsMap()) {
           const double v = fraction(*eff, kind);
           by_arch["default"] = v;
@@ -216,7 +237,6 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
       }
     }
   }
-  return m;
 }
 
 std::string_view CostModel::table_name(Algorithm a) { return algorithm_entry(a).cost_table; }

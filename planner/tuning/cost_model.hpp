@@ -85,6 +85,11 @@ class CostModel {
     std::map<std::string, double> factor_by_family;  // when keyed by architecture family
   };
   const Entry& entry(Algorithm a, Protocol p) const;
+  // from_yaml's sections (each throws support::InputError as from_yaml does).
+  void read_protocol_rules(const support::Fields& root);
+  void read_algorithms(const support::Fields& root);
+  void read_caps(const support::Fields& root);
+  void read_link_efficiency(const support::Fields& root);
   double bandwidth_factor(Algorithm a, Protocol p, std::string_view arch) const;
 
   std::map<std::string, std::array<Entry, 3>> algorithms_;  // "ring", "tree", "nvls", "nvls-tree", "default"
