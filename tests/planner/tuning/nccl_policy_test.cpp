@@ -16,14 +16,8 @@ using planner::Protocol;
 
 namespace {
 planner::NcclGroup group(Collective c, int ranks, int nodes, int per_node, bool nvls_nodes) {
-  planner::NcclGroup g;
-  g.collective = c;
-  g.ranks = ranks;
-  g.nodes = nodes;
-  g.ranks_per_node = per_node;
-  g.nvls_all_nodes = nvls_nodes;
-  g.nvls_one_domain = nvls_nodes && nodes == 1;
-  return g;
+  return {.collective = c, .ranks = ranks, .nodes = nodes, .ranks_per_node = per_node, .nvls_all_nodes = nvls_nodes,
+          .nvls_one_domain = nvls_nodes && nodes == 1};
 }
 using Algos = std::vector<Algorithm>;
 }  // namespace
