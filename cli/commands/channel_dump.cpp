@@ -44,11 +44,12 @@ std::string channel_dump_text(const models::Cluster& cluster, const std::vector<
                               const planner::ChannelPlan& plan) {
   const models::Topology& t = cluster.topology;
   const auto gpu = [&](int rank) { return t.name(gpus[static_cast<std::size_t>(rank)]); };
-  std::string out = fmt::format("# ccsim collective --dump-channels: {} ranks of {} on {} node{}, {}\n", plan.ranks,
-                                cluster.spec.name, plan.nodes, plan.nodes == 1 ? "" : "s",
-                                plan.ranks_per_node > 0 ? fmt::format("{} ranks per node", plan.ranks_per_node)
+  const auto plural = [](int n) { return n == 1 ? "" : "s"; };
+  std::string out = fmt::format("# ccsim collective --dump-channels: {} rank{} of {} on {} node{}, {}\n", plan.ranks, plural(plan.ranks),
+                                cluster.spec.name, plan.nodes, plural(plan.nodes),
+                                plan.ranks_per_node > 0 ? fmt::format("{} rank{} per node", plan.ranks_per_node, plural(plan.ranks_per_node))
                                                         : std::string("unequal ranks per node"));
-  out += fmt::format("# rings: {} channel{} (ring, and ring-based algorithms)\n", plan.channels, plan.channels == 1 ? "" : "s");
+  out += fmt::format("# rings: {} channel{} (ring, and ring-based algorithms)\n", plan.channels, plural(plan.channels));
   support::TextTable rings({"channel", "ring order (GPU of each rank)"}, {true, false});
   for (int c = 0; c < plan.channels; ++c) {
     std::string order;
@@ -71,7 +72,7 @@ std::string channel_dump_text(const models::Cluster& cluster, const std::vector<
     out += nodes.render();
   }
   out += fmt::format("# tree: {} pair{} (channels 2c and 2c+1), each headed by one local rank of every node\n", plan.tree_pairs,
-                     plan.tree_pairs == 1 ? "" : "s");
+                     plural(plan.tree_pairs));
   support::TextTable tree({"pair", "channels", "head (local rank)", "head on the first node"}, {true, false, true, false});
   const int local_ranks = first_node_ranks(plan);
   for (int c = 0; c < plan.tree_pairs; ++c) {
