@@ -13,6 +13,7 @@
 #include "support/input_error.hpp"
 #include "support/numbers.hpp"
 #include "support/units.hpp"
+#include "planner/algorithms/registry.hpp"
 #include "planner/workload/workload_runner.hpp"
 #include "validate/measurements/nccl_tests_log.hpp"
 
@@ -22,7 +23,8 @@ using support::InputError;
 
 models::Scenario load_scenario_file(const std::string& path, const std::string& catalog_dir, bool layout_rules) {
   const models::Catalog catalog = models::Catalog::load(catalog_dir.empty() ? models::Catalog::default_dir() : catalog_dir);
-  return models::load_scenario(models::load_scenario_layers(path), path, catalog, layout_rules);
+  return models::load_scenario(models::load_scenario_layers(path), path, catalog,
+                               {.algorithm_names = planner::algorithm_names(), .layout_rules = layout_rules});
 }
 
 std::string TableChoice::note(const std::string& option, const std::string& scenario_key) const {
@@ -131,6 +133,22 @@ std::vector<std::uint64_t> sweep_sizes(std::uint64_t lo, std::uint64_t hi, int f
   return sizes;
 }
 
+CollectiveSizes collective_sizes(const SizeSweep& sweep, models::Collective collective, std::uint32_t element_size, int ranks) {
+  // Sizes as nccl-tests makes them: whole elements, and for ReduceScatter, AllGather and
+  // AlltoAll a whole number of elements per rank.
+  const bool per_rank = models::sized_per_rank(collective);
+  CollectiveSizes out;
+  out.unit = models::size_granule(collective, element_size, ranks);
+  out.sizes = sweep_sizes(sweep.lo, sweep.hi, sweep.factor, out.unit);
+  if (out.sizes.empty()) {
+    throw InputError({"<command line>", 0, 0}, "--maxbytes",
+                     fmt::format("a size range holding at least one whole {}-byte element{}", element_size,
+                                 per_rank ? fmt::format(" per rank ({} bytes)", out.unit) : ""),
+                     sweep.max_bytes);
+  }
+  return out;
+}
+
 std::unique_ptr<planner::CollectiveRunner> make_runner(const models::Cluster& cluster, const planner::CostModel& costs,
                                                        const planner::CollectiveOptions& opts, const std::string& algo,
                                                        const std::string& protocol) {
@@ -161,6 +179,19 @@ std::optional<planner::Protocol> protocol_option(const std::string& text) {
   const auto p = planner::parse_protocol(text);
   if (!p) throw InputError({"<command line>", 0, 0}, "--protocol", "auto, LL, LL128 or Simple", "'" + text + "'");
   return p;
+}
+
+std::optional<models::Granularity> granularity_option(const std::string& text) {
+  if (text == "auto") return std::nullopt;
+  const auto g = models::parse_granularity(text);
+  if (!g) throw InputError({"<command line>", 0, 0}, "--granularity", "auto, step or phase", "'" + text + "'");
+  return g;
+}
+
+std::string algorithm_help() {
+  std::string help = "auto (NCCL's choice)";
+  for (std::string_view name : planner::algorithm_names()) help += ", " + std::string(name);
+  return help;
 }
 
 std::uint32_t element_size(const std::string& type) {

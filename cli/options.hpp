@@ -53,6 +53,24 @@ std::uint64_t parse_size(const std::string& text, const std::string& option);
 /// that round to 0 are left out.
 std::vector<std::uint64_t> sweep_sizes(std::uint64_t lo, std::uint64_t hi, int factor, std::uint64_t unit);
 
+/// The -b / -e / -f sweep of a command.
+struct SizeSweep {
+  std::uint64_t lo = 0;   ///< bytes
+  std::uint64_t hi = 0;   ///< bytes
+  int factor = 2;
+  std::string max_bytes;  ///< -e as written, for the message
+};
+/// nccl-tests' sizes of a collective and their unit.
+struct CollectiveSizes {
+  /// models::size_granule: bytes of one element, times the ranks for ReduceScatter, AllGather
+  /// and AlltoAll (whose size is a whole number of elements per rank).
+  std::uint64_t unit = 0;
+  std::vector<std::uint64_t> sizes;  ///< sweep_sizes(lo, hi, factor, unit)
+};
+/// The sizes `sweep` gives `collective` over `ranks` ranks of `element_size`-byte elements.
+/// Throws InputError naming --maxbytes when none is left.
+CollectiveSizes collective_sizes(const SizeSweep& sweep, models::Collective collective, std::uint32_t element_size, int ranks);
+
 /// Ranks of a collective: all GPUs, the first `ranks`, or a `group` of global GPU ranks given
 /// as a comma-separated list of numbers and ranges ("0-7,16-23"). Throws InputError.
 std::vector<models::DeviceId> select_gpus(const models::Cluster& cluster, int ranks, const std::string& group);
@@ -66,6 +84,11 @@ std::unique_ptr<planner::CollectiveRunner> make_runner(const models::Cluster& cl
                                                        const std::string& protocol);
 std::optional<planner::Algorithm> algorithm_option(const std::string& text);
 std::optional<planner::Protocol> protocol_option(const std::string& text);
+/// `--granularity` value: nullopt for "auto", else step or phase; throws InputError otherwise.
+std::optional<models::Granularity> granularity_option(const std::string& text);
+/// "auto (NCCL's choice), ring, tree, ...": the `--algo` values, the library algorithms of the
+/// registry in its order.
+std::string algorithm_help();
 
 /// Bytes per element for nccl-tests' -d names (float, half, bfloat16, double, int8, ...).
 std::uint32_t element_size(const std::string& type);

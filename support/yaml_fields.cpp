@@ -100,6 +100,10 @@ std::string Fields::key_path(std::string_view key) const {
 }
 
 void Fields::reject_unknown(std::initializer_list<std::string_view> allowed) const {
+  reject_unknown(std::span<const std::string_view>(allowed.begin(), allowed.size()));
+}
+
+void Fields::reject_unknown(std::span<const std::string_view> allowed) const {
   for (const YamlSource& layer : layers_) {
     std::vector<std::string> seen;
     for (const auto& entry : layer.node) {
@@ -179,6 +183,11 @@ std::optional<std::string> Fields::optional_string(std::string_view key) const {
 }
 
 std::string Fields::choice(std::string_view key, std::initializer_list<std::string_view> choices,
+                           std::optional<std::string> fallback) const {
+  return choice(key, std::span<const std::string_view>(choices.begin(), choices.size()), std::move(fallback));
+}
+
+std::string Fields::choice(std::string_view key, std::span<const std::string_view> choices,
                            std::optional<std::string> fallback) const {
   std::string expected = "one of";
   for (std::string_view c : choices) expected += " " + std::string(c);

@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,6 +68,8 @@ class Fields {
 
   /// Throws InputError for the first key, in file order, that is not in `allowed`.
   void reject_unknown(std::initializer_list<std::string_view> allowed) const;
+  /// The same, for a list made at run time.
+  void reject_unknown(std::span<const std::string_view> allowed) const;
 
   bool has(std::string_view key) const;
   /// The value and its file, or nullopt when no layer has the key.
@@ -85,6 +88,9 @@ class Fields {
   std::optional<std::string> optional_string(std::string_view key) const;
   /// One of `choices`; throws with a suggestion otherwise.
   std::string choice(std::string_view key, std::initializer_list<std::string_view> choices,
+                     std::optional<std::string> fallback = std::nullopt) const;
+  /// The same, for a list made at run time.
+  std::string choice(std::string_view key, std::span<const std::string_view> choices,
                      std::optional<std::string> fallback = std::nullopt) const;
   std::int64_t integer(std::string_view key, std::int64_t min, std::optional<std::int64_t> fallback = std::nullopt) const;
   /// An integer in [min, max] (counts of devices, parallel sizes); the range is part of the message.

@@ -9,8 +9,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/commands/channel_dump.hpp"
 #include "cli/options.hpp"
 #include "support/input_error.hpp"
+#include "planner/collective/channel_plan.hpp"
 #include "planner/collective/collective_runner.hpp"
 
 namespace ccsim::cli {
@@ -27,8 +29,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
   CLI::App* c = app.add_subcommand("collective", "Simulate one collective over a sweep of sizes and print nccl-tests' table");
   c->add_option("scenario", o.scenario, "scenario YAML file")->required();
   c->add_option("--op", o.op, "allreduce, reducescatter, allgather, broadcast, reduce, alltoall, sendrecv")->required();
-  c->add_option("--algo", o.algo, "auto (NCCL's choice), ring, tree, halving-doubling, recursive-doubling, bruck, direct, "
-                                  "pairwise, hierarchical, nvls, nvls-tree");
+  c->add_option("--algo", o.algo, algorithm_help());
   c->add_option("--protocol", o.protocol, "auto, LL, LL128, Simple");
   c->add_option("-b,--minbytes", o.min_bytes, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)");
   c->add_option("-e,--maxbytes", o.max_bytes, "largest size");
@@ -46,71 +47,32 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
   c->add_option("--format", o.format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
   c->add_option("--calibration", o.calibration, "calibration table (default: the scenario's simulation.calibration, else scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
+  c->add_flag("--dump-channels", o.dump_channels,
+              "print the channels planned for the ranks (ring orders, node rings, tree pairs and heads; text or json) "
+              "and exit without simulating");
   return c;
 }
 
-int run_collective(const CollectiveCliOptions& o) {
-  const auto collective = models::parse_collective(o.op);
-  if (!collective) {
-    throw InputError({"<command line>", 0, 0}, "--op", "allreduce, reducescatter, allgather, broadcast, reduce, alltoall or sendrecv",
-                     "'" + o.op + "'");
-  }
-  planner::CollectiveOptions opts;
-  opts.collective = *collective;
-  opts.algorithm = algorithm_option(o.algo);
-  opts.protocol = protocol_option(o.protocol);
-  const std::uint64_t lo = parse_size(o.min_bytes, "--minbytes");
-  const std::uint64_t hi = parse_size(o.max_bytes, "--maxbytes");
-  if (lo == 0) throw InputError({"<command line>", 0, 0}, "--minbytes", "a size above 0", o.min_bytes);
-  if (hi < lo) throw InputError({"<command line>", 0, 0}, "--maxbytes", "a size at least --minbytes", o.max_bytes);
-  opts.element_size = element_size(o.datatype);
-  opts.engine = o.engine;
-  opts.channels = o.channels;
-  opts.granularity = o.granularity;
-  opts.root = o.root;
+namespace {
 
-  models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
-  if (!o.ecmp.empty()) {
-    if (scenario.cluster.fabric.kind != models::FabricKind::FatTree) {
-      throw InputError({"<command line>", 0, 0}, "--ecmp", "a scenario with a fat-tree fabric (spines to choose among)",
-                       "'" + o.ecmp + "' on a scenario whose fabric is " +
-                           (scenario.cluster.fabric.kind == models::FabricKind::None ? std::string("absent (one node)")
-                                                                                     : "a " + std::string(models::to_string(scenario.cluster.fabric.kind))));
-    }
-    scenario.cluster.fabric.ecmp = o.ecmp == "balanced" ? models::Ecmp::Balanced : models::Ecmp::Hash;
-  }
-  const models::Cluster cluster = models::build_cluster(scenario.cluster);
-  opts.gpus = select_gpus(cluster, o.ranks, o.group);
-  const int n = static_cast<int>(opts.gpus.size());
-  if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
-  const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
-  const planner::CostModel costs = planner::CostModel::load(cost_table.path);
-  const std::unique_ptr<planner::CollectiveRunner> built = make_runner(cluster, costs, opts, o.algo, o.protocol);
-  planner::CollectiveRunner& runner = *built;
+/// What the result table prints besides the rows.
+struct TableContext {
+  const CollectiveCliOptions& options;
+  models::Collective collective;
+  int ranks;
+  const models::Cluster& cluster;
+  std::uint64_t unit;     ///< bytes of one element, times the ranks for per-rank sizes
+  int channels;           ///< ring channels of the runner
+  std::string costs;      ///< the cost table's source and note
+};
 
-  // Sizes as nccl-tests makes them: whole elements, and for ReduceScatter, AllGather and
-  // AlltoAll a whole number of elements per rank.
-  const bool per_rank = *collective == models::Collective::ReduceScatter || *collective == models::Collective::AllGather ||
-                        *collective == models::Collective::AlltoAll;
-  const std::uint64_t unit = static_cast<std::uint64_t>(opts.element_size) * (per_rank ? static_cast<std::uint64_t>(n) : 1);
-  // Hashed ECMP under a large direct AlltoAll is the analytic engine's known slow case
-  // (sim/analytic/analytic_engine.hpp): colliding connections give thousands of coupled flows with
-  // distinct rates, each completion re-solving them (512 ranks of h100-16k-rail, 1 MiB: about
-  // 10 minutes on 2 cores; 384 ranks: over 10 minutes at 1 MiB, 15 s at 1 GiB). Oversubscribed
-  // spines bottleneck every flow alike and stay fast; a balanced spread has no collisions.
-  // Not said where the direct schedule (n·(2n − 1) ops) is refused as too large anyway.
-  const bool direct = o.algo == "auto" || o.algo == "direct";
-  const bool direct_fits = static_cast<double>(n) * (2.0 * n - 1) <= static_cast<double>(planner::kMaxScheduleOps);
-  if (*collective == models::Collective::AlltoAll && direct && direct_fits && n >= 384 &&
-      scenario.cluster.fabric.kind == models::FabricKind::FatTree && scenario.cluster.fabric.ecmp == models::Ecmp::Hash &&
-      scenario.cluster.fabric.oversubscription <= 1.0) {
-    std::cerr << "ccsim: note: direct AlltoAll over " << n
-              << " ranks with hashed ECMP on a non-blocking fat tree can take minutes to simulate (ECMP collisions couple "
-                 "thousands of flows); --ecmp balanced (adaptive routing's even spread) takes seconds and has no collisions\n";
-  }
+/// Runs every size of the sweep, notes on stderr the candidates skipped as too large and a
+/// --granularity phase that the chosen algorithm cannot honour (once each).
+std::vector<planner::CollectiveResult> simulate_sizes(planner::CollectiveRunner& runner, const std::vector<std::uint64_t>& sizes,
+                                                      const std::string& algo) {
   std::vector<planner::CollectiveResult> rows;
   std::vector<std::string> granularity_notes;  // printed once each, however many sizes use them
-  for (const std::uint64_t bytes : sweep_sizes(lo, hi, o.factor, unit)) {
+  for (const std::uint64_t bytes : sizes) {
     try {
       rows.push_back(runner.run(bytes));
       // Candidates too large to simulate, skipped for this size (stderr: the table stays nccl-tests').
@@ -125,23 +87,22 @@ int run_collective(const CollectiveCliOptions& o) {
         }
       }
     } catch (const std::invalid_argument& e) {
-      throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm that can run this collective here", o.algo, e.what());
+      throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm that can run this collective here", algo, e.what());
     }
   }
-  if (rows.empty()) {
-    throw InputError({"<command line>", 0, 0}, "--maxbytes",
-                     fmt::format("a size range holding at least one whole {}-byte element{}", opts.element_size,
-                                 per_rank ? fmt::format(" per rank ({} bytes)", unit) : ""),
-                     o.max_bytes);
-  }
+  return rows;
+}
 
-  const bool reduces = *collective == models::Collective::AllReduce || *collective == models::Collective::ReduceScatter ||
-                       *collective == models::Collective::Reduce;
+/// nccl-tests' table of `rows` in the format asked (text, csv or json) on stdout.
+void print_table(const TableContext& c, const std::vector<planner::CollectiveResult>& rows) {
+  const CollectiveCliOptions& o = c.options;
+  const bool reduces = c.collective == models::Collective::AllReduce || c.collective == models::Collective::ReduceScatter ||
+                       c.collective == models::Collective::Reduce;
   const std::string redop = reduces ? "sum" : "none";
-  const int root = models::has_root(*collective) ? o.root : -1;
-  const double factor = models::busbw_factor(*collective, n);
+  const int root = models::has_root(c.collective) ? o.root : -1;
+  const double factor = models::busbw_factor(c.collective, c.ranks);
   double busbw_sum = 0;
-  const auto count_of = [&](std::uint64_t bytes) { return bytes / unit; };  // per-rank count for per-rank sizes
+  const auto count_of = [&](std::uint64_t bytes) { return bytes / c.unit; };  // per-rank count for per-rank sizes
   struct Row {
     std::uint64_t bytes, count;
     double us, algbw, busbw, bound_us, reached;
@@ -158,9 +119,9 @@ int run_collective(const CollectiveCliOptions& o) {
 
   if (o.format == "json") {
     nlohmann::json j;
-    j["collective"] = std::string(models::to_string(*collective));
-    j["ranks"] = n;
-    j["cluster"] = cluster.spec.name;
+    j["collective"] = std::string(models::to_string(c.collective));
+    j["ranks"] = c.ranks;
+    j["cluster"] = c.cluster.spec.name;
     j["engine"] = o.engine;
     j["rows"] = nlohmann::json::array();
     for (const auto& t : table) {
@@ -173,7 +134,7 @@ int run_collective(const CollectiveCliOptions& o) {
     }
     j["avg_busbw_GBps"] = avg_busbw;
     std::cout << j.dump(2) << "\n";
-    return 0;
+    return;
   }
   if (o.format == "csv") {
     std::cout << "size_B,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,algorithm,protocol,granularity,bound_us,bound_reached_pct\n";
@@ -182,14 +143,13 @@ int run_collective(const CollectiveCliOptions& o) {
                                t.us, t.algbw, t.busbw, planner::to_string(t.r->algorithm), planner::to_string(t.r->protocol),
                                models::to_string(t.r->granularity), t.bound_us, t.reached);
     }
-    return 0;
+    return;
   }
   std::cout << fmt::format("# ccsim collective: {} over {} ranks of {} ({} node{}, {} GPUs), {} engine, {} channel{} per ring\n",
-                           models::to_string(*collective), n, cluster.spec.name, cluster.nodes.size(),
-                           cluster.nodes.size() == 1 ? "" : "s", cluster.topology.gpus().size(), o.engine, runner.channels(),
-                           runner.channels() == 1 ? "" : "s");
-  std::cout << fmt::format("# algorithm {}, protocol {}; costs: {}{}\n", o.algo, o.protocol, costs.source(),
-                           cost_table.note("--calibration", "calibration"));
+                           models::to_string(c.collective), c.ranks, c.cluster.spec.name, c.cluster.nodes.size(),
+                           c.cluster.nodes.size() == 1 ? "" : "s", c.cluster.topology.gpus().size(), o.engine, c.channels,
+                           c.channels == 1 ? "" : "s");
+  std::cout << fmt::format("# algorithm {}, protocol {}; costs: {}\n", o.algo, o.protocol, c.costs);
   std::cout << "# bound: lower bound from latency, per-rank volume and the max-flow cut (planner/collective/bounds.hpp)\n#\n";
   std::cout << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:<18}  {:<8}  {:<5}  {:>7}  {:>7}\n", "size",
                            "count", "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol", "gran", "bound", "reached");
@@ -202,6 +162,82 @@ int run_collective(const CollectiveCliOptions& o) {
                              models::to_string(t.r->granularity), format_time_us(t.bound_us), t.reached);
   }
   std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n", avg_busbw);
+}
+
+/// The note printed before a direct AlltoAll that hashed ECMP makes slow to simulate.
+void note_slow_alltoall(const CollectiveCliOptions& o, models::Collective collective, int n, const models::ClusterSpec& cluster) {
+  // Hashed ECMP under a large direct AlltoAll is the analytic engine's known slow case
+  // (sim/analytic/analytic_engine.hpp): colliding connections give thousands of coupled flows with
+  // distinct rates, each completion re-solving them (512 ranks of h100-16k-rail, 1 MiB: about
+  // 10 minutes on 2 cores; 384 ranks: over 10 minutes at 1 MiB, 15 s at 1 GiB). Oversubscribed
+  // spines bottleneck every flow alike and stay fast; a balanced spread has no collisions.
+  // Not said where the direct schedule (n·(2n − 1) ops) is refused as too large anyway.
+  const bool direct = o.algo == "auto" || o.algo == "direct";
+  const bool direct_fits = static_cast<double>(n) * (2.0 * n - 1) <= static_cast<double>(planner::kMaxScheduleOps);
+  if (collective == models::Collective::AlltoAll && direct && direct_fits && n >= 384 &&
+      cluster.fabric.kind == models::FabricKind::FatTree && cluster.fabric.ecmp == models::Ecmp::Hash &&
+      cluster.fabric.oversubscription <= 1.0) {
+    std::cerr << "ccsim: note: direct AlltoAll over " << n
+              << " ranks with hashed ECMP on a non-blocking fat tree can take minutes to simulate (ECMP collisions couple "
+                 "thousands of flows); --ecmp balanced (adaptive routing's even spread) takes seconds and has no collisions\n";
+  }
+}
+
+}  // namespace
+
+int run_collective(const CollectiveCliOptions& o) {
+  const auto collective = models::parse_collective(o.op);
+  if (!collective) {
+    throw InputError({"<command line>", 0, 0}, "--op", "allreduce, reducescatter, allgather, broadcast, reduce, alltoall or sendrecv",
+                     "'" + o.op + "'");
+  }
+  if (o.dump_channels && o.format == "csv") {
+    throw InputError({"<command line>", 0, 0}, "--format", "text or json with --dump-channels (the channel plan has no CSV form)",
+                     "'" + o.format + "'");
+  }
+  planner::CollectiveOptions opts;
+  opts.collective = *collective;
+  opts.algorithm = algorithm_option(o.algo);
+  opts.protocol = protocol_option(o.protocol);
+  const std::uint64_t lo = parse_size(o.min_bytes, "--minbytes");
+  const std::uint64_t hi = parse_size(o.max_bytes, "--maxbytes");
+  if (lo == 0) throw InputError({"<command line>", 0, 0}, "--minbytes", "a size above 0", o.min_bytes);
+  if (hi < lo) throw InputError({"<command line>", 0, 0}, "--maxbytes", "a size at least --minbytes", o.max_bytes);
+  opts.element_size = element_size(o.datatype);
+  opts.engine = o.engine;
+  opts.channels = o.channels;
+  opts.granularity = granularity_option(o.granularity);
+  opts.root = o.root;
+
+  models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  if (!o.ecmp.empty()) {
+    if (scenario.cluster.fabric.kind != models::FabricKind::FatTree) {
+      throw InputError({"<command line>", 0, 0}, "--ecmp", "a scenario with a fat-tree fabric (spines to choose among)",
+                       "'" + o.ecmp + "' on a scenario whose fabric is " +
+                           (scenario.cluster.fabric.kind == models::FabricKind::None ? std::string("absent (one node)")
+                                                                                     : "a " + std::string(models::to_string(scenario.cluster.fabric.kind))));
+    }
+    scenario.cluster.fabric.ecmp = o.ecmp == "balanced" ? models::Ecmp::Balanced : models::Ecmp::Hash;
+  }
+  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  opts.gpus = select_gpus(cluster, o.ranks, o.group);
+  const int n = static_cast<int>(opts.gpus.size());
+  if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
+  if (o.dump_channels) {
+    const planner::ChannelPlan plan = planner::plan_channels(cluster, opts.gpus, opts.channels);
+    std::cout << (o.format == "json" ? channel_dump_json(cluster, opts.gpus, plan) : channel_dump_text(cluster, opts.gpus, plan));
+    return 0;
+  }
+  const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
+  const planner::CostModel costs = planner::CostModel::load(cost_table.path);
+  const std::unique_ptr<planner::CollectiveRunner> built = make_runner(cluster, costs, opts, o.algo, o.protocol);
+  planner::CollectiveRunner& runner = *built;
+
+  note_slow_alltoall(o, *collective, n, scenario.cluster);
+  const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, *collective, opts.element_size, n);
+  const std::vector<planner::CollectiveResult> rows = simulate_sizes(runner, sizes.sizes, o.algo);
+  print_table({o, *collective, n, cluster, sizes.unit, runner.channels(), costs.source() + cost_table.note("--calibration", "calibration")},
+              rows);
   return 0;
 }
 

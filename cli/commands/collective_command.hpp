@@ -28,6 +28,7 @@ struct CollectiveCliOptions {
   std::string format = "text";
   std::string calibration;
   std::string catalog;
+  bool dump_channels = false;  ///< print the channel plan and exit, without simulating
 };
 
 CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& options);

@@ -225,15 +225,9 @@ struct ReplaySizes {
 
 ReplaySizes replay_sizes(const ReplayCliOptions& o, const ReplayInputs& in, std::uint32_t element_size, int n) {
   ReplaySizes out;
-  const bool per_rank = validate::sized_per_rank(in.collective);
-  const std::uint64_t unit = validate::size_granule(in.collective, element_size, n);
-  out.sizes = sweep_sizes(in.lo, in.hi, o.factor, unit);
-  if (out.sizes.empty()) {
-    throw InputError({"<command line>", 0, 0}, "--maxbytes",
-                     fmt::format("a size range holding at least one whole {}-byte element{}", element_size,
-                                 per_rank ? fmt::format(" per rank ({} bytes)", unit) : ""),
-                     o.max_bytes);
-  }
+  const CollectiveSizes swept = collective_sizes({in.lo, in.hi, o.factor, o.max_bytes}, in.collective, element_size, n);
+  const std::uint64_t unit = swept.unit;
+  out.sizes = swept.sizes;
   out.traced = out.sizes.back();
   if (!o.trace_size.empty()) {
     const std::uint64_t t = parse_size(o.trace_size, "--trace-size");

@@ -17,6 +17,7 @@
 #include "models/scenario/overrides.hpp"
 #include "support/mpi/launcher.hpp"
 #include "support/output_dir.hpp"
+#include "planner/algorithms/registry.hpp"
 #include "models/scenario/scenario.hpp"
 #include "planner/sweep/sweep_output.hpp"
 #include "planner/search/layout_plan.hpp"
@@ -124,7 +125,8 @@ Prepared prepare(const SweepCliOptions& o) {
     std::vector<models::Assignment> assignments;
     for (std::size_t k = 0; k < idx.size(); ++k) assignments.push_back({p.result.axes[k].key, p.result.axes[k].values[idx[k]]});
     try {
-      models::Scenario sc = models::load_scenario(models::point_layers(base, assignments), o.scenario, catalog, !o.plan);
+      models::Scenario sc = models::load_scenario(models::point_layers(base, assignments), o.scenario, catalog,
+                                                  {.algorithm_names = planner::algorithm_names(), .layout_rules = !o.plan});
       if (!sc.workload) {
         throw support::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim sweep",
                                   "a scenario without one");

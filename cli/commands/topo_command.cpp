@@ -7,6 +7,7 @@
 #include "models/hardware/catalog.hpp"
 #include "models/scenario/scenario.hpp"
 #include "models/hardware/topology_summary.hpp"
+#include "planner/algorithms/registry.hpp"
 
 namespace ccsim::cli {
 
@@ -23,7 +24,7 @@ CLI::App* add_topo_command(CLI::App& app, TopoOptions& options) {
 int run_topo(const TopoOptions& options) {
   const models::Catalog catalog =
       models::Catalog::load(options.catalog.empty() ? models::Catalog::default_dir() : options.catalog);
-  const models::Scenario scenario = models::load_scenario(options.scenario, catalog);
+  const models::Scenario scenario = models::load_scenario(options.scenario, catalog, {.algorithm_names = planner::algorithm_names()});
   const models::Cluster cluster = models::build_cluster(scenario.cluster);
   const models::TopologySummary summary = models::summarize(cluster);
   if (!options.dot.empty()) {

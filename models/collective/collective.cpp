@@ -69,4 +69,12 @@ BufferSizes buffer_sizes(Collective c, std::uint64_t bytes, int n) {
 
 bool has_root(Collective c) { return c == Collective::Broadcast || c == Collective::Reduce; }
 
+bool sized_per_rank(Collective c) {
+  return c == Collective::ReduceScatter || c == Collective::AllGather || c == Collective::AlltoAll;
+}
+
+std::uint64_t size_granule(Collective c, std::uint32_t element_bytes, int nranks) {
+  return static_cast<std::uint64_t>(element_bytes) * (sized_per_rank(c) ? static_cast<std::uint64_t>(nranks) : 1);
+}
+
 }  // namespace ccsim::models

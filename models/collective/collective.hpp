@@ -37,4 +37,14 @@ BufferSizes buffer_sizes(Collective c, std::uint64_t bytes, int nranks);
 /// True when the collective has a root rank (Broadcast, Reduce).
 bool has_root(Collective c);
 
+/// Whether nccl-tests sizes collective `c` per rank: ReduceScatter, AllGather and AlltoAll move
+/// one block per rank, so their sizes are a whole number of elements per rank and their count
+/// column holds one rank's elements; every other collective's sizes are whole elements and its
+/// count column holds them all.
+bool sized_per_rank(Collective c);
+
+/// The granule of nccl-tests' sizes of `c`, bytes: `element_bytes` × `nranks` when
+/// sized_per_rank(c), else `element_bytes`. A size as nccl-tests makes it is a multiple of it.
+std::uint64_t size_granule(Collective c, std::uint32_t element_bytes, int nranks);
+
 }  // namespace ccsim::models

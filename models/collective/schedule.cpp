@@ -43,6 +43,12 @@ std::vector<std::uint64_t> Schedule::bytes_sent() const {
 
 std::string_view to_string(Granularity g) { return g == Granularity::Step ? "step" : "phase"; }
 
+std::optional<Granularity> parse_granularity(std::string_view s) {
+  for (Granularity g : {Granularity::Step, Granularity::Phase})
+    if (to_string(g) == s) return g;
+  return std::nullopt;
+}
+
 std::string_view to_string(OpKind k) {
   switch (k) {
     case OpKind::Send: return "send";

@@ -20,6 +20,7 @@
 
 #include <span>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -101,7 +102,9 @@ struct Schedule {
   std::vector<std::uint64_t> bytes_sent() const;
 };
 
-std::string_view to_string(Granularity g);
+std::string_view to_string(Granularity g);  ///< "step", "phase"
+/// The granularity to_string() names `s`; nullopt for any other text ("auto" included).
+std::optional<Granularity> parse_granularity(std::string_view s);
 /// "send", "recv", "recv-reduce", "copy", "reduce", "switch-send", "switch-recv".
 std::string_view to_string(OpKind k);
 

@@ -47,11 +47,13 @@ void check_across_sections(const support::Fields& root, const Scenario& scenario
 
 }  // namespace
 
-Scenario load_scenario(const std::string& path, const Catalog& catalog) {
-  return load_scenario(load_scenario_layers(path), path, catalog);
+Scenario load_scenario(const std::string& path, const Catalog& catalog, const ScenarioChecks& checks) {
+  return load_scenario(load_scenario_layers(path), path, catalog, checks);
 }
 
-Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std::string& path, const Catalog& catalog, bool layout_rules) {
+Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std::string& path, const Catalog& catalog,
+                       const ScenarioChecks& checks) {
+  const bool layout_rules = checks.layout_rules;
   const support::Fields root(layers, "");
   root.reject_unknown({"include", "name", "description", "cluster", "workload", "strategy", "simulation"});
 
@@ -64,7 +66,7 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
   if (const auto w = root.optional_map("workload")) scenario.workload = parse_workload(*w);
   if (const auto s = root.optional_map("strategy")) {
     try {
-      scenario.strategy = parse_strategy(*s, scenario.cluster.total_gpus());
+      scenario.strategy = parse_strategy(*s, scenario.cluster.total_gpus(), checks.algorithm_names);
     } catch (const support::RuleError&) {
       // A layout search replaces the layout: one that does not fit the cluster is dropped.
       if (layout_rules) throw;
@@ -73,7 +75,9 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
   if (const auto sim = root.optional_map("simulation")) scenario.simulation = parse_simulation(*sim);
   if (scenario.workload) {
     scenario.model = load_workload_model(root.map("workload"), scenario.workload->model);
-    if (!scenario.strategy) scenario.strategy = parse_strategy(support::Fields({}, "strategy"), scenario.cluster.total_gpus());
+    if (!scenario.strategy) {
+      scenario.strategy = parse_strategy(support::Fields({}, "strategy"), scenario.cluster.total_gpus(), checks.algorithm_names);
+    }
   }
   check_across_sections(root, scenario, layout_rules);
   return scenario;

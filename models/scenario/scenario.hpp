@@ -5,13 +5,15 @@
 // replace) and may name catalog entries (`node: dgx-h100`, `gpu: H100-SXM5`) with overrides.
 //
 // Every rule on the input is checked while loading, with file, line, column, key, expected and
-// found (InputError); see README.md "Scenario files" for the schema. One parser per section
+// found (InputError); see docs/scenario-format.md for the schema. One parser per section
 // (cluster_section, workload_section, strategy_section, simulation_section), the include chain
 // (scenario_layers), the effective.yaml writer (effective_yaml) and the rules across sections
 // (scenario.cpp).
 
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
@@ -36,22 +38,33 @@ struct Scenario {
   std::vector<support::YamlSource> layers;          ///< the file and its includes, most specific first
 };
 
+/// What load_scenario checks beyond the scenario format and the catalog.
+struct ScenarioChecks {
+  /// The algorithm names a strategy.algorithms value may give besides "auto", in the order a
+  /// bad value's message lists them: the planner's registry (planner::algorithm_names()), a
+  /// layer above models/, so every command's loader passes them. Empty: the values are read as
+  /// strings and not checked.
+  std::span<const std::string_view> algorithm_names;
+  /// False (`ccsim plan`, `ccsim sweep --plan`, which search the layout): the strategy's layout
+  /// rules are not applied — a strategy that breaks one (tp·pp·cp not dividing the GPUs, ...)
+  /// is replaced by the default one (every setting at its default, dp = GPUs), and the
+  /// global-batch and model divisibility rules (check_layout) are left to the search.
+  bool layout_rules = true;
+};
+
 /// Loads and checks a scenario file against `catalog`. Throws InputError on any bad input,
 /// among it a simulation.calibration / compute_calibration that is not a path or names no
-/// readable regular file (at the key's file, line and column, with the resolved path). The
-/// tables' contents are checked where they are loaded (planner::CostModel::load,
-/// planner::ComputeCalibration::load).
-Scenario load_scenario(const std::string& path, const Catalog& catalog);
+/// readable regular file (at the key's file, line and column, with the resolved path), and a
+/// strategy.algorithms value that is not "auto" or one of checks.algorithm_names (at the
+/// value, with a suggestion). The tables' contents are checked where they are loaded
+/// (planner::CostModel::load, planner::ComputeCalibration::load).
+Scenario load_scenario(const std::string& path, const Catalog& catalog, const ScenarioChecks& checks = {});
 
 /// load_scenario on layers already read (most specific first): `ccsim sweep` puts a layer of
 /// --set overrides in front of a scenario's own. `path` is the scenario's file (its name and
 /// messages). Throws InputError; RuleError (a subclass) when well-formed values break a rule
 /// tying settings together (layout, world size, global batch, cluster size, fabric).
-/// `layout_rules` false (`ccsim plan`, `ccsim sweep --plan`, which search the layout): the
-/// strategy's layout rules are not applied — a strategy that breaks one (tp·pp·cp not dividing
-/// the GPUs, ...) is replaced by the default one (every setting at its default, dp = GPUs), and
-/// the global-batch and model divisibility rules (check_layout) are left to the search.
 Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std::string& path, const Catalog& catalog,
-                       bool layout_rules = true);
+                       const ScenarioChecks& checks = {});
 
 }  // namespace ccsim::models

@@ -15,7 +15,7 @@ constexpr int kMaxGpus = 1 << 20;
 
 }  // namespace
 
-StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus) {
+StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::span<const std::string_view> algorithm_names) {
   s.reject_unknown({"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "zero_stage", "pipeline_schedule",
                     "virtual_stages", "microbatch_group_size_per_vp_stage", "order", "algorithms", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "grad_reduce_dtype", "bucket_params",
                     "disable_custom_all_reduce"});
@@ -100,9 +100,13 @@ StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus) {
         const std::string key = entry.first.Scalar();
         if (spec.algorithms.count(key) != 0) continue;  // the most specific layer wins
         spec.algorithm_locations[key] = algorithms->location(key);
-        spec.algorithms[key] = algorithms->choice(
-            key, {"auto", "ring", "tree", "halving-doubling", "recursive-doubling", "bruck", "direct", "pairwise",
-                  "hierarchical", "nvls", "nvls-tree"});
+        if (algorithm_names.empty()) {
+          spec.algorithms[key] = algorithms->string(key);
+          continue;
+        }
+        std::vector<std::string_view> choices{"auto"};
+        choices.insert(choices.end(), algorithm_names.begin(), algorithm_names.end());
+        spec.algorithms[key] = algorithms->choice(key, choices);
       }
     }
   }

@@ -3,6 +3,9 @@
 // cp, ep, sequence parallelism, ZeRO, the pipeline schedule, rank order), its communication
 // overlaps and the collective algorithms it asks for.
 
+#include <span>
+#include <string_view>
+
 #include "models/workload/workload_spec.hpp"
 #include "support/yaml_fields.hpp"
 
@@ -15,6 +18,8 @@ namespace ccsim::models {
 /// without ZeRO-1/2 and overlap_grad_reduce); RuleError (a subclass) when the layout does not
 /// fit the cluster or itself: tp·pp·cp·dp not the GPU count, tp·pp·cp not dividing it, ep not
 /// dividing dp·cp, sequence_parallel or tp_comm_overlap with tp 1, interleaved with pp 1.
-StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus);
+/// `algorithm_names`: what a strategy.algorithms value may be besides "auto" (see
+/// ScenarioChecks); empty: the values are read as strings, unchecked.
+StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::span<const std::string_view> algorithm_names);
 
 }  // namespace ccsim::models

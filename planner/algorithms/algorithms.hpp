@@ -1,21 +1,8 @@
 #pragma once
 // Collective algorithms: each turns a request into a Schedule (models/collective/schedule.hpp).
-//
-//   ring               AllReduce, ReduceScatter, AllGather, Broadcast, Reduce; multi-channel
-//   tree               AllReduce as NCCL's Tree: a chain inside each node, a double binary tree
-//                      over the nodes (two trees, half the data each); one pair per channel
-//   halving-doubling   AllReduce (Rabenseifner: recursive-halving ReduceScatter + recursive-
-//                      doubling AllGather, any rank count); ReduceScatter, AllGather (powers of 2)
-//   recursive-doubling AllReduce, AllGather (any rank count)
-//   bruck              AllGather, AlltoAll
-//   direct             AlltoAll, AllGather, SendRecv (every pair at once)
-//   pairwise           AlltoAll (n−1 exchange steps)
-//   hierarchical       AllReduce: intra-node ReduceScatter → inter-node AllReduce per rail →
-//                      intra-node AllGather (ranks node-major, `ranks_per_node` each)
-//   nvls               AllReduce, ReduceScatter, AllGather through NVSwitch in-switch reduction
-//                      and multicast (one NVLink domain)
-//   nvls-tree          AllReduce across nodes: NVLS inside each node, a double binary tree per
-//                      rail across nodes (NCCL's NVLSTree)
+// What each algorithm is, implements and needs is its entry in the registry
+// (planner/algorithms/registry.hpp); the functions here are the generic front of it: names,
+// the common request checks, the size estimate and generation.
 //
 // Non-powers of two (recursive algorithms) use the standard fold: the first n − 2^⌊log2 n⌋
 // ranks above the power of two hand their data to a partner first and get the result last
@@ -33,12 +20,21 @@
 
 namespace ccsim::planner {
 
+/// The registry's algorithms, in registry order (registry.hpp has one entry per value).
+/// The first ten are the collective library's (Selection::Library: `--algo` and a scenario's
+/// strategy.algorithms name them); VllmOneShot and VllmTwoShot are vLLM's custom all-reduce
+/// kernels, P2p the point-to-point sends of pipeline parallelism.
 enum class Algorithm : std::uint8_t {
-  Ring, Tree, HalvingDoubling, RecursiveDoubling, Bruck, Direct, Pairwise, Hierarchical, Nvls, NvlsTree
+  Ring, Tree, HalvingDoubling, RecursiveDoubling, Bruck, Direct, Pairwise, Hierarchical, Nvls, NvlsTree,
+  VllmOneShot, VllmTwoShot, P2p
 };
 
-std::string_view to_string(Algorithm a);  ///< "ring", "tree", "halving-doubling", ...
+/// The entry's name: "ring", "tree", "halving-doubling", ..., "vllm-oneshot", "p2p".
+std::string_view to_string(Algorithm a);
+/// The library algorithm (Selection::Library) named `s` by its name or an alias
+/// ("rabenseifner"); nullopt for any other text, the kernels and p2p included.
 std::optional<Algorithm> parse_algorithm(std::string_view s);
+/// The library algorithms (Selection::Library), in registry order.
 const std::vector<Algorithm>& all_algorithms();
 
 struct AlgorithmRequest {
@@ -70,27 +66,32 @@ struct AlgorithmRequest {
 };
 
 /// A schedule over its size limit: an input the tool refuses (the CLI exits with code 2),
-/// not a bug. Thrown by generate() (AlgorithmRequest::max_ops) and by the planner's estimate.
+/// not a bug. Thrown by generate() (AlgorithmRequest::max_ops) and by the planner's estimate
+/// (planner/collective/schedule_limits.hpp). Declared here, with the generators that throw
+/// it: algorithms/ is below collective/ and cannot include it.
 class ScheduleTooLarge : public support::InputError {
  public:
   using support::InputError::InputError;
 };
 
 /// Ops (as counted by AlgorithmRequest::max_ops) that generate(a, request) makes, in closed
-/// form, for the schedules whose size grows with ranks²: direct and pairwise (n(n−1)
-/// transfers), ring at step granularity (n(n−1) steps per channel and pass); a double, so
-/// 16,384² does not overflow. 0 for the others, whose size the generator's limit guards.
+/// form, for the schedules whose size grows with ranks² (the entry's op estimate: direct and
+/// pairwise with n(n−1) transfers, ring at step granularity with n(n−1) steps per channel and
+/// pass, bruck, vLLM's kernels); a double, so 16,384² does not overflow. 0 for the others,
+/// whose size the generator's limit guards.
 double estimated_ops(Algorithm a, const AlgorithmRequest& request);
 
-/// Why `a` cannot run `request`, or empty when it can.
+/// Why `a` cannot run `request`, or empty when it can: the checks every algorithm shares
+/// (ranks, whole elements, per-rank divisibility, root, channels, ring orders), then the
+/// entry's own (collective, rank count, granularity, node shape).
 std::string unsupported_reason(Algorithm a, const AlgorithmRequest& request);
 
 /// Whether generate(a, x) and generate(a, y) make the same ops (kinds, peers, channels, steps,
 /// tags, dependencies, in-switch groups) and differ only in byte counts, each op's bytes
 /// non-decreasing in the request's size: true when the requests are equal up to `bytes` (so
 /// granularity and pipeline chunks are equal too) and `a` is one whose structure never depends
-/// on the size (ring, tree, nvls, nvls-tree, direct, hierarchical; not the recursive algorithms,
-/// which skip empty transfers, nor bruck and pairwise). Every byte count of those generators is
+/// on the size (AlgorithmEntry::shape_fixed: ring, tree, nvls, nvls-tree, direct, hierarchical;
+/// not the recursive algorithms, which skip empty transfers, nor bruck and pairwise). Every byte count of those generators is
 /// a sum of near-equal element splits (detail::part) of the size, each monotone in it. Exact
 /// pruning relies on it: a lower bound at a smaller size bounds the larger one (planner/collective/candidate_bound.hpp).
 bool shape_independent_of_size(Algorithm a, const AlgorithmRequest& x, const AlgorithmRequest& y);

@@ -2,7 +2,11 @@
 // all-to-all communications in multiport message-passing systems", IEEE TPDS 1997):
 // ⌈log2 n⌉ steps for any n, at the price of local rotations.
 
-#include "planner/algorithms/builder.hpp"
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "planner/algorithms/generators.hpp"
 
 namespace ccsim::planner::detail {
 namespace {
@@ -59,6 +63,33 @@ void bruck_all_to_all(Builder& b) {
 void bruck(Builder& b) {
   if (b.request().collective == models::Collective::AllGather) bruck_all_gather(b);
   else bruck_all_to_all(b);
+}
+
+std::string bruck_refusal(const AlgorithmRequest& r) {
+  if (r.collective != models::Collective::AllGather && r.collective != models::Collective::AlltoAll) {
+    return "bruck implements AllGather and AlltoAll";
+  }
+  return r.granularity == models::Granularity::Phase ? "bruck has no phase granularity" : "";
+}
+
+double bruck_ops(const AlgorithmRequest& r) {
+  const double n = r.nranks;
+  const models::Collective c = r.collective;
+  // AllGather: a copy in, per step a send, a receive and a join, n copies out.
+  // AlltoAll: n copies in, per step d the blocks with bit d set packed and unpacked
+  // (2 copies each) around a send, a receive and a join, n copies out.
+  double per_rank = 2 * n;
+  for (int d = 1; d < r.nranks; d *= 2) {
+    if (c == models::Collective::AllGather) {
+      per_rank += 3;
+      continue;
+    }
+    double moving = 0;  // indices in [0, n) with bit d set
+    const double period = 2.0 * d;
+    moving += std::floor(n / period) * d + std::max(0.0, std::fmod(n, period) - d);
+    per_rank += 3 + 2 * moving;
+  }
+  return c == models::Collective::AllGather ? n * (per_rank - n + 1) : n * per_rank;
 }
 
 }  // namespace ccsim::planner::detail

@@ -77,19 +77,6 @@ class Builder {
   std::uint64_t ops_ = 0;  ///< ops added so far (all ranks), against request_.max_ops
 };
 
-// Generators, one per algorithm family (ring.cpp, tree.cpp, recursive.cpp, bruck.cpp,
-// direct.cpp, hierarchical.cpp, nvls.cpp).
-void ring(Builder& b);
-void tree(Builder& b);
-void halving_doubling(Builder& b);
-void recursive_doubling(Builder& b);
-void bruck(Builder& b);
-void direct(Builder& b);
-void pairwise(Builder& b);
-void hierarchical(Builder& b);
-void nvls(Builder& b);
-void nvls_tree(Builder& b);
-
 /// Ring building blocks shared by ring and hierarchical. `members` are ranks in ring order;
 /// `entry[i]` is the op member i must wait for first (kNone for none); the returned vector
 /// holds each member's last op. All work on `region` of the output buffer.

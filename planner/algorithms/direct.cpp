@@ -1,7 +1,9 @@
 // Direct and pairwise exchanges: every rank talks to every other rank, all at once (direct)
 // or in n−1 steps of one partner each (pairwise, as MPI implementations do for large AlltoAll).
 
-#include "planner/algorithms/builder.hpp"
+#include <string>
+
+#include "planner/algorithms/generators.hpp"
 
 namespace ccsim::planner::detail {
 namespace {
@@ -51,6 +53,31 @@ void pairwise(Builder& b) {
       last = b.join(r, {s, got});  // next step after both
     }
   }
+}
+
+std::string direct_refusal(const AlgorithmRequest& r) {
+  const models::Collective c = r.collective;
+  if (c != models::Collective::AlltoAll && c != models::Collective::AllGather && c != models::Collective::SendRecv) {
+    return "direct implements AlltoAll, AllGather and SendRecv";
+  }
+  return {};
+}
+
+double direct_ops(const AlgorithmRequest& r) {
+  const double n = r.nranks;
+  // One copy per rank, a send and a receive per ordered pair.
+  return r.collective == models::Collective::SendRecv ? 2 * n : n + 2 * n * (n - 1);
+}
+
+std::string pairwise_refusal(const AlgorithmRequest& r) {
+  if (r.collective != models::Collective::AlltoAll) return "pairwise implements AlltoAll";
+  return r.granularity == models::Granularity::Phase ? "pairwise has no phase granularity" : "";
+}
+
+double pairwise_ops(const AlgorithmRequest& r) {
+  const double n = r.nranks;
+  // One copy, then per step a send, a receive and a join.
+  return n + 3 * n * (n - 1);
 }
 
 }  // namespace ccsim::planner::detail

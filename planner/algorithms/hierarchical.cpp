@@ -4,7 +4,9 @@
 
 #include <numeric>
 
-#include "planner/algorithms/builder.hpp"
+#include <string>
+
+#include "planner/algorithms/generators.hpp"
 
 namespace ccsim::planner::detail {
 
@@ -57,6 +59,14 @@ void hierarchical(Builder& b) {
       for (const auto& m : node_members) scatter(m, ring_all_gather(b, m, region, gather_channel, gather(m)));
     }
   }
+}
+
+std::string hierarchical_refusal(const AlgorithmRequest& r) {
+  if (r.collective != models::Collective::AllReduce) return "hierarchical implements AllReduce";
+  if (r.ranks_per_node < 1 || r.nranks % r.ranks_per_node != 0) {
+    return "hierarchical needs the same number of ranks on every node, in node order (tree handles unequal nodes)";
+  }
+  return {};
 }
 
 }  // namespace ccsim::planner::detail

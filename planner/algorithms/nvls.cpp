@@ -7,7 +7,9 @@
 
 #include <vector>
 
-#include "planner/algorithms/builder.hpp"
+#include <string>
+
+#include "planner/algorithms/generators.hpp"
 
 namespace ccsim::planner::detail {
 
@@ -117,6 +119,22 @@ void nvls_tree(Builder& b) {
       }
     }
   }
+}
+
+std::string nvls_refusal(const AlgorithmRequest& r) {
+  const models::Collective c = r.collective;
+  if (c != models::Collective::AllReduce && c != models::Collective::ReduceScatter && c != models::Collective::AllGather) {
+    return "nvls implements AllReduce, ReduceScatter and AllGather";
+  }
+  return r.granularity == models::Granularity::Phase ? "nvls has no phase granularity" : "";
+}
+
+std::string nvls_tree_refusal(const AlgorithmRequest& r) {
+  if (r.collective != models::Collective::AllReduce) return "nvls-tree implements AllReduce";
+  if (r.ranks_per_node < 1 || r.nranks % r.ranks_per_node != 0) {
+    return "nvls-tree needs the same number of ranks on every node, in node order";
+  }
+  return r.granularity == models::Granularity::Phase ? "nvls-tree has no phase granularity" : "";
 }
 
 }  // namespace ccsim::planner::detail

@@ -3,7 +3,9 @@
 // rank e − m before the power-of-two core and gets the result after it (Thakur,
 // Rabenseifner, Gropp, IJHPCA 2005).
 
-#include "planner/algorithms/builder.hpp"
+#include <string>
+
+#include "planner/algorithms/generators.hpp"
 
 namespace ccsim::planner::detail {
 namespace {
@@ -183,6 +185,28 @@ void halving_doubling(Builder& b) {
     case models::Collective::ReduceScatter: hd_reduce_scatter(b); break;
     default: rd_all_gather(b); break;
   }
+}
+
+namespace {
+bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+}  // namespace
+
+std::string halving_doubling_refusal(const AlgorithmRequest& r) {
+  const models::Collective c = r.collective;
+  const bool phase = r.granularity == models::Granularity::Phase;
+  if (c == models::Collective::AllReduce) return phase ? "halving-doubling has no phase granularity" : "";
+  if ((c == models::Collective::ReduceScatter || c == models::Collective::AllGather) && power_of_two(r.nranks)) {
+    return phase ? "halving-doubling has no phase granularity" : "";
+  }
+  return "halving-doubling implements AllReduce, and ReduceScatter/AllGather on powers of two";
+}
+
+std::string recursive_doubling_refusal(const AlgorithmRequest& r) {
+  const models::Collective c = r.collective;
+  if (c != models::Collective::AllReduce && c != models::Collective::AllGather) {
+    return "recursive doubling implements AllReduce and AllGather";
+  }
+  return r.granularity == models::Granularity::Phase ? "recursive doubling has no phase granularity" : "";
 }
 
 }  // namespace ccsim::planner::detail

@@ -4,7 +4,9 @@
 
 #include <numeric>
 
-#include "planner/algorithms/builder.hpp"
+#include <string>
+
+#include "planner/algorithms/generators.hpp"
 
 namespace ccsim::planner::detail {
 namespace {
@@ -230,6 +232,28 @@ void ring(Builder& b) {
       default: break;
     }
   }
+}
+
+std::string ring_refusal(const AlgorithmRequest& r) {
+  const models::Collective c = r.collective;
+  if (c == models::Collective::AlltoAll || c == models::Collective::SendRecv) {
+    return "ring does not implement " + std::string(models::to_string(c));
+  }
+  if (r.granularity == models::Granularity::Phase && (c == models::Collective::Broadcast || c == models::Collective::Reduce)) {
+    return "ring chains have no phase granularity";
+  }
+  return {};
+}
+
+double ring_ops(const AlgorithmRequest& r) {
+  const double n = r.nranks;
+  const double ch = r.channels;
+  const models::Collective c = r.collective;
+  if (r.granularity != models::Granularity::Step || n < 2) return 0;
+  // Per channel, rank and step a send and a receive; AllReduce has two passes.
+  if (c == models::Collective::AllReduce) return ch * n * 4 * (n - 1);
+  if (c == models::Collective::ReduceScatter || c == models::Collective::AllGather) return ch * n * 2 * (n - 1);
+  return 0;
 }
 
 }  // namespace ccsim::planner::detail

@@ -13,7 +13,9 @@
 #include <numeric>
 #include <vector>
 
-#include "planner/algorithms/builder.hpp"
+#include <string>
+
+#include "planner/algorithms/generators.hpp"
 
 namespace ccsim::planner::detail {
 namespace {
@@ -208,6 +210,11 @@ void tree(Builder& b) {
                                       std::vector<std::uint32_t>(members.size(), kNone), 0);
     }
   }
+}
+
+std::string tree_refusal(const AlgorithmRequest& r) {
+  if (r.collective != models::Collective::AllReduce) return "tree implements AllReduce only (as in NCCL)";
+  return {};
 }
 
 }  // namespace ccsim::planner::detail

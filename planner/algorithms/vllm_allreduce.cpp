@@ -6,17 +6,23 @@
 #include <stdexcept>
 #include <string>
 
-#include "planner/algorithms/builder.hpp"
+#include "planner/algorithms/generators.hpp"
+#include "planner/algorithms/registry.hpp"
 
 namespace ccsim::planner {
 
 std::string_view to_string(VllmAllReduce a) {
+  if (const auto entry = vllm_algorithm(a)) return to_string(*entry);
+  return "nccl";
+}
+
+std::optional<Algorithm> vllm_algorithm(VllmAllReduce a) {
   switch (a) {
-    case VllmAllReduce::Nccl: return "nccl";
-    case VllmAllReduce::OneShot: return "vllm-oneshot";
-    case VllmAllReduce::TwoShot: return "vllm-twoshot";
+    case VllmAllReduce::Nccl: return std::nullopt;
+    case VllmAllReduce::OneShot: return Algorithm::VllmOneShot;
+    case VllmAllReduce::TwoShot: return Algorithm::VllmTwoShot;
   }
-  return "?";
+  return std::nullopt;
 }
 
 bool vllm_custom_allreduce_enabled(const VllmGroup& g) {
@@ -101,5 +107,41 @@ models::Schedule vllm_custom_allreduce(VllmAllReduce kind, int nranks, std::uint
   }
   return b.take();
 }
+
+namespace detail {
+
+namespace {
+std::string vllm_refusal(Algorithm a, const AlgorithmRequest& r) {
+  if (r.collective != models::Collective::AllReduce) return std::string(to_string(a)) + " implements AllReduce";
+  if (r.granularity == models::Granularity::Phase) return std::string(to_string(a)) + " has no phase granularity";
+  return {};
+}
+}  // namespace
+
+models::Schedule vllm_one_shot(const AlgorithmRequest& r) {
+  return vllm_custom_allreduce(VllmAllReduce::OneShot, r.nranks, r.bytes, r.element_size);
+}
+
+models::Schedule vllm_two_shot(const AlgorithmRequest& r) {
+  return vllm_custom_allreduce(VllmAllReduce::TwoShot, r.nranks, r.bytes, r.element_size);
+}
+
+std::string vllm_one_shot_refusal(const AlgorithmRequest& r) { return vllm_refusal(Algorithm::VllmOneShot, r); }
+std::string vllm_two_shot_refusal(const AlgorithmRequest& r) { return vllm_refusal(Algorithm::VllmTwoShot, r); }
+
+double vllm_one_shot_ops(const AlgorithmRequest& r) {
+  // Per rank a copy, then per peer a send, a receive and a reduction.
+  const double n = r.nranks;
+  return n * (1 + 3 * (n - 1));
+}
+
+double vllm_two_shot_ops(const AlgorithmRequest& r) {
+  // Per rank stage 1 as one-shot's (a copy, per peer a send, a receive and a reduction), and
+  // stage 2 a send and a receive per peer.
+  const double n = r.nranks;
+  return n * (1 + 5 * (n - 1));
+}
+
+}  // namespace detail
 
 }  // namespace ccsim::planner

@@ -27,16 +27,22 @@
 // launch is CostParams::base_latency (constants in scenarios/calibration/serving.yaml).
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "models/collective/schedule.hpp"
+#include "planner/algorithms/algorithms.hpp"
 
 namespace ccsim::planner {
 
 enum class VllmAllReduce : std::uint8_t { Nccl, OneShot, TwoShot };
 
-/// "nccl", "vllm-oneshot", "vllm-twoshot".
+/// "nccl", "vllm-oneshot", "vllm-twoshot" (the kernels' registry names).
 std::string_view to_string(VllmAllReduce a);
+/// The registry's entry of a custom kernel: Algorithm::VllmOneShot or VllmTwoShot; nullopt for
+/// Nccl (the choice then goes to the NCCL policy). generate(*vllm_algorithm(kind), request)
+/// with request {AllReduce, world size, bytes, element size} builds vllm_custom_allreduce's Schedule.
+std::optional<Algorithm> vllm_algorithm(VllmAllReduce a);
 
 /// vLLM's custom all-reduce buffer size (CustomAllreduce.__init__ max_size default 8192·1024
 /// bytes); inputs of this size or more go to NCCL.

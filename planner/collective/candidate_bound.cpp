@@ -17,15 +17,17 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 }  // namespace
 
 ScheduleBound::ScheduleBound(const sim::Plan& plan, models::Router& router) : shape_(*plan.schedule) {
-  const models::Topology& topo = router.topology();
   const sim::detail::ExecutionGraph g(plan, router);
-  const models::Schedule& s = *plan.schedule;
   t0_ = plan.cost.base_latency;
   wire_factor_ = plan.cost.wire_factor;
-  const std::uint32_t nops = g.op_count();
-  const auto nt = static_cast<std::uint32_t>(g.transfers.size());
-  const auto ngroups = static_cast<std::uint32_t>(g.group_size.size());
+  add_ops(g);
+  add_legs(plan, router.topology(), g);
+  const std::vector<std::uint32_t> up_count = add_groups(g);
+  add_order(g, up_count);
+}
 
+void ScheduleBound::add_ops(const sim::detail::ExecutionGraph& g) {
+  const models::Schedule& s = shape_;
   // Ops: global ids rank by rank (as ExecutionGraph numbers them), dependencies forward.
   std::uint32_t total = 0;
   for (const auto& prog : s.ranks) {
@@ -42,7 +44,10 @@ ScheduleBound::ScheduleBound(const sim::Plan& plan, models::Router& router) : sh
     }
   }
   op_transfer_ = g.op_transfer;
+}
 
+void ScheduleBound::add_legs(const sim::Plan& plan, const models::Topology& topo, const sim::detail::ExecutionGraph& g) {
+  const auto nt = static_cast<std::uint32_t>(g.transfers.size());
   // Transfers: latency and lone rate as the engine charges them, links as local indices.
   const auto capacity = [&](models::LinkId id) {
     const models::Link& l = topo.link(id);
@@ -98,6 +103,11 @@ ScheduleBound::ScheduleBound(const sim::Plan& plan, models::Router& router) : sh
     leg.rate = tr.path_count > 0 && rate > 0.0 && rate < kInf ? rate : 0.0;
     legs_.push_back(leg);
   }
+}
+
+std::vector<std::uint32_t> ScheduleBound::add_groups(const sim::detail::ExecutionGraph& g) {
+  const auto nt = static_cast<std::uint32_t>(g.transfers.size());
+  const auto ngroups = static_cast<std::uint32_t>(g.group_size.size());
   // In-switch groups: their GPU -> switch legs. The engine starts the switch -> GPU legs when
   // group_size legs have arrived: all of them when there are exactly that many (the latest
   // arrival), the first when there are more (a bound: the group_size-th comes no earlier).
@@ -112,7 +122,13 @@ ScheduleBound::ScheduleBound(const sim::Plan& plan, models::Router& router) : sh
     if (g.transfers[t].group != sim::detail::kNoOp && g.transfers[t].recv_op == sim::detail::kNoOp) group_up_[fill[g.transfers[t].group]++] = t;
   group_first_.assign(ngroups, 0);
   for (std::uint32_t k = 0; k < ngroups; ++k) group_first_[k] = up_count[k] > static_cast<std::uint32_t>(g.group_size[k]) ? 1 : 0;
+  return up_count;
+}
 
+void ScheduleBound::add_order(const sim::detail::ExecutionGraph& g, const std::vector<std::uint32_t>& up_count) {
+  const std::uint32_t nops = g.op_count();
+  const auto nt = static_cast<std::uint32_t>(g.transfers.size());
+  const auto ngroups = static_cast<std::uint32_t>(g.group_size.size());
   // Dependency order (Kahn) over nodes: op ready [0, ops), transfer done [ops, ops + T),
   // group complete [ops + T, ops + T + G).
   const std::uint32_t nnodes = nops + nt + ngroups;
@@ -154,7 +170,7 @@ ScheduleBound::ScheduleBound(const sim::Plan& plan, models::Router& router) : sh
   // left out has no receiver waiting for it.)
   std::uint32_t stuck = 0;
   for (std::uint32_t i = 0; i < nops + nt; ++i) stuck += indegree[i] > 0 ? 1 : 0;
-  if (stuck > 0) throw std::runtime_error(fmt::format("schedule {} deadlocks ({} ops and transfers never run)", s.algorithm, stuck));
+  if (stuck > 0) throw std::runtime_error(fmt::format("schedule {} deadlocks ({} ops and transfers never run)", shape_.algorithm, stuck));
 }
 
 bool ScheduleBound::matches(const models::Schedule& s) const {

@@ -29,6 +29,10 @@
 #include "models/collective/schedule.hpp"
 #include "sim/engine.hpp"
 
+namespace ccsim::sim::detail {
+class ExecutionGraph;
+}  // namespace ccsim::sim::detail
+
 namespace ccsim::planner {
 
 /// Relative slack under which a bound is trusted when pruning: the engine's event coalescing
@@ -54,6 +58,14 @@ class ScheduleBound {
   std::size_t ops() const { return op_deps_begin_.size() - 1; }
 
  private:
+  // The constructor's steps, in order.
+  void add_ops(const sim::detail::ExecutionGraph& g);
+  void add_legs(const sim::Plan& plan, const models::Topology& topo, const sim::detail::ExecutionGraph& g);
+  /// In-switch groups; returns each group's GPU -> switch legs counted.
+  std::vector<std::uint32_t> add_groups(const sim::detail::ExecutionGraph& g);
+  /// Dependency order; throws std::runtime_error when the schedule deadlocks.
+  void add_order(const sim::detail::ExecutionGraph& g, const std::vector<std::uint32_t>& up_count);
+
   models::Schedule shape_;                     ///< the schedule built on (its slices ignored by matches)
   double t0_ = 0;                              ///< seconds, CostParams::base_latency
   double wire_factor_ = 1;

@@ -1,8 +1,9 @@
 #include "planner/tuning/cost_model.hpp"
+
+#include "planner/algorithms/registry.hpp"
 #include "support/data_dir.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 
 #include <cstdlib>
@@ -16,27 +17,6 @@ namespace ccsim::planner {
 
 using support::Fields;
 using support::Quantity;
-
-std::string_view to_string(Protocol p) {
-  switch (p) {
-    case Protocol::LL: return "LL";
-    case Protocol::LL128: return "LL128";
-    case Protocol::Simple: return "Simple";
-  }
-  return "?";
-}
-
-std::optional<Protocol> parse_protocol(std::string_view s) {
-  // Case-insensitive, as NCCL_PROTO is.
-  const auto same = [](std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-           });
-  };
-  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple})
-    if (same(to_string(p), s)) return p;
-  return std::nullopt;
-}
 
 namespace {
 
@@ -78,6 +58,22 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
   }
   CostModel m;
   m.source_ = root.optional_string("source").value_or("");
+  m.read_protocol_rules(root);
+  const Fields protocols = root.map("protocols");
+  protocols.reject_unknown({"LL", "LL128", "Simple"});
+  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    const Fields f = protocols.map(to_string(p));
+    f.reject_unknown({"chunk"});
+    m.chunk_[static_cast<std::size_t>(p)] = f.quantity("chunk", Quantity::Bytes, true);
+  }
+  m.read_algorithms(root);
+  m.read_caps(root);
+  m.read_link_efficiency(root);
+  return m;
+}
+
+/// protocol_rules: when the library enables each protocol by default.
+void CostModel::read_protocol_rules(const Fields& root) {
   if (const auto rules = root.optional_map("protocol_rules")) {
     rules->reject_unknown({"LL", "LL128", "Simple"});
     for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
@@ -104,23 +100,20 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
       rule.max_intra = path_type("max_intra_path");
       rule.max_inter = path_type("max_inter_path");
       rule.mixed_archs = f->boolean("mixed_archs", true);
-      m.rules_[static_cast<std::size_t>(p)] = rule;
+      rules_[static_cast<std::size_t>(p)] = rule;
     }
   }
-  const Fields protocols = root.map("protocols");
-  protocols.reject_unknown({"LL", "LL128", "Simple"});
-  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
-    const Fields f = protocols.map(to_string(p));
-    f.reject_unknown({"chunk"});
-    m.chunk_[static_cast<std::size_t>(p)] = f.quantity("chunk", Quantity::Bytes, true);
-  }
+}
+
+/// algorithms: latencies, step overheads and bandwidth factors per cost table and protocol.
+void CostModel::read_algorithms(const Fields& root) {
   const Fields algorithms = root.map("algorithms");
-  algorithms.reject_unknown({"ring", "tree", "nvls", "nvls-tree", "default"});
-  for (const char* name : {"ring", "tree", "nvls", "nvls-tree", "default"}) {
-    auto& entries = m.algorithms_[name];
+  algorithms.reject_unknown(cost_table_names());
+  for (const std::string_view name : cost_table_names()) {
+    auto& entries = algorithms_[std::string(name)];
     const auto a = algorithms.optional_map(name);
     if (!a) {
-      if (std::string(name) == "default") throw algorithms.missing("default", "figures for the other algorithms");
+      if (name == "default") throw algorithms.missing("default", "figures for the other algorithms");
       continue;
     }
     a->reject_unknown({"base_latency", "step_overhead", "bandwidth_factor"});
@@ -165,9 +158,13 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
       }
     }
   }
+}
+
+/// bandwidth_caps: throughput caps per cost table, protocol and architecture family.
+void CostModel::read_caps(const Fields& root) {
   if (const auto caps = root.optional_map("bandwidth_caps")) {
-    caps->reject_unknown({"ring", "tree", "nvls", "nvls-tree", "default"});
-    for (const char* algo : {"ring", "tree", "nvls", "nvls-tree", "default"}) {
+    caps->reject_unknown(cost_table_names());
+    for (const std::string_view algo : cost_table_names()) {
       const auto per_algo = caps->optional_map(algo);
       if (!per_algo) continue;
       per_algo->reject_unknown({"LL", "LL128", "Simple"});
@@ -203,16 +200,20 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
             cap.by_family[arch] = v;
           }
         }
-        m.caps_[{algo, static_cast<int>(p)}] = cap;
+        caps_[{std::string(algo), static_cast<int>(p)}] = cap;
       }
     }
   }
+}
+
+/// link_efficiency: the fraction of each link kind's bandwidth a collective reaches.
+void CostModel::read_link_efficiency(const Fields& root) {
   if (const auto eff = root.optional_map("link_efficiency")) {
     for (const auto& layer : eff->layers()) {
       for (const auto& kv : layer.node) {
         const std::string kind = kv.first.Scalar();
-        if (m.link_efficiency_.count(kind) != 0) continue;
-        auto& by_arch = m.link_efficiency_[kind];
+        if (link_efficiency_.count(kind) != 0) continue;
+        auto& by_arch = link_efficiency_[kind];
         if (!kv.second.IsMap()) {
           const double v = fraction(*eff, kind);
           by_arch["default"] = v;
@@ -236,16 +237,9 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
       }
     }
   }
-  return m;
 }
 
-std::string_view CostModel::table_name(Algorithm a) {
-  return a == Algorithm::Ring       ? "ring"
-         : a == Algorithm::Tree     ? "tree"
-         : a == Algorithm::Nvls     ? "nvls"
-         : a == Algorithm::NvlsTree ? "nvls-tree"
-                                    : "default";
-}
+std::string_view CostModel::table_name(Algorithm a) { return algorithm_entry(a).cost_table; }
 
 const CostModel::Entry& CostModel::entry(Algorithm a, Protocol p) const {
   const auto it = algorithms_.find(std::string(table_name(a)));
@@ -343,7 +337,7 @@ void CostModel::warn_missing_efficiency(const models::Topology& topology, const 
 }
 
 double CostModel::max_rate(Algorithm a, Protocol p, const std::string& arch, int nodes, int channels) const {
-  const std::string key = a == Algorithm::Ring ? "ring" : a == Algorithm::Tree ? "tree" : "";
+  const std::string key(algorithm_entry(a).capped ? table_name(a) : "");
   const auto it = caps_.find({key, static_cast<int>(p)});
   if (key.empty() || it == caps_.end()) return std::numeric_limits<double>::infinity();
   const auto family_it = it->second.by_family.find(architecture_family(arch));

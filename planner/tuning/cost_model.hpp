@@ -19,16 +19,11 @@
 #include "models/hardware/topology.hpp"
 #include "support/yaml_fields.hpp"
 #include "planner/algorithms/algorithms.hpp"
+#include "planner/algorithms/protocol.hpp"
 #include "planner/tuning/protocol_rules.hpp"
 #include "sim/engine.hpp"
 
 namespace ccsim::planner {
-
-/// NCCL's protocols: LL (8-byte stores, half of them flags), LL128 (128-byte lines with 8
-/// flag bytes), Simple (bulk copies with fences).
-enum class Protocol : std::uint8_t { LL, LL128, Simple };
-std::string_view to_string(Protocol p);
-std::optional<Protocol> parse_protocol(std::string_view s);
 
 class CostModel {
  public:
@@ -90,6 +85,11 @@ class CostModel {
     std::map<std::string, double> factor_by_family;  // when keyed by architecture family
   };
   const Entry& entry(Algorithm a, Protocol p) const;
+  // from_yaml's sections (each throws support::InputError as from_yaml does).
+  void read_protocol_rules(const support::Fields& root);
+  void read_algorithms(const support::Fields& root);
+  void read_caps(const support::Fields& root);
+  void read_link_efficiency(const support::Fields& root);
   double bandwidth_factor(Algorithm a, Protocol p, std::string_view arch) const;
 
   std::map<std::string, std::array<Entry, 3>> algorithms_;  // "ring", "tree", "nvls", "nvls-tree", "default"

@@ -11,6 +11,7 @@
 #include "models/hardware/catalog.hpp"
 #include "models/hardware/cluster.hpp"
 #include "models/scenario/scenario.hpp"
+#include "planner/algorithms/registry.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {
@@ -21,7 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const ccsim::models::Catalog catalog = ccsim::models::Catalog::load(ccsim::models::Catalog::default_dir());
   const std::string path = ccsim::fuzz::write_input("scenario.yaml", data, size);
   ccsim::fuzz::expect_success_or_input_error("load_scenario + build_cluster", [&] {
-    const ccsim::models::Scenario scenario = ccsim::models::load_scenario(path, catalog);
+    const ccsim::models::Scenario scenario =
+        ccsim::models::load_scenario(path, catalog, {.algorithm_names = ccsim::planner::algorithm_names()});
     if (scenario.cluster.total_gpus() > kMaxFuzzGpus) return;
     const ccsim::models::Cluster cluster = ccsim::models::build_cluster(scenario.cluster);
     (void)cluster;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "support/units.hpp"
+#include "planner/algorithms/registry.hpp"
 #include "planner/tuning/protocol_rules.hpp"
 
 namespace ccsim::validate::calibration {
@@ -15,7 +16,6 @@ namespace ccsim::validate::calibration {
 namespace {
 
 constexpr std::array<Protocol, 3> kProtocols{Protocol::LL, Protocol::LL128, Protocol::Simple};
-constexpr std::array<const char*, 5> kAlgorithms{"ring", "tree", "nvls", "nvls-tree", "default"};
 /// Link classes in fitting priority: where rows cannot tell which hop is slow, the nearest
 /// (most hops on a collective's critical path) takes the latency first.
 constexpr std::array<const char*, 4> kClasses{"scale-up", "pcie", "host", "network"};
@@ -85,28 +85,34 @@ double rounded(double v, Unit unit) {
 // ---------------------------------------------------------------------------------------------
 // Parameter groups.
 
-/// Builds the groups the table and the cluster offer.
-std::vector<Group> make_groups(const YAML::Node& table, const models::Cluster& cluster, const std::string& arch) {
-  std::vector<Group> groups;
-  const YAML::Node algorithms = find_node(table, {"algorithms"});
-  const auto has_protocol = [&](const char* algo, Protocol p) {
-    return static_cast<bool>(find_node(algorithms, {algo, "base_latency", std::string(planner::to_string(p))}));
-  };
-  const std::string family = planner::architecture_family(arch);
-  const auto latency_group = [&](const std::string& name, const std::vector<const char*>& algos,
-                                 const std::vector<Protocol>& protocols, const char* cls) {
+namespace {
+
+/// Adds groups of the figures of one table to `groups`.
+struct GroupMaker {
+  const YAML::Node& table;
+  YAML::Node algorithms;  ///< the table's `algorithms:` section
+  std::vector<Group>& groups;
+
+  bool has_protocol(std::string_view algo, Protocol p) const {
+    return static_cast<bool>(find_node(algorithms, {std::string(algo), "base_latency", std::string(planner::to_string(p))}));
+  }
+
+  /// An offset of the latencies (base_latency, or step_overhead of link class `cls`) of `algos`
+  /// with `protocols`, bounded below so every member stays at or above 0.
+  void latency_group(const std::string& name, const std::vector<std::string_view>& algos, const std::vector<Protocol>& protocols,
+                     const char* cls) {
     Group g;
     g.name = name;
     for (Protocol p : protocols) {
       const std::string pn(planner::to_string(p));
-      for (const char* algo : algos) {
+      for (std::string_view algo : algos) {
         if (!has_protocol(algo, p)) continue;
         Address a;
         if (cls == nullptr) {
-          a.keys = {"algorithms", algo, "base_latency", pn};
+          a.keys = {"algorithms", std::string(algo), "base_latency", pn};
         } else {
-          if (!find_node(algorithms, {algo, "step_overhead", cls}).IsMap()) continue;
-          a.keys = {"algorithms", algo, "step_overhead", cls, pn};
+          if (!find_node(algorithms, {std::string(algo), "step_overhead", cls}).IsMap()) continue;
+          a.keys = {"algorithms", std::string(algo), "step_overhead", cls, pn};
         }
         const YAML::Node v = find_node(table, a.keys);
         g.members.push_back({a, v ? parse_value(v, Unit::Seconds) : 0.0});
@@ -119,19 +125,20 @@ std::vector<Group> make_groups(const YAML::Node& table, const models::Cluster& c
     g.lo = -lowest;
     g.hi = 1.0;  // a second per step: far beyond any transport
     groups.push_back(std::move(g));
-  };
-  // A multiplier of the plain-number figures at algorithms.ALGO.<keys> (bandwidth factors,
-  // NVLS efficiency), bounded so every member stays in [0.01, 1].
-  const auto fraction_group = [&](const std::string& name, Protocol p, const std::vector<const char*>& algos,
-                                  const std::vector<std::string>& keys) {
+  }
+
+  /// A multiplier of the plain-number figures at algorithms.ALGO.<keys> (bandwidth factors,
+  /// NVLS efficiency), bounded so every member stays in [0.01, 1].
+  void fraction_group(const std::string& name, Protocol p, const std::vector<std::string_view>& algos,
+                      const std::vector<std::string>& keys) {
     Group g;
     g.name = name;
     g.offset = false;
     g.unit = Unit::Fraction;
     double highest = 0, lowest = 1;
-    for (const char* algo : algos) {
+    for (std::string_view algo : algos) {
       Address a;
-      a.keys = {"algorithms", algo};
+      a.keys = {"algorithms", std::string(algo)};
       a.keys.insert(a.keys.end(), keys.begin(), keys.end());
       const YAML::Node v = find_node(table, a.keys);
       if (!v || !v.IsScalar()) continue;
@@ -145,20 +152,10 @@ std::vector<Group> make_groups(const YAML::Node& table, const models::Cluster& c
     g.lo = 0.01 / lowest;
     g.hi = 1.0 / highest;
     groups.push_back(std::move(g));
-  };
-  std::vector<const char*> all(kAlgorithms.begin(), kAlgorithms.end());
-  const std::vector<Protocol> every(kProtocols.begin(), kProtocols.end());
-  // Shared latency groups first (a slow hop or launch slows every algorithm alike), per-hop
-  // before base, per protocol (LL, LL128 and Simple pay different per-step costs).
-  (void)every;
-  for (Protocol p : kProtocols) {
-    for (const char* cls : kClasses) {
-      latency_group(fmt::format("step_overhead {} {} (all algorithms)", cls, planner::to_string(p)), all, {p}, cls);
-    }
-    latency_group(fmt::format("base_latency {} (all algorithms)", planner::to_string(p)), all, {p}, nullptr);
   }
-  // Link efficiencies of the cluster's link kinds.
-  {
+
+  /// A multiplier of each link kind's efficiency in `cluster` on GPUs of `arch`.
+  void link_efficiency_groups(const models::Cluster& cluster, const std::string& arch) {
     const planner::CostModel costs = planner::CostModel::from_yaml({table, nullptr});
     const auto& kinds = cluster.topology.link_kinds();
     for (std::size_t k = 0; k < kinds.size(); ++k) {
@@ -176,20 +173,20 @@ std::vector<Group> make_groups(const YAML::Node& table, const models::Cluster& c
       groups.push_back(std::move(g));
     }
   }
-  // Protocol bandwidth factors and throughput caps, as multipliers.
-  for (Protocol p : kProtocols) {
+
+  /// A multiplier of every throughput cap of protocol `p` for architecture family `family`.
+  void cap_group(Protocol p, const std::string& family, const std::vector<std::string_view>& tables) {
     const std::string pn(planner::to_string(p));
-    fraction_group(fmt::format("bandwidth_factor {} (all algorithms)", pn), p, {"ring", "tree", "nvls", "nvls-tree", "default"},
-                   {"bandwidth_factor", pn});
     Group cap;
     cap.name = fmt::format("bandwidth_caps {} {} (all algorithms)", pn, family);
     cap.offset = false;
     cap.unit = Unit::Bandwidth;
-    for (const char* algo : kAlgorithms) {
-      const YAML::Node row = find_node(table, {"bandwidth_caps", algo, pn, family});
+    for (std::string_view algo : tables) {
+      const YAML::Node row = find_node(table, {"bandwidth_caps", std::string(algo), pn, family});
       if (!row || !row.IsSequence()) continue;
       for (std::size_t i = 0; i < row.size(); ++i) {
-        cap.members.push_back({Address{{"bandwidth_caps", algo, pn, family}, static_cast<int>(i)}, parse_value(row[i], Unit::Bandwidth)});
+        cap.members.push_back(
+            {Address{{"bandwidth_caps", std::string(algo), pn, family}, static_cast<int>(i)}, parse_value(row[i], Unit::Bandwidth)});
       }
       cap.used_by.emplace_back(algo, p);
     }
@@ -199,18 +196,48 @@ std::vector<Group> make_groups(const YAML::Node& table, const models::Cluster& c
       groups.push_back(std::move(cap));
     }
   }
+};
+
+}  // namespace
+
+/// Builds the groups the table and the cluster offer.
+std::vector<Group> make_groups(const YAML::Node& table, const models::Cluster& cluster, const std::string& arch) {
+  std::vector<Group> groups;
+  GroupMaker make{table, find_node(table, {"algorithms"}), groups};
+  // The cost tables (the `algorithms:` keys), in the registry's order.
+  const std::vector<std::string_view>& tables = planner::cost_table_names();
+  const std::string family = planner::architecture_family(arch);
+  const std::vector<std::string_view> all(tables.begin(), tables.end());
+  // Shared latency groups first (a slow hop or launch slows every algorithm alike), per-hop
+  // before base, per protocol (LL, LL128 and Simple pay different per-step costs).
+  for (Protocol p : kProtocols) {
+    for (const char* cls : kClasses) {
+      make.latency_group(fmt::format("step_overhead {} {} (all algorithms)", cls, planner::to_string(p)), all, {p}, cls);
+    }
+    make.latency_group(fmt::format("base_latency {} (all algorithms)", planner::to_string(p)), all, {p}, nullptr);
+  }
+  // Link efficiencies of the cluster's link kinds.
+  make.link_efficiency_groups(cluster, arch);
+  // Protocol bandwidth factors and throughput caps, as multipliers.
+  for (Protocol p : kProtocols) {
+    const std::string pn(planner::to_string(p));
+    make.fraction_group(fmt::format("bandwidth_factor {} (all algorithms)", pn), p, all, {"bandwidth_factor", pn});
+    make.cap_group(p, family, tables);
+  }
   // NVLS efficiency (nvlsEfficiency), keyed by family.
-  fraction_group("NVLS efficiency (nvls, nvls-tree) " + family, Protocol::Simple, {"nvls", "nvls-tree"},
-                 {"bandwidth_factor", "Simple", family});
+  const std::vector<std::string_view>& nvls = planner::nvls_cost_tables();
+  std::string nvls_list;
+  for (std::string_view t : nvls) nvls_list += (nvls_list.empty() ? "" : ", ") + std::string(t);
+  make.fraction_group("NVLS efficiency (" + nvls_list + ") " + family, Protocol::Simple, nvls, {"bandwidth_factor", "Simple", family});
   // Per-algorithm latency offsets: separable from the shared ones only with rows of two
   // algorithms, so they come last.
   for (Protocol p : kProtocols) {
-    for (const char* algo : kAlgorithms) {
-      if (!has_protocol(algo, p)) continue;
+    for (std::string_view algo : tables) {
+      if (!make.has_protocol(algo, p)) continue;
       for (const char* cls : kClasses) {
-        latency_group(fmt::format("step_overhead {} {} ({})", cls, planner::to_string(p), algo), {algo}, {p}, cls);
+        make.latency_group(fmt::format("step_overhead {} {} ({})", cls, planner::to_string(p), algo), {algo}, {p}, cls);
       }
-      latency_group(fmt::format("base_latency {} ({})", planner::to_string(p), algo), {algo}, {p}, nullptr);
+      make.latency_group(fmt::format("base_latency {} ({})", planner::to_string(p), algo), {algo}, {p}, nullptr);
     }
   }
   for (Group& g : groups)

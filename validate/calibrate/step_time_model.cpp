@@ -18,6 +18,7 @@
 #include "models/scenario/effective_yaml.hpp"
 #include "support/temp_files.hpp"
 #include "planner/tuning/cost_model.hpp"
+#include "planner/algorithms/registry.hpp"
 #include "planner/workload/serving.hpp"
 
 namespace ccsim::validate {
@@ -123,7 +124,7 @@ std::unique_ptr<StepCase> make_case(const YAML::Node& base, const StepTimeRow& r
       if (!out) throw support::OutputError("cannot write the temporary scenario " + path);
     }
     try {
-      c->scenario = models::load_scenario(path, catalog);
+      c->scenario = models::load_scenario(path, catalog, {.algorithm_names = planner::algorithm_names()});
     } catch (const InputError& e) {
       std::error_code ec;
       std::filesystem::remove(path, ec);
@@ -160,7 +161,7 @@ StepTimeModel::StepTimeModel(const std::string& scenario_path, const std::string
   m.file = step_times;
   m.rows = read_step_times(step_times);
   m.catalog = models::Catalog::load(models::Catalog::default_dir());
-  const models::Scenario scenario = models::load_scenario(scenario_path, m.catalog);
+  const models::Scenario scenario = models::load_scenario(scenario_path, m.catalog, {.algorithm_names = planner::algorithm_names()});
   if (!scenario.workload) {
     throw InputError({scenario_path, 0, 0}, "workload", "a workload section (model, phase, ...) to simulate the measured steps",
                      "a scenario without one");

@@ -21,14 +21,6 @@ std::optional<std::uint32_t> type_size(const std::string& t) {
   return std::nullopt;
 }
 
-bool sized_per_rank(models::Collective c) {
-  return c == models::Collective::ReduceScatter || c == models::Collective::AllGather || c == models::Collective::AlltoAll;
-}
-
-std::uint64_t size_granule(models::Collective c, std::uint32_t element_bytes, int nranks) {
-  return static_cast<std::uint64_t>(element_bytes) * (sized_per_rank(c) ? static_cast<std::uint64_t>(nranks) : 1);
-}
-
 namespace {
 
 std::optional<models::Collective> collective_from_name(const std::string& name) {

@@ -45,14 +45,4 @@ std::vector<LogTest> parse_nccl_tests_log(std::istream& in, const std::string& f
 /// "double" 8, "int8" 1, ...); nullopt when unknown.
 std::optional<std::uint32_t> type_size(const std::string& type);
 
-/// Whether nccl-tests sizes collective `c` per rank: ReduceScatter, AllGather and AlltoAll move
-/// one block per rank, so their sizes are a whole number of elements per rank and their count
-/// column holds one rank's elements; every other collective's sizes are whole elements and its
-/// count column holds them all.
-bool sized_per_rank(models::Collective c);
-
-/// The granule of nccl-tests' sizes of `c`, bytes: `element_bytes` × `nranks` when
-/// sized_per_rank(c), else `element_bytes`. A size as nccl-tests makes it is a multiple of it.
-std::uint64_t size_granule(models::Collective c, std::uint32_t element_bytes, int nranks);
-
 }  // namespace ccsim::validate

@@ -28,7 +28,7 @@ bool reduces(models::Collective c) {
 
 /// Elements in nccl-tests' count column: per rank for ReduceScatter / AllGather / AlltoAll.
 std::uint64_t count_of(models::Collective c, std::uint64_t bytes, int nranks, std::uint32_t element) {
-  return bytes / element / (sized_per_rank(c) ? static_cast<std::uint64_t>(nranks) : 1);
+  return bytes / element / (models::sized_per_rank(c) ? static_cast<std::uint64_t>(nranks) : 1);
 }
 
 double median(std::vector<double>& v) {

@@ -28,7 +28,7 @@ planner::CollectiveOptions options_for(const models::Cluster& c, Algorithm a, co
   o.algorithm = a;
   o.protocol = planner::Protocol::Simple;
   o.gpus = c.topology.gpus();
-  o.granularity = "step";
+  o.granularity = models::Granularity::Step;
   o.engine = engine;
   o.check_bound = false;
   return o;

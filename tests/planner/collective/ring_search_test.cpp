@@ -56,7 +56,7 @@ planner::CollectiveOptions ring_options(const models::Cluster& c, int channels) 
   o.protocol = Protocol::Simple;
   o.gpus = c.topology.gpus();
   o.channels = channels;
-  o.granularity = "step";
+  o.granularity = models::Granularity::Step;
   return o;
 }
 
@@ -185,7 +185,7 @@ TEST_CASE("connections are FIFO, latency is pipelined: small messages keep NCCL'
   o.algorithm = Algorithm::Ring;
   o.protocol = Protocol::LL;
   o.gpus = c.topology.gpus();
-  o.granularity = "step";
+  o.granularity = models::Granularity::Step;
   planner::CollectiveRunner runner(c, costs(), o);
   const double t = runner.run(1024).time;
   CHECK(t > 17.7e-6);

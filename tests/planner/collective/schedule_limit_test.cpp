@@ -98,7 +98,7 @@ TEST_CASE("the runner skips a too-large candidate when another fits, refuses whe
   const auto costs = planner::CostModel::load(planner::CostModel::default_path(c));
   planner::CollectiveOptions o;
   o.gpus = c.topology.gpus();
-  o.granularity = "step";
+  o.granularity = models::Granularity::Step;
   o.check_bound = false;
   o.protocol = planner::Protocol::Simple;
   const planner::CollectiveResult r = planner::CollectiveRunner(c, costs, o).run(1 << 20);

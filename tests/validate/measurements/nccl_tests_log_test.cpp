@@ -401,18 +401,3 @@ TEST_CASE("nccl-tests log: the pre-2020 all_gather layout without redop and root
   CHECK(!tests[0].collective);  // the log does not name it: `ccsim compare --op allgather`
   CHECK(!tests[0].nranks);  // no _perf line or rank lines: `ccsim compare --ranks 8`
 }
-
-TEST_CASE("nccl-tests sizes: per rank for ReduceScatter, AllGather and AlltoAll, whole elements otherwise", "[validate][log]") {
-  // 8 ranks of 4-byte floats: an AllGather size is a multiple of 8 × 4 = 32 bytes (one float
-  // per rank at least), an AllReduce size a multiple of 4; 2-byte halves on 3 ranks: 6 and 2.
-  for (const Collective c : {Collective::ReduceScatter, Collective::AllGather, Collective::AlltoAll}) {
-    CHECK(validate::sized_per_rank(c));
-    CHECK(validate::size_granule(c, 4, 8) == 32);
-    CHECK(validate::size_granule(c, 2, 3) == 6);
-  }
-  for (const Collective c : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce, Collective::SendRecv}) {
-    CHECK_FALSE(validate::sized_per_rank(c));
-    CHECK(validate::size_granule(c, 4, 8) == 4);
-    CHECK(validate::size_granule(c, 2, 3) == 2);
-  }
-}

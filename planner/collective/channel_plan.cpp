@@ -1,0 +1,171 @@
+#include "planner/collective/channel_plan.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <optional>
+#include <stdexcept>
+
+#include "planner/collective/ring_search.hpp"
+
+namespace ccsim::planner {
+
+namespace {
+
+/// Ranks per node when the ranks fill their nodes evenly in node-major order (else 0), and the
+/// number of nodes they span.
+struct NodeShape {
+  int ranks_per_node = 0;
+  int nodes = 0;
+};
+
+NodeShape node_shape(const models::Topology& t, const std::vector<models::DeviceId>& gpus) {
+  std::map<int, int> per_node;
+  int last_node = -2;
+  bool contiguous = true;
+  std::vector<int> seen_nodes;
+  for (models::DeviceId g : gpus) {
+    const int node = t.device(g).node;
+    if (node != last_node) {
+      if (std::find(seen_nodes.begin(), seen_nodes.end(), node) != seen_nodes.end()) contiguous = false;
+      seen_nodes.push_back(node);
+      last_node = node;
+    }
+    ++per_node[node];
+  }
+  const int first = per_node.begin()->second;
+  const bool even = std::all_of(per_node.begin(), per_node.end(), [&](const auto& kv) { return kv.second == first; });
+  return {contiguous && even ? first : 0, static_cast<int>(per_node.size())};
+}
+
+/// The direct GPU-to-GPU links (xGMI and NVLink meshes; none on NVSwitch and PCIe-only nodes)
+/// among the first `per` ranks, or nullopt when there are none.
+std::optional<LinkGraph> direct_links(const models::Topology& t, const std::vector<models::DeviceId>& gpus, int per) {
+  if (per <= 1) return std::nullopt;
+  LinkGraph mesh;
+  bool direct = false;
+  mesh.n = per;
+  mesh.capacity.assign(static_cast<std::size_t>(per * per), 0.0);
+  for (int u = 0; u < per; ++u)
+    for (models::LinkId id : t.out_links(gpus[static_cast<std::size_t>(u)])) {
+      if (t.link(id).link_class != models::LinkClass::ScaleUp) continue;
+      for (int v = 0; v < per; ++v)
+        if (t.link_target(id) == gpus[static_cast<std::size_t>(v)]) {
+          mesh.capacity[static_cast<std::size_t>(u * per + v)] += t.link(id).bandwidth;
+          direct = true;
+        }
+    }
+  if (!direct) return std::nullopt;
+  return mesh;
+}
+
+/// Each node's ranks as they come, nodes in index order.
+std::vector<std::vector<int>> ranks_by_node(const models::Topology& t, const std::vector<models::DeviceId>& gpus) {
+  std::map<int, std::vector<int>> by_node;
+  for (int r = 0; r < static_cast<int>(gpus.size()); ++r) by_node[t.device(gpus[static_cast<std::size_t>(r)]).node].push_back(r);
+  std::vector<std::vector<int>> groups;
+  for (auto& [node, ranks] : by_node) groups.push_back(std::move(ranks));
+  return groups;
+}
+
+/// Rings across unequal nodes: channel c walks every node from its local c+1 round to local c
+/// (every other node backwards), one channel per rank of the smallest node, so the node-to-node
+/// hops of the first channels stay on one NIC rail and no NIC carries every channel.
+std::vector<std::vector<int>> rings_over_groups(const std::vector<std::vector<int>>& node_groups) {
+  std::size_t smallest = std::numeric_limits<std::size_t>::max();
+  for (const auto& g : node_groups) smallest = std::min(smallest, g.size());
+  const int channels = static_cast<int>(std::min<std::size_t>(kMaxRingChannels, smallest));
+  std::vector<std::vector<int>> rings;
+  for (int c = 0; c < channels; ++c) {
+    std::vector<int> order;
+    for (std::size_t node = 0; node < node_groups.size(); ++node) {
+      const auto& g = node_groups[node];
+      const int size = static_cast<int>(g.size());
+      std::vector<int> seq;
+      for (int k = 1; k <= size; ++k) seq.push_back(g[static_cast<std::size_t>((c + k) % size)]);
+      if (node % 2 == 1) std::reverse(seq.begin(), seq.end());
+      order.insert(order.end(), seq.begin(), seq.end());
+    }
+    rings.push_back(std::move(order));
+  }
+  return rings;
+}
+
+/// Rings across `nodes` nodes of `per` ranks each: channel c walks every node once, inside a
+/// node along paths[c] (searched Hamiltonian paths of a direct-link node, entered at its first
+/// GPU's NIC and left at its last's) or from local c+1 round to local c; every other node is
+/// walked backwards, so each node-to-node hop joins GPUs of the same local index.
+std::vector<std::vector<int>> rings_over_nodes(int per, int nodes, int channels, const std::vector<std::vector<int>>& paths) {
+  std::vector<std::vector<int>> rings;
+  for (int c = 0; c < channels; ++c) {
+    std::vector<int> order;
+    for (int node = 0; node < nodes; ++node) {
+      std::vector<int> seq;
+      if (!paths.empty()) {
+        for (int local : paths[static_cast<std::size_t>(c)]) seq.push_back(node * per + local);
+      } else {
+        for (int k = 1; k <= per; ++k) seq.push_back(node * per + (c + k) % per);
+      }
+      if (node % 2 == 1) std::reverse(seq.begin(), seq.end());
+      order.insert(order.end(), seq.begin(), seq.end());
+    }
+    rings.push_back(std::move(order));
+  }
+  return rings;
+}
+
+/// Tree heads across nodes: on the first node, the first rank of each NIC rail, in rail order.
+std::vector<int> rail_heads(const models::Topology& t, const std::vector<models::DeviceId>& gpus) {
+  std::map<int, int> first_of_rail;
+  const int node0 = t.device(gpus.front()).node;
+  int local = 0;
+  for (models::DeviceId g : gpus) {
+    if (t.device(g).node != node0) break;
+    first_of_rail.try_emplace(t.device(g).rail, local++);
+  }
+  std::vector<int> heads;
+  for (const auto& [rail, l] : first_of_rail) heads.push_back(l);
+  return heads;
+}
+
+}  // namespace
+
+ChannelPlan plan_channels(const models::Cluster& cluster, const std::vector<models::DeviceId>& gpus, int channels) {
+  if (gpus.empty()) throw std::invalid_argument("a collective needs at least one rank");
+  const models::Topology& t = cluster.topology;
+  ChannelPlan plan;
+  plan.ranks = static_cast<int>(gpus.size());
+  const NodeShape shape = node_shape(t, gpus);
+  plan.ranks_per_node = shape.ranks_per_node;
+  plan.nodes = shape.nodes;
+  const int per = plan.ranks_per_node;
+  const int nodes = per > 0 ? plan.ranks / per : 0;  // nodes of `per` ranks each (0: unequal)
+  const std::optional<LinkGraph> mesh = direct_links(t, gpus, per);
+  if (mesh) plan.node_orders = search_rings(*mesh, kMaxRingChannels);
+  if (per == 0) plan.node_groups = ranks_by_node(t, gpus);
+  int auto_channels = 1;
+  if (per == 0 && plan.node_groups.size() > 1) {
+    plan.ring_orders = rings_over_groups(plan.node_groups);
+    auto_channels = static_cast<int>(plan.ring_orders.size());
+  }
+  if (per > 1 && nodes > 1) {
+    auto_channels = std::min(kMaxRingChannels, per);
+    const std::vector<std::vector<int>> paths = mesh ? search_paths(*mesh, auto_channels) : std::vector<std::vector<int>>{};
+    plan.ring_orders = rings_over_nodes(per, nodes, auto_channels, paths);
+  } else if (nodes == 1 && !plan.node_orders.empty()) {
+    plan.ring_orders = plan.node_orders;
+    auto_channels = static_cast<int>(plan.ring_orders.size());
+  }
+  plan.channels = channels > 0 ? channels : auto_channels;
+  if (plan.nodes > 1) {
+    plan.tree_heads = rail_heads(t, gpus);
+    plan.tree_pairs = static_cast<int>(plan.tree_heads.size());
+  } else {
+    plan.tree_pairs = plan.node_orders.empty() ? 1 : static_cast<int>(plan.node_orders.size());
+  }
+  plan.tree_pairs = std::min(plan.tree_pairs, kMaxRingChannels);
+  if (channels > 0) plan.tree_pairs = channels;
+  return plan;
+}
+
+}  // namespace ccsim::planner

@@ -1,0 +1,74 @@
+#pragma once
+// What the collective planner is asked (CollectiveOptions) and what it answers for one size
+// (CollectiveResult).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/collective/collective.hpp"
+#include "models/collective/schedule.hpp"
+#include "models/hardware/topology.hpp"
+#include "planner/algorithms/algorithms.hpp"
+#include "planner/algorithms/protocol.hpp"
+#include "sim/engine.hpp"
+
+namespace ccsim::planner {
+
+/// The granularity a run asks for: Step, Phase, or none (nullopt: "auto", the planner's choice
+/// per candidate, planner/tuning/nccl_policy.hpp prefers_phase). The command line parses its
+/// option into it; the text constructor takes a scenario's simulation.granularity as loaded
+/// ("auto", "step" or "phase", which the scenario loader checked) and throws
+/// std::invalid_argument for any other text.
+struct GranularityChoice : std::optional<models::Granularity> {
+  using std::optional<models::Granularity>::optional;
+  GranularityChoice(std::optional<models::Granularity> g) : std::optional<models::Granularity>(g) {}
+  GranularityChoice(const std::string& text);
+};
+
+struct CollectiveOptions {
+  models::Collective collective = models::Collective::AllReduce;
+  std::optional<Algorithm> algorithm;   ///< nullopt: auto
+  std::optional<Protocol> protocol;     ///< nullopt: auto
+  std::vector<models::DeviceId> gpus;   ///< GPU of each rank, in rank order
+  int root = 0;
+  std::uint32_t element_size = 4;
+  int channels = 0;                     ///< 0: auto (one per NIC rail across nodes, one per link stride in a mesh)
+  GranularityChoice granularity;        ///< nullopt: auto
+  std::string engine = "analytic";      ///< analytic | flow
+  /// Other groups running the same collective at the same time (each the same size as
+  /// `gpus`, disjoint from it): they are simulated together, so they contend for shared
+  /// links; the time reported is the slowest group's.
+  std::vector<std::vector<models::DeviceId>> concurrent;
+  /// Compute the lower bound (latency, volume, max-flow cut) and fail when a simulated time
+  /// is below it. `ccsim run` turns it off: its ops are the same Schedules `ccsim collective`
+  /// checks, and the max-flow per group dominated a 16,384-GPU step's run time.
+  bool check_bound = true;
+  /// Exact pruning in auto mode: candidates are simulated in increasing order of a cheap
+  /// lower bound on their engine time (planner/collective/candidate_bound.hpp), and one whose bound is
+  /// at least the best simulated time so far is not simulated. The choice (algorithm,
+  /// protocol, time, ties to the earlier candidate) is the same as with every candidate
+  /// simulated; false simulates them all (the reference the tests compare with).
+  bool prune = true;
+};
+
+struct CollectiveResult {
+  std::uint64_t bytes = 0;
+  Algorithm algorithm = Algorithm::Ring;
+  Protocol protocol = Protocol::Simple;
+  models::Granularity granularity = models::Granularity::Step;
+  double time = 0;    ///< seconds
+  double bound = 0;   ///< seconds, lower bound (0 when not checked)
+  std::size_t transfers = 0;
+  std::vector<sim::LinkRecord> links;  ///< per-link bytes, busy time, peak of the chosen run (all concurrent groups)
+  /// Candidates skipped because their schedule was over kMaxScheduleOps ("ring/Simple skipped: ...").
+  std::vector<std::string> notes;
+  /// Candidates the analytic engine simulated for this size (the others were pruned).
+  int simulated = 0;
+  /// Set when --granularity phase was asked for and the chosen algorithm has none, so it ran
+  /// at step granularity: the reason ("ring chains have no phase granularity"). Empty otherwise.
+  std::string granularity_note;
+};
+
+}  // namespace ccsim::planner
