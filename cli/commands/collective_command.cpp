@@ -204,7 +204,7 @@ int run_collective(const CollectiveCliOptions& o) {
   if (lo == 0) throw InputError({"<command line>", 0, 0}, "--minbytes", "a size above 0", o.min_bytes);
   if (hi < lo) throw InputError({"<command line>", 0, 0}, "--maxbytes", "a size at least --minbytes", o.max_bytes);
   opts.element_size = element_size(o.datatype);
-  opts.engine = o.engine;
+  opts.engine = *models::parse_engine_kind(o.engine);  // checked by the option
   opts.channels = o.channels;
   opts.granularity = granularity_option(o.granularity);
   opts.root = o.root;

@@ -61,7 +61,7 @@ int run_compare(const CompareCliOptions& o) {
   const TableChoice table = collective_table(o.calibration, scenario, cluster);
   const planner::CostModel costs = planner::CostModel::load(table.path);
   validate::CompareOptions opts;
-  opts.engine = o.engine;
+  opts.engine = *models::parse_engine_kind(o.engine);  // checked by the option
   if (o.ranks > 0) opts.nranks = o.ranks;
   opts.algorithm = algorithm_option(o.algo);
   opts.protocol = protocol_option(o.protocol);

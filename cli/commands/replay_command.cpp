@@ -402,7 +402,7 @@ int run_replay(const ReplayCliOptions& o) {
   const planner::CostModel costs = planner::CostModel::load(cost_table.path);
   const std::unique_ptr<planner::CollectiveRunner> runner = make_runner(cluster, costs, opts, o.algo, o.protocol);
   const ReplaySizes sizes = replay_sizes(o, in, opts.element_size, n);
-  const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic", cluster);
+  const std::unique_ptr<sim::Engine> engine = sim::make_engine(models::EngineKind::Analytic, cluster);
   Replayed replayed;
   if (const int rc = replay_all({o, in.type, *runner, *engine, *backend, reporter}, sizes, replayed); rc != 0) return rc;
   if (!backend->reporter()) return 0;

@@ -32,7 +32,9 @@ struct Cluster {
   ClusterSpec spec;
   Topology topology;
   std::vector<NodeDevices> nodes;  ///< one per node, in node order
-  std::vector<int> node_group;     ///< group index of each node
+  /// Group index of each node: which NodeGroupSpec it came from (its specs and its name in
+  /// reports). Caches that treat nodes as alike key on topology.node_class(n), not on this.
+  std::vector<int> node_group;
 };
 
 /// Builds the Topology of `spec`. Throws std::invalid_argument for inconsistent specs that

@@ -22,7 +22,6 @@ Router::Router(const Cluster& cluster) : cluster_(cluster), balanced_(cluster.sp
       seen[static_cast<std::size_t>(n)] = 1;
       nodes_[static_cast<std::size_t>(n)].first_device = d;
       nodes_[static_cast<std::size_t>(n)].first_link = kNoLink;
-      nodes_[static_cast<std::size_t>(n)].group = cluster.node_group[static_cast<std::size_t>(n)];
     }
   }
   for (LinkId id = 0; id < t.num_links(); ++id) {
@@ -31,8 +30,6 @@ Router::Router(const Cluster& cluster) : cluster_(cluster), balanced_(cluster.sp
       nodes_[static_cast<std::size_t>(n)].first_link = id;
     }
   }
-  group_first_node_.assign(cluster.spec.groups.size(), -1);
-  for (std::size_t n = cluster.nodes.size(); n-- > 0;) group_first_node_[static_cast<std::size_t>(cluster.node_group[n])] = static_cast<int>(n);
   nic_uplink_.assign(t.num_devices(), kNoLink);
   leaf_port_.assign(t.num_devices(), 0);
   leaf_ports_.assign(t.num_devices(), 0);
@@ -88,9 +85,10 @@ const Path& Router::local(DeviceId src, DeviceId dst) {
   const Topology& t = topology();
   const int n = t.device(src).node;
   const NodeLayout& node = nodes_[static_cast<std::size_t>(n)];
-  // The first node of the group is the template whose routes are cached.
-  const NodeLayout* rep = &nodes_[static_cast<std::size_t>(group_first_node_[static_cast<std::size_t>(node.group)])];
-  const std::uint64_t key = key3(static_cast<std::uint64_t>(node.group), src - node.first_device, dst - node.first_device);
+  // The representative of the node's class is the node whose routes are cached.
+  const int cls = t.node_class(n);
+  const NodeLayout* rep = &nodes_[static_cast<std::size_t>(t.class_representative(cls))];
+  const std::uint64_t key = key3(static_cast<std::uint64_t>(cls), src - node.first_device, dst - node.first_device);
   auto it = local_cache_.find(key);
   if (it == local_cache_.end()) {
     Path p = t.route(rep->first_device + (src - node.first_device), rep->first_device + (dst - node.first_device), 1).path;

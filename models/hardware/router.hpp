@@ -1,8 +1,9 @@
 #pragma once
 // Fast routes for engines: the same answers as Topology::route() for the pairs engines ask
-// about, at scale. Routes inside a node are computed once per node template and position and
-// shifted to other nodes of the same group (their devices and links are laid out
-// identically); routes between nodes are composed from the GPU -> NIC route, the NIC's leaf
+// about, at scale. Routes inside a node are computed once per node class and position, on the
+// class's representative, and shifted to the other nodes of the class (Topology::node_class:
+// their devices and links are alike and laid out identically; a node perturbed after the
+// router was made has a class of its own, so it gets its own routes); routes between nodes are composed from the GPU -> NIC route, the NIC's leaf
 // link, a leaf-spine-leaf hop chosen among the ECMP spines by a flow hash (in a three-tier
 // fabric, between pods: leaf-spine-core-spine-leaf, the source pod's spine, the core and the
 // destination pod's spine each chosen by the flow hash), and the NIC -> GPU route. Anything
@@ -26,7 +27,9 @@ class Router {
   /// default) `flow` selects among equal-cost spine (and core) paths (flows with equal hashes
   /// take the same switches); with balanced ECMP `channel` and the NICs' leaf ports do
   /// (FabricSpec::ecmp). The reference is valid until the next call. Throws
-  /// std::runtime_error when no path exists.
+  /// std::runtime_error when no path exists. Routes leaving a node are cached per device pair
+  /// with the bandwidth and latency of their first computation: change links through
+  /// Topology::set_bandwidth before making the router.
   const Path& route(DeviceId src, DeviceId dst, std::uint64_t flow = 0, std::uint32_t channel = 0);
 
   const Topology& topology() const { return cluster_.topology; }
@@ -35,7 +38,6 @@ class Router {
   struct NodeLayout {
     DeviceId first_device = 0;
     LinkId first_link = 0;
-    int group = 0;
   };
   const Path& local(DeviceId src, DeviceId dst);
   const Path& fallback(DeviceId src, DeviceId dst);
@@ -43,7 +45,6 @@ class Router {
 
   const Cluster& cluster_;
   std::vector<NodeLayout> nodes_;
-  std::vector<int> group_first_node_;             ///< per node group: its first node
   std::vector<LinkId> nic_uplink_;                 ///< per device: NIC -> leaf link (or ~0)
   std::vector<std::uint32_t> leaf_port_;           ///< per device (NIC): its port's position among its leaf's NIC ports
   std::vector<std::uint32_t> leaf_ports_;          ///< per device (leaf): its NIC ports
@@ -53,7 +54,7 @@ class Router {
   std::vector<std::vector<LinkId>> spine_down_;    ///< per device (spine): links to each leaf, indexed by leaf local
   std::vector<std::vector<LinkId>> spine_up_;      ///< per device (spine): links to each core, core order
   std::vector<std::vector<LinkId>> core_down_;     ///< per device (core): links to each spine, indexed by spine local
-  std::unordered_map<std::uint64_t, Path> local_cache_;    ///< (group, local src, local dst) -> links relative to the node
+  std::unordered_map<std::uint64_t, Path> local_cache_;    ///< (node class, local src, local dst) -> links relative to the node
   std::unordered_map<std::uint64_t, Path> fallback_cache_;
   Path scratch_;
 };

@@ -30,6 +30,8 @@ struct LinkSpec {
   /// root entry (["nvlink3"] for `{base: nvlink3, name: my-bridge}`; ["nvlink3"] for nvlink3
   /// itself). Calibration figures keyed by catalog name follow this chain.
   std::vector<std::string> lineage;
+
+  bool operator==(const LinkSpec&) const = default;
 };
 
 /// A CPU socket: the host side that traffic through host memory shares (GPUs without PCIe
@@ -47,6 +49,8 @@ struct CpuSpec {
   double memory_peak() const { return memory_channels * channel_bandwidth; }
   /// Sustained copy bandwidth of one socket, bytes per second, reads and writes together.
   double memory_sustained() const { return memory_peak() * memory_efficiency; }
+
+  bool operator==(const CpuSpec&) const = default;
 };
 
 struct GpuSpec {
@@ -69,6 +73,8 @@ struct GpuSpec {
 
   /// Aggregate scale-up bandwidth per direction, bytes per second (links × per-link).
   double scaleup_bandwidth() const { return scaleup_link ? scaleup_links * scaleup_link->bandwidth : 0.0; }
+
+  bool operator==(const GpuSpec&) const = default;
 };
 
 /// How the GPUs of a node connect; each layout is one builder in node_builders.hpp.
@@ -84,9 +90,11 @@ struct GpuPairLinks {
   int a = 0, b = 0;   ///< local GPU indices, a < b
   int count = 1;      ///< physical links between them (NV2 = 2)
   LinkSpec link;      ///< kind of each link (the GPU's scale-up link unless given)
+  bool operator==(const GpuPairLinks&) const = default;
 };
 
-/// A node template, fully resolved.
+/// A node template, fully resolved. Equal NodeSpecs (every field) build identical nodes, which
+/// build_cluster puts in one node class (Topology::node_class).
 struct NodeSpec {
   std::string name;
   NodeLayout layout = NodeLayout::NvSwitch;
@@ -120,6 +128,8 @@ struct NodeSpec {
   NicTransport nic_transport = NicTransport::Gdr;
   /// Extra per-message latency of nic_transport on nic_link, seconds (see LinkSpec).
   double nic_transport_overhead = 0.0;
+
+  bool operator==(const NodeSpec&) const = default;
 };
 
 

@@ -118,7 +118,10 @@ std::vector<Cost> shortest_costs(const Topology& t, DeviceId from, const RouteFi
 DeviceId Topology::add_device(const Device& device) {
   const DeviceId id = static_cast<DeviceId>(boost::add_vertex(device, graph_));
   if (device.kind == DeviceKind::Gpu) gpus_.push_back(id);
-  num_nodes_ = std::max(num_nodes_, device.node + 1);
+  while (num_nodes_ < device.node + 1) {
+    node_class_.push_back(static_cast<int>(representative_.size()));
+    representative_.push_back(num_nodes_++);
+  }
   return id;
 }
 
@@ -135,6 +138,45 @@ void Topology::set_bandwidth(LinkId id, double bytes_per_second) {
     throw std::invalid_argument("set_bandwidth: a bandwidth above 0 and finite");
   }
   links_[id].bandwidth = bytes_per_second;
+  const int a = device(link_source(id)).node;
+  const int b = device(link_target(id)).node;
+  if (a >= 0) split_node_class(a);
+  if (b >= 0 && b != a) split_node_class(b);
+}
+
+int Topology::class_representative(int cls) const {
+  if (cls < 0 || cls >= num_node_classes() || representative_[static_cast<std::size_t>(cls)] < 0) {
+    throw std::out_of_range(fmt::format("class_representative: no node class {}", cls));
+  }
+  return representative_[static_cast<std::size_t>(cls)];
+}
+
+void Topology::set_node_classes(const std::vector<int>& classes) {
+  if (classes.size() != static_cast<std::size_t>(num_nodes_)) {
+    throw std::invalid_argument(fmt::format("set_node_classes: {} classes for {} nodes", classes.size(), num_nodes_));
+  }
+  const int k = classes.empty() ? 0 : *std::max_element(classes.begin(), classes.end()) + 1;
+  std::vector<int> rep(static_cast<std::size_t>(std::max(k, 0)), -1);
+  for (int n = num_nodes_; n-- > 0;) {
+    const int c = classes[static_cast<std::size_t>(n)];
+    if (c < 0) throw std::invalid_argument(fmt::format("set_node_classes: class {} of node {}", c, n));
+    rep[static_cast<std::size_t>(c)] = n;
+  }
+  if (std::find(rep.begin(), rep.end(), -1) != rep.end()) throw std::invalid_argument("set_node_classes: an unused class id");
+  node_class_ = classes;
+  representative_ = std::move(rep);
+}
+
+int Topology::split_node_class(int node) {
+  const int old = node_class_.at(static_cast<std::size_t>(node));
+  const int fresh = num_node_classes();
+  node_class_[static_cast<std::size_t>(node)] = fresh;
+  representative_.push_back(node);
+  if (representative_[static_cast<std::size_t>(old)] == node) {
+    const auto next = std::find(node_class_.begin(), node_class_.end(), old);
+    representative_[static_cast<std::size_t>(old)] = next == node_class_.end() ? -1 : static_cast<int>(next - node_class_.begin());
+  }
+  return fresh;
 }
 
 LinkId Topology::add_link(DeviceId a, DeviceId b, const LinkAttrs& attrs) {

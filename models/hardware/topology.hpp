@@ -106,7 +106,9 @@ class Topology {
   Device& device(DeviceId id) { return graph_[id]; }
   const Link& link(LinkId id) const { return links_[id]; }
   /// What-if: sets one direction's bandwidth (bytes per second). Routes do not depend on
-  /// bandwidth, so cached routes stay valid. Throws std::invalid_argument unless > 0 and finite.
+  /// bandwidth, so cached routes stay valid; a link with an end in a node gives that node a
+  /// class of its own (split_node_class), so nothing cached for its old class is used for it.
+  /// Throws std::invalid_argument unless > 0 and finite.
   void set_bandwidth(LinkId id, double bytes_per_second);
   DeviceId link_source(LinkId id) const { return ends_[id].first; }
   DeviceId link_target(LinkId id) const { return ends_[id].second; }
@@ -125,6 +127,28 @@ class Topology {
   std::vector<LinkId> out_links(DeviceId d) const;
   /// Number of nodes (servers): one more than the largest Device::node.
   int num_nodes() const { return num_nodes_; }
+
+  /// Node equivalence classes. Nodes of one class have the same devices and links, with the
+  /// same attributes, in the same relative order, so a cache may compute a result on the
+  /// class's representative and shift it to any member (the router's routes inside a node,
+  /// the protocol rules, a workload's per-node costs). Every cache that treats nodes as alike
+  /// keys on this class and nothing weaker. A node gets a class of its own when it is added;
+  /// build_cluster merges nodes with equal NodeSpecs (set_node_classes); a perturbation
+  /// (set_bandwidth, split_node_class) gives the touched node a fresh class. Class ids are
+  /// never reused, so a result cached under an old id is never served to a changed node.
+  int node_class(int node) const { return node_class_.at(static_cast<std::size_t>(node)); }
+  /// The lowest-numbered node of class `cls` (a class always has one). Throws std::out_of_range
+  /// for an id never issued or one whose every node was split off.
+  int class_representative(int cls) const;
+  /// Class ids issued so far (ids are 0 .. this − 1; split-off classes may be empty).
+  int num_node_classes() const { return static_cast<int>(representative_.size()); }
+  /// Sets every node's class: `classes[n]` for node n, ids 0 .. k−1, each used. Meant for the
+  /// cluster builder, before anything is cached; throws std::invalid_argument on a wrong size
+  /// or an id outside 0 .. k−1 or unused.
+  void set_node_classes(const std::vector<int>& classes);
+  /// Gives `node` a fresh class of its own (a perturbation of that node); returns its id.
+  /// Throws std::out_of_range for a node that does not exist.
+  int split_node_class(int node);
 
   /// Human-readable device name, e.g. "node3/gpu5", "leaf12", "spine0".
   std::string name(DeviceId id) const;
@@ -158,6 +182,8 @@ class Topology {
   std::vector<std::string> gpu_models_;
   std::vector<DeviceId> gpus_;
   int num_nodes_ = 0;
+  std::vector<int> node_class_;      ///< per node
+  std::vector<int> representative_;  ///< per class id: its lowest-numbered node, or −1 when empty
 };
 
 }  // namespace ccsim::models

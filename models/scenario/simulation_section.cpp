@@ -32,7 +32,7 @@ SimulationSpec parse_simulation(const support::Fields& f) {
   f.reject_unknown({"engine", "granularity", "calibration", "compute_calibration"});
   SimulationSpec spec;
   spec.engine = *parse_engine_kind(f.choice("engine", {"analytic", "flow"}, "analytic"));
-  spec.granularity = f.choice("granularity", {"auto", "step", "phase"}, "auto");
+  spec.granularity = parse_granularity(f.choice("granularity", {"auto", "step", "phase"}, "auto"));
   spec.calibration = table_path(f, "calibration", "a collective calibration table (like scenarios/calibration/nccl.yaml)");
   spec.compute_calibration =
       table_path(f, "compute_calibration", "a compute calibration table (like scenarios/calibration/compute.yaml)");

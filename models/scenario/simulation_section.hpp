@@ -4,6 +4,9 @@
 
 #include <string>
 
+#include <optional>
+
+#include "models/collective/schedule.hpp"
 #include "models/scenario/engine_kind.hpp"
 #include "support/yaml_fields.hpp"
 
@@ -12,7 +15,8 @@ namespace ccsim::models {
 /// How a scenario is simulated: the engine, the granularity of a workload run, the tables.
 struct SimulationSpec {
   EngineKind engine = EngineKind::Analytic;  ///< analytic | flow
-  std::string granularity = "auto";      ///< auto | step | phase
+  /// `granularity`: step or phase; nullopt for `auto` (the planner chooses per collective).
+  std::optional<Granularity> granularity;
   /// `calibration`: the collective cost table (format of scenarios/calibration/nccl.yaml) the
   /// commands use when the command line names none (cli/options.hpp choose_table). The path as
   /// written, joined to the directory of the file that writes the key (an included file's own

@@ -39,23 +39,42 @@ NodeShape node_shape(const models::Topology& t, const std::vector<models::Device
 }
 
 /// The direct GPU-to-GPU links (xGMI and NVLink meshes; none on NVSwitch and PCIe-only nodes)
-/// among the first `per` ranks, or nullopt when there are none.
+/// among ranks u, v < `per` of node block `block` (ranks block·per .. block·per + per − 1), as
+/// bytes per second per ordered pair.
+std::vector<double> block_mesh(const models::Topology& t, const std::vector<models::DeviceId>& gpus, int per, int block) {
+  std::vector<double> capacity(static_cast<std::size_t>(per * per), 0.0);
+  const auto gpu = [&](int u) { return gpus[static_cast<std::size_t>(block * per + u)]; };
+  for (int u = 0; u < per; ++u)
+    for (models::LinkId id : t.out_links(gpu(u))) {
+      if (t.link(id).link_class != models::LinkClass::ScaleUp) continue;
+      for (int v = 0; v < per; ++v)
+        if (t.link_target(id) == gpu(v)) capacity[static_cast<std::size_t>(u * per + v)] += t.link(id).bandwidth;
+    }
+  return capacity;
+}
+
+/// The direct links of the ranks' nodes (ranks node-major in blocks of `per`), pair by pair the
+/// weakest over the nodes: the rings found on it suit every node, as NCCL keeps the minimum of
+/// every rank's search (init.cc, the AllGather of the graphs' channels and bandwidths). One
+/// node per node class is read (Topology::node_class); nullopt when no pair has a link.
 std::optional<LinkGraph> direct_links(const models::Topology& t, const std::vector<models::DeviceId>& gpus, int per) {
   if (per <= 1) return std::nullopt;
   LinkGraph mesh;
-  bool direct = false;
   mesh.n = per;
-  mesh.capacity.assign(static_cast<std::size_t>(per * per), 0.0);
-  for (int u = 0; u < per; ++u)
-    for (models::LinkId id : t.out_links(gpus[static_cast<std::size_t>(u)])) {
-      if (t.link(id).link_class != models::LinkClass::ScaleUp) continue;
-      for (int v = 0; v < per; ++v)
-        if (t.link_target(id) == gpus[static_cast<std::size_t>(v)]) {
-          mesh.capacity[static_cast<std::size_t>(u * per + v)] += t.link(id).bandwidth;
-          direct = true;
-        }
+  std::vector<int> classes_seen;
+  const int blocks = static_cast<int>(gpus.size()) / per;
+  for (int block = 0; block < blocks; ++block) {
+    const int cls = t.node_class(t.device(gpus[static_cast<std::size_t>(block * per)]).node);
+    if (std::find(classes_seen.begin(), classes_seen.end(), cls) != classes_seen.end()) continue;
+    classes_seen.push_back(cls);
+    const std::vector<double> capacity = block_mesh(t, gpus, per, block);
+    if (mesh.capacity.empty()) {
+      mesh.capacity = capacity;
+    } else {
+      for (std::size_t k = 0; k < capacity.size(); ++k) mesh.capacity[k] = std::min(mesh.capacity[k], capacity[k]);
     }
-  if (!direct) return std::nullopt;
+  }
+  if (std::all_of(mesh.capacity.begin(), mesh.capacity.end(), [](double c) { return c == 0.0; })) return std::nullopt;
   return mesh;
 }
 

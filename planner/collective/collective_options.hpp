@@ -16,16 +16,6 @@
 
 namespace ccsim::planner {
 
-/// The granularity a run asks for: Step, Phase, or none (nullopt: "auto", the planner's choice
-/// per candidate, planner/tuning/nccl_policy.hpp prefers_phase). The command line parses its
-/// option into it; the text constructor takes a scenario's simulation.granularity as loaded
-/// ("auto", "step" or "phase", which the scenario loader checked) and throws
-/// std::invalid_argument for any other text.
-struct GranularityChoice : std::optional<models::Granularity> {
-  using std::optional<models::Granularity>::optional;
-  GranularityChoice(std::optional<models::Granularity> g) : std::optional<models::Granularity>(g) {}
-  GranularityChoice(const std::string& text);
-};
 
 struct CollectiveOptions {
   models::Collective collective = models::Collective::AllReduce;
@@ -35,8 +25,10 @@ struct CollectiveOptions {
   int root = 0;
   std::uint32_t element_size = 4;
   int channels = 0;                     ///< 0: auto (one per NIC rail across nodes, one per link stride in a mesh)
-  GranularityChoice granularity;        ///< nullopt: auto
-  std::string engine = "analytic";      ///< analytic | flow
+  /// Step or Phase; nullopt: auto, the planner's choice per candidate (planner/tuning/nccl_policy.hpp
+  /// prefers_phase). The command line and the scenario loader parse the text into it.
+  std::optional<models::Granularity> granularity;
+  models::EngineKind engine = models::EngineKind::Analytic;
   /// Other groups running the same collective at the same time (each the same size as
   /// `gpus`, disjoint from it): they are simulated together, so they contend for shared
   /// links; the time reported is the slowest group's.

@@ -12,13 +12,6 @@ namespace ccsim::planner {
 
 using models::Granularity;
 
-GranularityChoice::GranularityChoice(const std::string& text) {
-  if (text == "auto") return;
-  const std::optional<Granularity> g = models::parse_granularity(text);
-  if (!g) throw std::invalid_argument("granularity '" + text + "': expected auto, step or phase");
-  emplace(*g);
-}
-
 CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostModel& costs, CollectiveOptions options,
                                    sim::Engine* analytic, sim::Engine* engine)
     : cluster_(cluster),
@@ -29,11 +22,11 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
                .guess_nvls = options_.concurrent.empty() && options_.collective == models::Collective::AllReduce}) {
   if (options_.gpus.empty()) throw std::invalid_argument("a collective needs at least one rank");
   if (analytic == nullptr) {
-    own_analytic_ = sim::make_engine("analytic", cluster);
+    own_analytic_ = sim::make_engine(models::EngineKind::Analytic, cluster);
     analytic = own_analytic_.get();
   }
   analytic_ = analytic;
-  if (options_.engine != "analytic") {
+  if (options_.engine != models::EngineKind::Analytic) {
     if (engine == nullptr) {
       own_engine_ = sim::make_engine(options_.engine, cluster);
       engine = own_engine_.get();

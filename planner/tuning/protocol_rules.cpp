@@ -64,15 +64,16 @@ ProtocolContext protocol_context(const models::Cluster& cluster, const std::vect
   std::map<int, std::vector<models::DeviceId>> by_node;  // ranks' GPUs per node, rank order
   for (models::DeviceId g : gpus) by_node[t.device(g).node].push_back(g);
   c.nodes = static_cast<int>(by_node.size());
-  std::vector<int> groups_seen;
+  std::vector<int> classes_seen;  // path types are alike on the nodes of one class
   for (const auto& [node, members] : by_node) {
     const int group = node >= 0 ? cluster.node_group[static_cast<std::size_t>(node)] : -1;
     if (group >= 0) {
       const std::string& arch = cluster.spec.groups[static_cast<std::size_t>(group)].node.gpu.arch;
       if (std::find(c.archs.begin(), c.archs.end(), arch) == c.archs.end()) c.archs.push_back(arch);
     }
-    if (std::find(groups_seen.begin(), groups_seen.end(), group) != groups_seen.end()) continue;
-    groups_seen.push_back(group);
+    const int cls = node >= 0 ? t.node_class(node) : -1;
+    if (std::find(classes_seen.begin(), classes_seen.end(), cls) != classes_seen.end()) continue;
+    classes_seen.push_back(cls);
     // Ring neighbours on this node (a ring over n > 2 GPUs also closes last -> first).
     const std::size_t n = members.size();
     for (std::size_t i = 0; n > 1 && i < (n == 2 ? 1 : n); ++i) {

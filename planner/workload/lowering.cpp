@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/algorithms/algorithms.hpp"
 #include "planner/algorithms/vllm_allreduce.hpp"
 #include "planner/collective/collective_runner.hpp"
 #include "planner/tuning/cost_model.hpp"
@@ -135,18 +136,20 @@ std::string CommLowering::shared_key(const ProgramOp& op, const Groups& g) const
   // groups as GPUs, the op, the phase and the strategy's collective choices).
   std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|", static_cast<int>(op.kind), static_cast<int>(op.collective),
                                 static_cast<int>(op.dim), op.bytes, models::to_string(scenario_.workload->phase),
-                                scenario_.strategy->disable_custom_all_reduce, scenario_.simulation.granularity,
+                                scenario_.strategy->disable_custom_all_reduce,
+                                scenario_.simulation.granularity ? models::to_string(*scenario_.simulation.granularity) : "auto",
                                 models::to_string(engine_));
   for (const auto& [c, a] : scenario_.strategy->algorithms) key += c + "=" + a + ",";
-  // Inside one node every node of the same template is alike: such an op is keyed by the
-  // node's template and the GPUs' local indices, so the same TP op on another stage's node
-  // is found too. Ops that leave the node are keyed by their GPUs.
+  // Inside one node, nodes of one class are alike (Topology::node_class): such an op is keyed
+  // by the node's class and the GPUs' local indices, so the same TP op on another stage's node
+  // is found too, and a perturbed node (a class of its own) is not. Ops that leave the node
+  // are keyed by their GPUs.
   bool one_node = g.nodes.size() == 1;
   const int node = *g.nodes.begin();
   const int base = node_ranks_[static_cast<std::size_t>(node)].front();
   for (const auto& other : g.others)
     for (int r : other) one_node = one_node && topo.device(gpus[static_cast<std::size_t>(r)]).node == node;
-  if (one_node) key += fmt::format("node template {}", cluster_.node_group[static_cast<std::size_t>(node)]);
+  if (one_node) key += fmt::format("node class {}", topo.node_class(node));
   const auto add_ranks = [&](const std::vector<int>& ranks) {
     key += '/';
     for (int r : ranks) key += std::to_string(one_node ? r - base : static_cast<int>(gpus[static_cast<std::size_t>(r)])) + ",";
@@ -173,30 +176,18 @@ CommCost CommLowering::simulate_p2p(const ProgramOp& op, const std::vector<int>&
   CommCost cost;
   cost.group_size = static_cast<int>(group.size());
   cost.concurrent_groups = static_cast<int>(others.size());
-  models::Schedule s;
-  s.collective = models::Collective::SendRecv;
-  s.algorithm = "p2p";
-  s.bytes = static_cast<std::uint64_t>(op.bytes);
-  s.element_size = 1;
+  // The registry's p2p entry: the pairs (this group's, then the concurrent groups') as ranks
+  // 2i -> 2i+1 of one Schedule, all sending at once.
+  AlgorithmRequest request;
+  request.collective = models::Collective::SendRecv;
+  request.nranks = 2 * (1 + static_cast<int>(others.size()));
+  request.bytes = static_cast<std::uint64_t>(op.bytes);
+  request.element_size = 1;
+  const models::Schedule s = generate(Algorithm::P2p, request);
   std::vector<models::DeviceId> rank_gpu;
-  const auto add_pair = [&](const std::vector<int>& pair) {
-    const int a = static_cast<int>(s.ranks.size());
-    s.ranks.resize(static_cast<std::size_t>(a + 2));
-    models::Op send;
-    send.kind = models::OpKind::Send;
-    send.peer = a + 1;
-    send.src = {models::BufferKind::Input, 0, s.bytes};
-    s.ranks[static_cast<std::size_t>(a)].add(send);
-    models::Op recv;
-    recv.kind = models::OpKind::Recv;
-    recv.peer = a;
-    recv.dst = {models::BufferKind::Output, 0, s.bytes};
-    s.ranks[static_cast<std::size_t>(a + 1)].add(recv);
-    for (int r : pair) rank_gpu.push_back(gpus[static_cast<std::size_t>(r)]);
-  };
-  add_pair(group);
-  for (const auto& g : others) add_pair(g);
-  s.nranks = static_cast<int>(s.ranks.size());
+  for (int r : group) rank_gpu.push_back(gpus[static_cast<std::size_t>(r)]);
+  for (const auto& g : others)
+    for (int r : g) rank_gpu.push_back(gpus[static_cast<std::size_t>(r)]);
   sim::Plan plan;
   plan.schedule = &s;
   plan.rank_gpu = rank_gpu;
@@ -228,7 +219,7 @@ CommCost CommLowering::simulate(const ProgramOp& op, const std::vector<int>& gro
   o.gpus = to_gpus(group);
   for (const auto& g : others) o.concurrent.push_back(to_gpus(g));
   o.element_size = 1;
-  o.engine = std::string(models::to_string(engine_));
+  o.engine = engine_;
   o.granularity = scenario_.simulation.granularity;
   o.check_bound = false;
   CollectiveResult r;
@@ -296,7 +287,12 @@ std::optional<CommCost> CommLowering::lower_vllm_allreduce(const ProgramOp& op, 
   const auto bytes = static_cast<std::uint64_t>(op.bytes);
   const VllmAllReduce kind = vllm_allreduce_choice(g, bytes);
   if (kind == VllmAllReduce::Nccl) return std::nullopt;
-  const models::Schedule one = vllm_custom_allreduce(kind, g.world_size, bytes, 1);
+  AlgorithmRequest request;
+  request.collective = models::Collective::AllReduce;
+  request.nranks = g.world_size;
+  request.bytes = bytes;
+  request.element_size = 1;
+  const models::Schedule one = generate(*vllm_algorithm(kind), request);
   const models::Schedule all = models::replicate(one, 1 + static_cast<int>(others.size()));
   sim::Plan plan;
   plan.schedule = &all;

@@ -17,7 +17,7 @@
 namespace ccsim::validate {
 
 struct CompareOptions {
-  std::string engine = "analytic";
+  models::EngineKind engine = models::EngineKind::Analytic;
   std::optional<int> nranks;  ///< overrides the log's rank count
   std::optional<planner::Algorithm> algorithm;
   std::optional<planner::Protocol> protocol;

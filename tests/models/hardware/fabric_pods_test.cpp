@@ -231,7 +231,7 @@ TEST_CASE("a DP AllReduce across pods is slower by the oversubscription's share"
     o.concurrent.assign(all.begin() + 1, all.end());
     o.algorithm = planner::Algorithm::Ring;
     o.protocol = planner::Protocol::Simple;
-    o.engine = engine;
+    o.engine = *models::parse_engine_kind(engine);
     o.check_bound = false;
     return planner::CollectiveRunner(c, nccl(), o).run(1ULL << 30).time;
   };

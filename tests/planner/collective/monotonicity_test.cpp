@@ -29,7 +29,7 @@ planner::CollectiveOptions options_for(const models::Cluster& c, Algorithm a, co
   o.protocol = planner::Protocol::Simple;
   o.gpus = c.topology.gpus();
   o.granularity = models::Granularity::Step;
-  o.engine = engine;
+  o.engine = *models::parse_engine_kind(engine);
   o.check_bound = false;
   return o;
 }

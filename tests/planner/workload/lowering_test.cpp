@@ -91,3 +91,44 @@ TEST_CASE("lowering: a shared cache gives a second lowering the first one's cost
   third.cost_index(tp, 0, 8);
   CHECK(cache->hits_misses() == std::pair<std::size_t, std::size_t>{2, 1});
 }
+
+TEST_CASE("lowering: the shared cache keys ops inside a node on its node class", "[workload][node-class]") {
+  // The TP op of rank 8 (node 1) against rank 0's (node 0): found in the cache when the two
+  // nodes are one class, whether one group of two or two equal groups of one; simulated afresh
+  // when node 1 differs by one link kind's bandwidth (its template's NVLink at half) or by one
+  // link (GPU 8's NVLink to the switch halved after the build), and then slower.
+  const models::ProgramOp tp = allreduce(ParallelDim::TP, 1 << 20);
+  const auto tp_costs = [&](const models::Cluster& cluster, const Setup& s) {
+    const auto cache = std::make_shared<planner::CommCostCache>();
+    planner::CommLowering node0(s.scenario, cluster, s.costs, models::EngineKind::Analytic);
+    planner::CommLowering node1(s.scenario, cluster, s.costs, models::EngineKind::Analytic);
+    node0.set_shared(cache);
+    node1.set_shared(cache);
+    node0.cost_index(tp, 0, 0);
+    node1.cost_index(tp, 0, 8);
+    return std::make_tuple(cache->hits_misses().first, node0.costs()[0].time, node1.costs()[0].time);
+  };
+  Setup s;
+  models::ClusterSpec split = s.scenario.cluster;
+  split.groups[0].count = 1;
+  split.groups.push_back(split.groups[0]);
+  const auto [hits_split, t0_split, t1_split] = tp_costs(models::build_cluster(split), s);
+  CHECK(hits_split == 1);
+  CHECK(t1_split == t0_split);
+
+  models::ClusterSpec slower = split;
+  slower.groups[1].node.gpu.scaleup_link->bandwidth /= 2;
+  const auto [hits_kind, t0_kind, t1_kind] = tp_costs(models::build_cluster(slower), s);
+  CHECK(hits_kind == 0);
+  CHECK(t0_kind == t0_split);
+  CHECK(t1_kind > t0_kind);
+
+  models::Cluster perturbed = models::build_cluster(s.scenario.cluster);
+  models::Topology& t = perturbed.topology;
+  for (models::LinkId id : t.out_links(t.gpus()[8]))
+    if (t.link(id).link_class == models::LinkClass::ScaleUp) t.set_bandwidth(id, t.link(id).bandwidth / 2);
+  const auto [hits_link, t0_link, t1_link] = tp_costs(perturbed, s);
+  CHECK(hits_link == 0);
+  CHECK(t0_link == t0_split);
+  CHECK(t1_link > t0_link);
+}

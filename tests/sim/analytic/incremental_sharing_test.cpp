@@ -260,7 +260,7 @@ TEST_CASE("engine cost: a completion that leaves only slower flows walks nothing
   s.bytes = static_cast<std::uint64_t>(S);
   s.ranks.resize(6);
   const models::Slice all{models::BufferKind::Input, 0, s.bytes};
-  for (const auto [from, to] : {std::pair{0, 1}, std::pair{2, 5}, std::pair{3, 5}, std::pair{4, 5}}) {
+  for (const auto& [from, to] : {std::pair{0, 1}, std::pair{2, 5}, std::pair{3, 5}, std::pair{4, 5}}) {
     models::Op send;
     send.kind = models::OpKind::Send;
     send.peer = to;

@@ -174,7 +174,7 @@ TEST_CASE("flow engine: channels of one device pair on different ECMP spines kee
       opt.channels = channels;
       for (int r = 0; r < 26; ++r) opt.gpus.push_back(c.topology.gpus()[static_cast<std::size_t>(r)]);
       const auto analytic = planner::CollectiveRunner(c, costs, opt).run(1ULL << 30);
-      opt.engine = "flow";
+      opt.engine = models::EngineKind::Flow;
       const auto flow = planner::CollectiveRunner(c, costs, opt).run(1ULL << 30);
       // 1e-6: SimGrid's completion times carry its solver's rounding (a few 1e-8 relative here).
       CHECK(flow.time == Approx(analytic.time).epsilon(1e-6));

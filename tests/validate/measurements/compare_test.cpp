@@ -69,7 +69,7 @@ TEST_CASE("compare: simulated against measured nccl-tests logs stays within the 
     const models::Cluster cluster = test::shipped_cluster(sys.scenario);
 
     validate::CompareOptions options;  // analytic engine, auto algorithm and protocol
-    REQUIRE(options.engine == "analytic");
+    REQUIRE(options.engine == models::EngineKind::Analytic);
     // The table `ccsim compare` picks for this cluster's GPU vendor.
     const planner::CostModel costs = planner::CostModel::load(planner::CostModel::default_path(cluster));
     const validate::CompareResult r = validate::compare(log, cluster, costs, options);
