@@ -430,7 +430,7 @@ double Topology::max_flow(std::span<const DeviceId> sources, std::span<const Dev
   const auto rounded = [](double bw) { return static_cast<std::int64_t>(std::llround(bw)); };
   // What each device can send and receive at most: the super-source and super-sink arcs carry
   // exactly that, which cannot limit the flow. (A global "infinite" capacity on every such arc
-  // overflowed int64 in the solver's excess sums at 8,192 sources: UBSan, issue 9.)
+  // would overflow int64 in the solver's excess sums at 8,192 sources.)
   std::vector<std::int64_t> out_capacity(n, 0), in_capacity(n, 0);
   for (LinkId id = 0; id < links_.size(); id += 2) {
     const std::int64_t ab = allowed(id) ? rounded(link(id).bandwidth) : 0;

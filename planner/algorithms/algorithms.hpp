@@ -21,9 +21,10 @@
 namespace ccsim::planner {
 
 /// The registry's algorithms, in registry order (registry.hpp has one entry per value).
-/// The first ten are the collective library's (Selection::Library: `--algo` and a scenario's
-/// strategy.algorithms name them); VllmOneShot and VllmTwoShot are vLLM's custom all-reduce
-/// kernels, P2p the point-to-point sends of pipeline parallelism.
+/// Those before VllmOneShot are the collective library's (Selection::Library: `--algo` and a
+/// scenario's strategy.algorithms name them; a new library algorithm goes there); VllmOneShot
+/// and VllmTwoShot are vLLM's custom all-reduce kernels, P2p the point-to-point sends of
+/// pipeline parallelism.
 enum class Algorithm : std::uint8_t {
   Ring, Tree, HalvingDoubling, RecursiveDoubling, Bruck, Direct, Pairwise, Hierarchical, Nvls, NvlsTree,
   VllmOneShot, VllmTwoShot, P2p

@@ -1,13 +1,15 @@
 #pragma once
 // What each generator file gives the registry (registry.cpp): the build, the refusal (why it
-// cannot build a request, after the checks every algorithm shares; empty when it can) and, for
-// schedules whose size grows with ranks², the closed-form op count (estimated_ops).
+// cannot build a request, after the checks every algorithm shares; empty when it can), for
+// schedules whose size grows with ranks² the closed-form op count (estimated_ops), and for an
+// algorithm that needs a particular placement its placement rules (GroupShape).
 
 #include <string>
 
 #include "models/collective/schedule.hpp"
 #include "planner/algorithms/algorithms.hpp"
 #include "planner/algorithms/builder.hpp"
+#include "planner/algorithms/registry.hpp"
 
 namespace ccsim::planner::detail {
 
@@ -42,6 +44,10 @@ void nvls(Builder& b);
 std::string nvls_refusal(const AlgorithmRequest& r);
 void nvls_tree(Builder& b);
 std::string nvls_tree_refusal(const AlgorithmRequest& r);
+std::string nvls_placement_refusal(const GroupShape& g);
+bool nvls_nccl_placement(const GroupShape& g);
+std::string nvls_tree_placement_refusal(const GroupShape& g);
+bool nvls_tree_nccl_placement(const GroupShape& g);
 // vllm_allreduce.cpp
 models::Schedule vllm_one_shot(const AlgorithmRequest& r);
 models::Schedule vllm_two_shot(const AlgorithmRequest& r);

@@ -137,4 +137,20 @@ std::string nvls_tree_refusal(const AlgorithmRequest& r) {
   return r.granularity == models::Granularity::Phase ? "nvls-tree has no phase granularity" : "";
 }
 
+// NVLS inside one NVSwitch domain: all ranks on one node whose NVSwitch has NVLink SHARP; NCCL
+// considers it from 2 ranks (NCCL 2.28 src/graph/tuning.cc: NVLS with nvlsSupport, one node).
+std::string nvls_placement_refusal(const GroupShape& g) {
+  return g.nvls_one_domain ? "" : "nvls needs all ranks on one NVSwitch with NVLink SHARP (NVSwitch gen3+)";
+}
+bool nvls_nccl_placement(const GroupShape& g) { return g.nvls_one_domain && g.ranks > 1; }
+
+// NVLSTree across nodes: whole NVLS nodes, the same number of ranks on each, in node order;
+// NCCL considers it from 2 nodes.
+std::string nvls_tree_placement_refusal(const GroupShape& g) {
+  if (!g.nvls_all_nodes) return "nvls-tree needs whole nodes with NVLink SHARP (NVSwitch gen3+)";
+  if (g.ranks_per_node == 0) return "nvls-tree needs the same number of ranks on every node, in node order";
+  return "";
+}
+bool nvls_tree_nccl_placement(const GroupShape& g) { return g.nvls_all_nodes && g.nodes > 1 && g.ranks_per_node > 0; }
+
 }  // namespace ccsim::planner::detail

@@ -126,7 +126,9 @@ void add_node_algorithms(std::vector<AlgorithmEntry>& r) {
                .granularities = kStep,
                .cost_table = "nvls",
                .nccl_collectives = {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather},
-               .needs = Needs::OneNvlsDomain,
+               .placement_refusal = detail::nvls_placement_refusal,
+               .nccl_placement = detail::nvls_nccl_placement,
+               .nvls = true,
                .shape_fixed = true,
                .refusal = detail::nvls_refusal,
                .generate = built<Algorithm::Nvls, detail::nvls>});
@@ -137,7 +139,9 @@ void add_node_algorithms(std::vector<AlgorithmEntry>& r) {
                .granularities = kStep,
                .cost_table = "nvls-tree",
                .nccl_collectives = {Collective::AllReduce},
-               .needs = Needs::NvlsNodes,
+               .placement_refusal = detail::nvls_tree_placement_refusal,
+               .nccl_placement = detail::nvls_tree_nccl_placement,
+               .nvls = true,
                // No phase granularity and about 3 ops per rank per part and chunk.
                .chunk_ops = 4,
                .shape_fixed = true,
@@ -231,7 +235,7 @@ const std::vector<std::string_view>& nvls_cost_tables() {
   static const std::vector<std::string_view> names = [] {
     std::vector<std::string_view> out;
     for (const AlgorithmEntry& e : registry())
-      if (e.needs != Needs::Nothing && std::find(out.begin(), out.end(), e.cost_table) == out.end()) out.push_back(e.cost_table);
+      if (e.nvls && std::find(out.begin(), out.end(), e.cost_table) == out.end()) out.push_back(e.cost_table);
     return out;
   }();
   return names;

@@ -5,9 +5,12 @@
 // cost model and its calibration groups, the NCCL policy, the collective planner, the command
 // line's option parsing and the scenario's strategy.algorithms check all read it.
 //
-// Adding an algorithm: its generator file (the build, its refusal and, when its size grows with
-// ranks², its op estimate; declared in generators.hpp), its Algorithm value (algorithms.hpp)
-// and its entry in registry.cpp.
+// Adding an algorithm: its generator file (the build, its refusal, when its size grows with
+// ranks² its op estimate, and when it needs a particular placement its placement rules over
+// GroupShape; declared in generators.hpp and listed in planner/CMakeLists.txt), its Algorithm
+// value (algorithms.hpp, before the framework kernels) and its entry in registry.cpp. The
+// entry's cost_table names its row in the cost tables (scenarios/calibration/nccl.yaml); without
+// one it is costed with the `default` row.
 //
 //   ring               AllReduce, ReduceScatter, AllGather, Broadcast, Reduce; multi-channel
 //   tree               AllReduce as NCCL's Tree: a chain inside each node, a double binary tree
@@ -66,12 +69,16 @@ enum class Selection : std::uint8_t {
   PointToPoint,  ///< point-to-point sends (pipeline parallelism): not a collective choice
 };
 
-/// What the algorithm needs of the placement beyond what its generator checks; the NCCL policy
-/// tests it (planner/tuning/nccl_policy.hpp).
-enum class Needs : std::uint8_t {
-  Nothing,
-  OneNvlsDomain,  ///< all ranks on one NVSwitch with NVLink SHARP (NVSwitch gen3+)
-  NvlsNodes,      ///< whole nodes with NVLink SHARP, the same number of ranks on each, in node order
+/// Where a group's ranks are, as far as an algorithm's placement rule asks: what NCCL's tuner
+/// knows of a group when it picks an algorithm (planner/tuning/nccl_policy.hpp nccl_group
+/// builds it from the cluster).
+struct GroupShape {
+  models::Collective collective = models::Collective::AllReduce;
+  int ranks = 1;
+  int nodes = 1;           ///< nodes the ranks span
+  int ranks_per_node = 0;  ///< ranks on every node when equal and node-major, else 0 (ChannelPlan)
+  bool nvls_all_nodes = false;   ///< every node of the ranks has an NVSwitch with NVLink SHARP (gen3+)
+  bool nvls_one_domain = false;  ///< nvls_all_nodes, and the ranks are on one node
 };
 
 /// Which parts of the ChannelPlan (planner/collective/channel_plan.hpp) the generator reads.
@@ -108,7 +115,14 @@ struct AlgorithmEntry {
   /// The collectives NCCL's tuner considers it for (empty: NCCL never picks it; it runs only
   /// when asked for), when its placement holds (nccl_policy.hpp).
   EnumSet<models::Collective> nccl_collectives{};
-  Needs needs = Needs::Nothing;
+  /// What it needs of the placement beyond what its generator checks: why it cannot run on a
+  /// group placed as `g` when asked for explicitly, or empty; null: any placement will do.
+  std::string (*placement_refusal)(const GroupShape& g) = nullptr;
+  /// Whether NCCL's tuner considers it for a group placed as `g` (its collective in
+  /// nccl_collectives as well); null: any placement.
+  bool (*nccl_placement)(const GroupShape& g) = nullptr;
+  /// Whether it runs on NVLink SHARP (its cost table is one of nvls_cost_tables()).
+  bool nvls = false;
   ChannelUse channels = ChannelUse::One;
   /// Ops per rank, channel and pipeline chunk relative to a ring's, for the planner's chunk
   /// budget (schedule_limits.hpp), times the ranks per node when chunk_ops_per_node_rank.

@@ -26,31 +26,15 @@ NcclGroup nccl_group(const models::Cluster& cluster, const std::vector<models::D
 }
 
 std::string placement_refusal(Algorithm a, const NcclGroup& g) {
-  const std::string name(to_string(a));
-  switch (algorithm_entry(a).needs) {
-    case Needs::Nothing: return {};
-    case Needs::OneNvlsDomain:
-      if (!g.nvls_one_domain) return name + " needs all ranks on one NVSwitch with NVLink SHARP (NVSwitch gen3+)";
-      return {};
-    case Needs::NvlsNodes:
-      if (!g.nvls_all_nodes) return name + " needs whole nodes with NVLink SHARP (NVSwitch gen3+)";
-      if (g.ranks_per_node == 0) return name + " needs the same number of ranks on every node, in node order";
-      return {};
-  }
-  return {};
+  const auto rule = algorithm_entry(a).placement_refusal;
+  return rule == nullptr ? std::string() : rule(g);
 }
 
 std::vector<Algorithm> nccl_algorithms(const NcclGroup& g) {
   std::vector<Algorithm> out;
   for (const AlgorithmEntry& e : registry()) {
     if (!e.nccl_collectives.contains(g.collective)) continue;
-    bool placed = false;
-    switch (e.needs) {
-      case Needs::Nothing: placed = true; break;
-      case Needs::OneNvlsDomain: placed = g.nvls_one_domain && g.ranks > 1; break;
-      case Needs::NvlsNodes: placed = g.nvls_all_nodes && g.nodes > 1 && g.ranks_per_node > 0; break;
-    }
-    if (placed) out.push_back(e.algorithm);
+    if (e.nccl_placement == nullptr || e.nccl_placement(g)) out.push_back(e.algorithm);
   }
   return out;
 }

@@ -18,6 +18,7 @@
 #include "models/hardware/cluster.hpp"
 #include "planner/algorithms/algorithms.hpp"
 #include "planner/algorithms/protocol.hpp"
+#include "planner/algorithms/registry.hpp"
 #include "planner/tuning/cost_model.hpp"
 #include "planner/tuning/protocol_rules.hpp"
 
@@ -29,15 +30,9 @@ inline constexpr int kStepRanks = 64;
 /// phase granularity: its step form has hundreds of concurrent flows re-shared at every step).
 inline constexpr int kStepRankChannels = 256;
 
-/// What NCCL's tuner knows of a group when it picks an algorithm.
-struct NcclGroup {
-  models::Collective collective = models::Collective::AllReduce;
-  int ranks = 1;
-  int nodes = 1;           ///< nodes the ranks span
-  int ranks_per_node = 0;  ///< ranks on every node when equal and node-major, else 0 (ChannelPlan)
-  bool nvls_all_nodes = false;   ///< every node of the ranks has an NVSwitch with NVLink SHARP (gen3+)
-  bool nvls_one_domain = false;  ///< nvls_all_nodes, and the ranks are on one node
-};
+/// What NCCL's tuner knows of a group when it picks an algorithm (the registry's placement
+/// rules read it).
+using NcclGroup = GroupShape;
 
 /// The group of the ranks `gpus` (device ids of `cluster`, rank order) running `collective`,
 /// with `ranks_per_node` as planned (ChannelPlan::ranks_per_node).
@@ -45,13 +40,13 @@ NcclGroup nccl_group(const models::Cluster& cluster, const std::vector<models::D
                      int ranks_per_node);
 
 /// Why algorithm `a`, asked for explicitly, cannot run on `g`'s placement (its registry entry's
-/// Needs: NVLS needs one NVLink SHARP domain, NVLS-tree whole NVLS nodes of equal size);
-/// empty when it can.
+/// placement_refusal: NVLS needs one NVLink SHARP domain, NVLS-tree whole NVLS nodes of equal
+/// size); empty when it can.
 std::string placement_refusal(Algorithm a, const NcclGroup& g);
 
 /// The algorithms NCCL's tuner considers for `g`, in registry order (the candidate order, which
-/// breaks ties): those whose nccl_collectives hold the collective and whose placement holds,
-/// NVLS with more than one rank and NVLS-tree across more than one node.
+/// breaks ties): those whose nccl_collectives hold the collective and whose nccl_placement
+/// holds (NVLS with more than one rank, NVLS-tree across more than one node).
 std::vector<Algorithm> nccl_algorithms(const NcclGroup& g);
 
 /// The protocols a candidate of algorithm `a` runs with, in the order LL, LL128, Simple: `asked`

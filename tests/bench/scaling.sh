@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The scaling benchmark of issue 11: wall time and peak memory of every configuration, each in
+# The scaling benchmark: wall time and peak memory of every configuration, each in
 # its own process under a timeout, written to a CSV and reported by ccsim_bench_report as
 # markdown tables with the growth exponent of every series. scripts/bench builds a Release tree
 # and runs this; run it directly to use other binaries.

@@ -1,5 +1,5 @@
 # Calibration tables named by a scenario (simulation.calibration, simulation.compute_calibration;
-# issue 12): the command line's --calibration / --compute-calibration first, then the scenario's
+# in that order): the command line's --calibration / --compute-calibration first, then the scenario's
 # key (relative to the file that writes it), then the shipped default (cli/options.hpp
 # choose_table). Runs from SOURCE_DIR; CASE picks the check:
 #   shift    ccsim collective on tests/data/calibration/h100-plus100us.yaml (ring and tree

@@ -1,4 +1,4 @@
-# The per-token jump of tensor parallelism across nodes (issue 12's demonstration): Llama-3.1-8B
+# The per-token jump of tensor parallelism across nodes (a demonstration): Llama-3.1-8B
 # decode at TP8 on the NCCL table calibrated to the 2-node H100 Ethernet GPUDirect log
 # (tests/data/calibration/h100-2x8-ethernet-calibrated.yaml), in one 8-GPU node
 # (llama31-8b-decode-tp8-1x8-eth.yaml) and over 2 nodes x 4 GPUs (llama31-8b-decode-tp8-2x4-eth.yaml).

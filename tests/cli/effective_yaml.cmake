@@ -1,4 +1,4 @@
-# `ccsim run SCENARIO --out A` then `ccsim run A/effective.yaml --out B` (issue 9, row 17):
+# `ccsim run SCENARIO --out A` then `ccsim run A/effective.yaml --out B`:
 # the second run succeeds with the same exit code and the same stdout, and writes the same
 # files byte for byte (report.json, ops.csv, links.csv, trace.json, and effective.yaml itself:
 # a fixed point). Registered once per shipped workload scenario in tests/CMakeLists.txt.

@@ -1,6 +1,6 @@
-# Output paths that are not regular files (issue 9, row 15), through `ccsim topo --dot`:
-#  * /dev/stdout: the DOT text comes first on standard output, then the summary (before, ccsim
-#    tried to create a temporary file in /dev/ and, as root, renamed it over the device);
+# Output paths that are not regular files, through `ccsim topo --dot`:
+#  * /dev/stdout: the DOT text comes first on standard output, then the summary (ccsim must
+#    not create a temporary file in /dev/ and, as root, rename it over the device);
 #  * a FIFO: written through to its reader, and still a FIFO afterwards;
 #  * /dev/null: accepted, and still a character device afterwards;
 #  * a symbolic link to a regular file: the file is replaced, the link stays.

@@ -1,4 +1,4 @@
-# `ccsim run --out DIR` ended by SIGTERM (issue 9, row 16), made deterministic with a FIFO:
+# `ccsim run --out DIR` ended by SIGTERM, made deterministic with a FIFO:
 # DIR/trace.json is a named pipe nobody reads, so ccsim blocks opening it, after ops.csv and
 # links.csv are in place (they are written before trace.json). The test then sends SIGTERM:
 # ccsim must end of the signal (exit status 128 + 15 from the shell), leave no temporary file

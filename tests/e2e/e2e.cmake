@@ -1,4 +1,4 @@
-# The end-to-end validation table (issue 10): every row of tests/data/e2e/results.csv is
+# The end-to-end validation table: every row of tests/data/e2e/results.csv is
 #   e2e.run.ID     `ccsim run SCENARIO --out build/tests/e2e/ID --report-only` (fixture e2e.ID)
 #   e2e.row.ID     |simulated/published - 1| <= the row's budget            (ccsim_e2e check)
 # and every family of tests/data/e2e/families.csv is

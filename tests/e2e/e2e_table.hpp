@@ -1,5 +1,5 @@
 #pragma once
-// The end-to-end validation table (issue 10): published end-to-end results of LLM training runs,
+// The end-to-end validation table: published end-to-end results of LLM training runs,
 // each a scenario under tests/data/e2e/, compared with what `ccsim run` simulates for it.
 //
 // tests/data/e2e/results.csv lists the rows; tests/data/e2e/families.csv the families (rows of

@@ -1,5 +1,5 @@
-// write_file_atomic: what happens by the kind of file the output path names (issue 9, row 15),
-// and temporary files removed when a signal ends the process while one exists (row 16).
+// write_file_atomic: what happens by the kind of file the output path names,
+// and temporary files removed when a signal ends the process while one exists.
 
 #include <catch2/catch.hpp>
 
@@ -81,8 +81,8 @@ TEST_CASE("write_file_atomic follows a symbolic link: the file it points to is r
 }
 
 TEST_CASE("write_file_atomic writes through a character device and never replaces it") {
-  // Before issue 9, /dev/null was replaced by a regular file when the process could rename in
-  // /dev (root); as another user the write failed. Now it is written through, as a shell would.
+  // /dev/null must not be replaced by a regular file when the process can rename in /dev
+  // (root), nor fail as another user: it is written through, as a shell would.
   REQUIRE(file_type("/dev/null") == S_IFCHR);
   CHECK_NOTHROW(support::write_file_atomic("/dev/null", "digraph {}\n"));
   CHECK(file_type("/dev/null") == S_IFCHR);
@@ -208,7 +208,7 @@ TEST_CASE("TempFileGuard registers a path while it lives") {
 }
 
 TEST_CASE("an output path too long for a temporary file beside it is an output error, not an internal one") {
-  // issue 9 break-it: a --dot path of ~4,090 bytes in an existing directory threw
+  // a --dot path of ~4,090 bytes in an existing directory must not throw
   // std::length_error from the temporary-file registry (exit 1). Components of 200 bytes (under
   // NAME_MAX) nested to ~3,900 bytes, then a file name that takes the path past 4,095.
   test::TempDir dir;

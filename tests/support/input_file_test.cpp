@@ -92,7 +92,7 @@ TEST_CASE("parse_decimal accepts plain decimals only and flags range problems", 
     CHECK(support::parse_decimal(bad).problem == NumberProblem::Malformed);
   }
   // 1e999 overflows a double; 1e-308 is below DBL_MIN (2.2e-308): denormal, which std::stod rejected
-  // with an exception (issue 9, row 2). Both are out of range, not malformed.
+  // with an exception. Both are out of range, not malformed.
   for (const char* far : {"1e999", "-1e400", "1e-308", "1e-400"}) {
     INFO(far);
     CHECK(support::parse_decimal(far).problem == NumberProblem::OutOfRange);
@@ -136,7 +136,7 @@ TEST_CASE("parse_quantity rejects values outside the physical range and names th
     }
     return std::string("accepted");
   };
-  // issue 9 rows 6-7: 1e300GB/s overflowed to inf; 1e10GB/s and 1e-300GB/s were accepted.
+  // 1e300GB/s must not overflow to inf; 1e10GB/s and 1e-300GB/s must not be accepted.
   CHECK(message("1e300GB/s", Quantity::Bandwidth) == "the value (beyond a double) is outside the accepted range, 1 kB/s to 1 PB/s");
   CHECK(message("1e10GB/s", Quantity::Bandwidth) == "1e+19 B/s is outside the accepted range, 1 kB/s to 1 PB/s");
   CHECK(message("1e-300GB/s", Quantity::Bandwidth).find("is outside the accepted range, 1 kB/s to 1 PB/s") != std::string::npos);
@@ -148,7 +148,7 @@ TEST_CASE("parse_quantity rejects values outside the physical range and names th
 }
 
 TEST_CASE("error messages stay one printable line of bounded length", "[input]") {
-  // A scalar with a terminal escape sequence and a newline (issue 9 break-it: raw ESC/BEL reached the terminal).
+  // A scalar with a terminal escape sequence and a newline (raw ESC/BEL must not reach the terminal).
   const InputError e({"s.yaml", 3, 9}, "cluster.nodes[0].node", "the name of a node", "'dgx\x1b]0;x\x07\n'");
   CHECK(std::string(e.what()) == "s.yaml:3:9: error: cluster.nodes[0].node: expected the name of a node, found 'dgx?]0;x?" "?'");
   // A 1 MB value is cut to 300 characters plus its length.
@@ -161,7 +161,7 @@ TEST_CASE("error messages stay one printable line of bounded length", "[input]")
 
 TEST_CASE("parse_quantity reads its number with the one parser: denormals are out of range, PiB is a unit", "[input][units]") {
   using support::Quantity;
-  // issue 9 newcomer review: `latency: 1e-320us` was accepted as 0.
+  // `latency: 1e-320us` must not be accepted as 0.
   CHECK_THROWS_WITH(support::parse_quantity("1e-320us", Quantity::Time), "number '1e-320' is out of the range of a double");
   CHECK_THROWS_WITH(support::parse_quantity("1e999GB", Quantity::Bytes), "number '1e999' is out of the range of a double");
   CHECK_THROWS_WITH(support::parse_quantity("1.2.3GB", Quantity::Bytes), "malformed number '1.2.3'");

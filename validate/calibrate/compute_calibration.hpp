@@ -1,5 +1,5 @@
 #pragma once
-// Compute calibration (`ccsim calibrate`, issue 12): fits one GPU's constants of the compute
+// Compute calibration (`ccsim calibrate`): fits one GPU's constants of the compute
 // model (planner::ComputeCalibration, scenarios/calibration/compute.yaml) to the user's
 // measurements, by least squares on relative error (validate/calibrate/least_squares.hpp):
 //

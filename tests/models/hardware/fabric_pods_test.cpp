@@ -1,4 +1,4 @@
-// Three-tier fat trees (issue 10, fault 7): pods of leaf groups under a core tier with its own
+// Three-tier fat trees: pods of leaf groups under a core tier with its own
 // oversubscription, the scenario keys and their errors, routing over the core tier, and DP
 // rings that cross pods as the communicator's rank order makes them. Expected values are
 // computed by hand in the comments from the shipped link kinds (ib-ndr, roce-400g: 400 Gb/s =

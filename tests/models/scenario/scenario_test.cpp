@@ -112,8 +112,8 @@ TEST_CASE("a file included twice is loaded once, with the same result (diamonds 
   const Scenario s = load_scenario(dir.write("top.yaml", "include: [b.yaml, c.yaml]\n"), shipped_catalog());
   CHECK(s.cluster.name == "from-d");                  // d (first reached through b) precedes c
   CHECK(s.cluster.fabric.oversubscription == 2.0);    // b precedes d
-  // 40 levels of `include: [next, next]` would be 2^40 loads if repeats were reloaded (issue 9
-  // break-it: 26 levels took minutes and GBs); loaded once each, this is 41 files.
+  // 40 levels of `include: [next, next]` would be 2^40 loads if repeats were reloaded (26 levels
+  // would take minutes and GBs); loaded once each, this is 41 files.
   for (int i = 0; i < 40; ++i) {
     dir.write("f" + std::to_string(i) + ".yaml", fmt::format("include: [f{0}.yaml, f{0}.yaml]\n", i + 1));
   }
@@ -145,7 +145,7 @@ TEST_CASE("ccsim::support::InputError carries the location and the parts of the 
   }
 }
 
-// Issue 9, row 17: effective.yaml of an inference scenario wrote global_batch_size: 0, which
+// effective.yaml of an inference scenario must not write global_batch_size: 0, which
 // the loader rejects. Every shipped scenario's effective.yaml must load again and give the same
 // effective scenario (a fixed point: every setting is written out, so equal text means equal
 // settings). tests/cli/effective_yaml.cmake checks that the reloaded runs are identical.
@@ -178,8 +178,8 @@ TEST_CASE("effective.yaml of every shipped scenario loads and is a fixed point",
       CHECK(micro_batches(*second.workload, *second.strategy) == micro_batches(*first.workload, *first.strategy));
     }
   }
-  // the decode and prefill scenarios that failed before, the serving one, and the three
-  // Llama-3.1-8B TP8 decode scenarios of the Ethernet-calibrated demonstration (issue 12)
+  // the decode and prefill scenarios, the serving one, and the three
+  // Llama-3.1-8B TP8 decode scenarios of the Ethernet-calibrated demonstration
   CHECK(inference == 9);
 }
 
@@ -201,7 +201,7 @@ workload: {model: llama-3-8b, sequence_length: 1024, micro_batch_size: 2}
   CHECK(micro_batches(*second.workload, *second.strategy) == 1);
 }
 
-// Issue 12: a scenario names its calibration tables. Paths are relative to the file that writes
+// A scenario names its calibration tables. Paths are relative to the file that writes
 // the key (as include paths are), an absolute path stays as written, the including file's key
 // wins, and effective.yaml writes them absolute. The tables' contents are not read here.
 TEST_CASE("simulation.calibration and compute_calibration resolve against the file that writes them", "[scenario]") {

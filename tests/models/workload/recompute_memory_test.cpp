@@ -530,7 +530,7 @@ strategy: {tp: 2, pp: 4, pipeline_schedule: interleaved}
 }
 
 TEST_CASE("scenario: Llama-3.1-405B on 8,192 H100 (tests/data/workloads) fits in 80 GB on every stage", "[recompute][scenario]") {
-  // The test-only scenario of issue 10 (ccsim run takes ~6 s of CPU on it, too slow for the
+  // The test-only scenario (ccsim run takes ~6 s of CPU on it, too slow for the
   // shipped set): TP8 PP16 DP64, ZeRO-1, SP, 1F1B, full block recomputation of 1 layer per
   // stage. Stage 1 is the fullest: 76,746,528,768 B (see the hand computation above).
   const Scenario sc = load_scenario(ccsim::test::source_path("tests/data/workloads/llama31-405b-train-8kxh100.yaml"),

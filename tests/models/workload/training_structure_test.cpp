@@ -1,4 +1,4 @@
-// The training Program's structure (issue 10, faults 1, 3, 4, 9): DP bucket padding as
+// The training Program's structure: DP bucket padding as
 // Megatron-Core's distributed optimizer does it, the backward in reverse with data- and
 // weight-gradient GEMMs, Transformer Engine's userbuffers TP overlap, and Megatron's DP overlap
 // rules (overlap_grad_reduce, bucketing per pipeline stage, overlap_param_gather). Expected
@@ -55,9 +55,9 @@ std::uint32_t find_op(const Program& p, int layer, Pass pass, int mb, const std:
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// Fault 1: bucket padding
+// Bucket padding
 
-TEST_CASE("training: ZeRO-1 buckets pad to lcm(dp, 128) elements (Llama-3-8B TP8 DP3, issue 10)", "[training-structure]") {
+TEST_CASE("training: ZeRO-1 buckets pad to lcm(dp, 128) elements (Llama-3-8B TP8 DP3)", "[training-structure]") {
   // Llama-3-8B: a layer holds 2·4096² + 2·4096·1024 (q, o, k, v) + 3·4096·14,336 (MLP) +
   // 2·4096 (norms) = 218,112,000 parameters; embedding 128,256·4096 = 525,336,576; LM head
   // 525,336,576 + 4096 (final norm) = 525,340,672. All 32 layers on one stage: 8,030,261,248
@@ -130,8 +130,8 @@ TEST_CASE("training: expert buckets pad over the expert-data-parallel group", "[
   CHECK(experts == 1);
 }
 
-TEST_CASE("runner: DP 3 and DP 48 layouts with the distributed optimizer run (issue 10 fault 1)", "[training-structure]") {
-  // Issue 10's case: Llama-3-8B on 3 × dgx-h100, TP8 DP3, ZeRO-1 exited 1 with "no algorithm
+TEST_CASE("runner: DP 3 and DP 48 layouts with the distributed optimizer run", "[training-structure]") {
+  // Llama-3-8B on 3 × dgx-h100, TP8 DP3, ZeRO-1 must not exit 1 with "no algorithm
   // implements ReduceScatter at 525338624 bytes"; and DP 48 over 6 nodes (TP1), ZeRO-2, odd
   // micro-batch (3) with overlapped reduction and gathers. Both must simulate: every DP
   // ReduceScatter / AllGather size a multiple of the group size (× 1-byte elements here).
@@ -170,7 +170,7 @@ TEST_CASE("runner: DP 3 and DP 48 layouts with the distributed optimizer run (is
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fault 4: backward in reverse, dgrad and wgrad GEMMs
+// Backward in reverse, dgrad and wgrad GEMMs
 
 TEST_CASE("training: a layer's backward runs MLP then attention, dgrad and wgrad GEMMs with their shapes", "[training-structure]") {
   // Llama-2-7B (h 4096, i 11,008, 32 heads of 128), t = 2, no SP, one micro-batch of
@@ -266,7 +266,7 @@ TEST_CASE("training: TP collectives of the backward fall where Megatron puts the
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fault 3: Transformer Engine userbuffers overlap
+// Transformer Engine userbuffers overlap
 
 TEST_CASE("training: tp_comm_overlap chunks the GEMMs as TE's userbuffers do", "[training-structure]") {
   // Llama-2-7B, t = 4, SP, one micro-batch of 1024 tokens: b·s·h·e = 8,388,608 bytes.
@@ -324,7 +324,7 @@ TEST_CASE("layout: tp_comm_overlap needs sequence parallelism (Megatron validate
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fault 9: DP overlap rules
+// DP overlap rules
 
 TEST_CASE("training: overlap_grad_reduce, bucketing on the first stage only, buckets wait for their layers", "[training-structure]") {
   // Llama-2-7B, t = 2, p = 2, dp = 2, b = 1, s = 1024, global 8: m = 4 micro-batches; 16

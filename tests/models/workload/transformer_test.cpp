@@ -295,7 +295,7 @@ TEST_CASE("error: missing required key", "[transformer]") {
   ModelDir dir;
   const std::string file = dir.write("m.json", R"({"hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100})");
   const std::string msg = load_error(file);
-  // A whole-file error (no value to point at) is at 1:1 (issue 9, row 19).
+  // A whole-file error (no value to point at) is at 1:1.
   CHECK_THAT(msg, Contains(file + ":1:1: error: num_hidden_layers: expected a positive integer"));
   CHECK_THAT(msg, Contains("found no 'num_hidden_layers' key"));
 }

@@ -1,4 +1,4 @@
-// Property (issue 8, fault 2): raising the bandwidth of any one link never increases a fixed
+// Property: raising the bandwidth of any one link never increases a fixed
 // algorithm's time. For every AllReduce algorithm on small topologies of three kinds, every
 // physical link that carries traffic is made 4x faster (both directions) in turn, and the
 // collective re-simulated with the same algorithm, protocol, channels and granularity.
@@ -80,7 +80,7 @@ TEST_CASE("a faster link never slows a fixed algorithm (analytic engine)", "[pro
       // rates, and a faster link can shift shares so the critical chunk finishes up to ~1.2 %
       // later (a scheduling anomaly in Graham's sense, "Bounds on multiprocessing timing
       // anomalies", 1969: here, 4x faster xGMI links on the MI300X pair). Allowed: 2 %; the
-      // connection bug of issue 8 fault 2 was 20 %. Every other algorithm is strictly monotone.
+      // a ring send that does not wait on its connection gives 20 %. Every other algorithm is strictly monotone.
       check_monotone(scenario, a, "analytic", a == Algorithm::Tree ? 0.02 : 1e-9);
     }
   }

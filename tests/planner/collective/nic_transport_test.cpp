@@ -1,4 +1,4 @@
-// NIC transports (issue 8, fault 7): the per-message overhead of verbs without GPUDirect RDMA
+// NIC transports: the per-message overhead of verbs without GPUDirect RDMA
 // and of TCP sockets, and the host bounce of both, in simulated collective times.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// The planner's cost for sweeps (issue 11): candidates are bounded at a size without generating
+// The planner's cost for sweeps: candidates are bounded at a size without generating
 // their schedules when a bound computed at a smaller size of the same shape already prunes
 // them (CollectiveRunner::run, shape_independent_of_size). These tests check that
 //  * the generators the planner trusts with it really make the same ops at every size, each

@@ -1,4 +1,4 @@
-// Exact pruning of the planner's candidates (planner/collective/candidate_bound.hpp, issue 11):
+// Exact pruning of the planner's candidates (planner/collective/candidate_bound.hpp):
 //  * the bound of every candidate never exceeds the analytic engine's time for it, over many
 //    fabrics (rail-optimized, ToR, 2:1 fat tree, NVL72, PCIe without P2P, MI300X xGMI mesh,
 //    DGX H100), odd and even rank counts, every collective and sizes from 8 B to 8 GiB;

@@ -1,4 +1,4 @@
-// Ring channels on direct-link nodes (issue 8, faults 1, 2 and 4) and the FIFO connection rule.
+// Ring channels on direct-link nodes and the FIFO connection rule.
 // Expected values are closed forms written as math in the comments, or counts from the
 // structure of the link graph.
 
@@ -85,7 +85,7 @@ TEST_CASE("ring search: 4 x V100 with 2 NVLinks per pair gives NCCL's 6 ring cha
   // K4 has 6 directed Hamiltonian cycles and no decomposition into 3 disjoint ones; all 6 use
   // every directed link exactly twice: 6 channels at one NVLink each (2 links per pair / 2),
   // aggregate 6 × 25 GB/s = 150 GB/s against 2 × 50 = 100 GB/s with the two stride rings.
-  // NCCL reports 6 ring channels at ~22 GB/s on this node (issue 8, fault 4).
+  // NCCL reports 6 ring channels at ~22 GB/s on this node.
   const planner::LinkGraph g = complete_mesh(4, 2 * 25e9);
   const auto rings = planner::search_rings(g, 16);
   REQUIRE(rings.size() == 6);
@@ -123,11 +123,11 @@ TEST_CASE("ring search: no ring over direct links when the links do not join all
   CHECK(planner::search_paths(g, 4).empty());
 }
 
-TEST_CASE("fault 1: a ring across two MI300X nodes spreads its channels over distinct xGMI links", "[ring-search][real-case]") {
-  // Issue 8, fault 1 (public reports of RCCL AllReduce on 2 x 8 MI300X, 400G RoCE per GPU).
+TEST_CASE("real case: a ring across two MI300X nodes spreads its channels over distinct xGMI links", "[ring-search][real-case]") {
+  // From public reports of RCCL AllReduce on 2 x 8 MI300X, 400G RoCE per GPU.
   // Expected busbw ≈ 8 channels × min(NIC 50 GB/s, PCIe Gen5 63 × 0.7619 = 48 GB/s, xGMI
   // 64 × 0.75 = 48 GB/s) = 384 GB/s less latency: within 350-400 GB/s, as on NVSwitch nodes with
-  // the same NICs (ccsim gave 73 GB/s when every channel walked the same k -> k+1 links).
+  // the same NICs (73 GB/s if every channel walked the same k -> k+1 links).
   const models::Cluster c = test::cluster_at("tests/data/real-cases/mi300x-2x8-roce400.yaml");
   // The table a user gets for AMD GPUs (rccl.yaml).
   const planner::CostModel rccl = planner::CostModel::load(planner::CostModel::default_path(c));
@@ -149,9 +149,9 @@ TEST_CASE("fault 1: a ring across two MI300X nodes spreads its channels over dis
   for (const auto& [edge, count] : per_link) CHECK(count == 1);
 }
 
-TEST_CASE("fault 2: a faster xGMI never makes a one-channel ring slower", "[ring-search][real-case]") {
-  // Issue 8, fault 2: two nodes of 4 x MI300X, 1 channel, Ring/Simple, 1 GiB, step granularity.
-  // Old model: 39.4 ms at 64 GB/s, 47.1 ms at 128 GB/s, 40.1 ms at 1000 GB/s. The ring's two
+TEST_CASE("real case: a faster xGMI never makes a one-channel ring slower", "[ring-search][real-case]") {
+  // Two nodes of 4 x MI300X, 1 channel, Ring/Simple, 1 GiB, step granularity.
+  // A faster xGMI must not give e.g. 39.4, 47.1, 40.1 ms at 64, 128, 1000 GB/s. The ring's two
   // network hops (PCIe Gen5 x16 at 63 GB/s × 0.7619 = 48.0 GB/s between GPU and NIC, below the
   // 50 GB/s NIC) bound every step: at 64 GB/s xGMI (× 0.75 = 48 GB/s) the xGMI hops are as slow
   // as them, above that only the network hops count, so the times do not increase, the last
@@ -192,11 +192,11 @@ TEST_CASE("connections are FIFO, latency is pipelined: small messages keep NCCL'
   CHECK(t < 17.7e-6 + 5e-6);
 }
 
-TEST_CASE("fault 4: 4 x V100 with 2 NVLinks per pair runs 6 ring channels over every link", "[ring-search][real-case]") {
-  // Issue 8, fault 4: NCCL finds 6 ring channels (each directed NVLink pair carries 2 of them,
+TEST_CASE("real case: 4 x V100 with 2 NVLinks per pair runs 6 ring channels over every link", "[ring-search][real-case]") {
+  // NCCL finds 6 ring channels (each directed NVLink pair carries 2 of them,
   // one NVLink each). Busbw of a 1 GiB Ring/Simple AllReduce ≈ 6 × 25 GB/s × 0.8 (NCCL's 20 GB/s
-  // per NVLink2) = 120 GB/s (less latency: within 5 %). With the old stride rings (2 channels)
-  // the same links gave 2 × 2 × 20 = 80 GB/s.
+  // per NVLink2) = 120 GB/s (less latency: within 5 %). With two stride rings (2 channels)
+  // the same links would give 2 × 2 × 20 = 80 GB/s.
   const models::Cluster c = test::cluster_at("tests/data/real-cases/v100-4gpu-nvlink-mesh.yaml");
   planner::CollectiveRunner runner(c, costs(), ring_options(c, 0));
   CHECK(runner.channels() == 6);
@@ -209,7 +209,7 @@ TEST_CASE("fault 4: 4 x V100 with 2 NVLinks per pair runs 6 ring channels over e
   CHECK(busbw12 == Approx(120.0).epsilon(0.05));
 }
 
-TEST_CASE("fault 5: DGX-1 (V100) hybrid cube-mesh from its GPU-pair link list; rings use NVLink only", "[ring-search][real-case]") {
+TEST_CASE("real case: DGX-1 (V100) hybrid cube-mesh from its GPU-pair link list; rings use NVLink only", "[ring-search][real-case]") {
   const models::NodeSpec spec = test::shipped_catalog().node("dgx1-v100");
   CHECK(spec.layout == models::NodeLayout::Direct);
   REQUIRE(spec.gpu_links.size() == 16);  // 16 GPU pairs with NVLink (NV1 or NV2), 12 SYS pairs
@@ -244,8 +244,8 @@ TEST_CASE("fault 5: DGX-1 (V100) hybrid cube-mesh from its GPU-pair link list; r
   CHECK(busbw > 80.0);
 }
 
-TEST_CASE("fault 3: tree is NCCL's Tree (chains in nodes, double binary tree across nodes)", "[tree][real-case]") {
-  // Issue 8, fault 3: nodes of 4 x V100 (all pairs 2 NVLinks) with 2 x 100 Gb/s NICs. NCCL
+TEST_CASE("real case: tree is NCCL's Tree (chains in nodes, double binary tree across nodes)", "[tree][real-case]") {
+  // Nodes of 4 x V100 (all pairs 2 NVLinks) with 2 x 100 Gb/s NICs. NCCL
   // measures Tree ~41.5 GB/s busbw on 2 nodes, Ring ~24 GB/s, and ~24 GB/s (Ring) on 4 nodes.
   // Closed form on 2 nodes: 2 tree pairs (one per NIC), each tree pair carries S/2, each of its
   // trees S/4 up and S/4 down across the network, so each NIC direction carries S/2 and
@@ -280,9 +280,9 @@ TEST_CASE("fault 3: tree is NCCL's Tree (chains in nodes, double binary tree acr
   CHECK(auto4 == Approx(24.0).epsilon(0.05));
 }
 
-TEST_CASE("fault 10: nodes of 4 and 6 GPUs: rings use a NIC per channel, tree runs, hierarchical says why not", "[tree][real-case]") {
-  // Issue 8, fault 10: 4 + 6 H100 (NVSwitch, one 400G NIC per GPU) on one switch. Before: auto
-  // put one ring channel through one NIC (36.7 GB/s busbw). Now 4 ring channels (one per GPU of
+TEST_CASE("real case: nodes of 4 and 6 GPUs: rings use a NIC per channel, tree runs, hierarchical says why not", "[tree][real-case]") {
+  // 4 + 6 H100 (NVSwitch, one 400G NIC per GPU) on one switch. Auto must not
+  // put every ring channel through one NIC (36.7 GB/s busbw): 4 ring channels (one per GPU of
   // the smaller node), each crossing the network on its own rail: busbw ≈ 4 × min(50 GB/s NIC,
   // PCIe Gen5 48 GB/s) = 192 GB/s (less latency: within 3 %).
   const models::Cluster c = test::cluster_at("tests/data/real-cases/h100-4plus6-gpus.yaml");

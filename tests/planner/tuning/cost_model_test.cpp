@@ -1,5 +1,5 @@
-// Calibration tables per vendor and generation (issue 8, fault 8) and link efficiencies that
-// follow `base:` (fault 9). Expected values are the tables' published figures, restated here
+// Calibration tables per vendor and generation and link efficiencies that
+// follow `base:`. Expected values are the tables' published figures, restated here
 // with their source, not read back from the code under test.
 
 #include <catch2/catch.hpp>

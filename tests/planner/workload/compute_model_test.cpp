@@ -291,7 +291,7 @@ TEST_CASE("compute calibration: bad values are input errors", "[compute]") {
     return ComputeCalibration::load(dir.write("c.yaml", table(change)), "H100-SXM5");
   };
   CHECK_NOTHROW(load("gemm_tile_m: 64, gemm_k_overhead: 0, attention_seq_half: 0"));
-  // A constant missing from `defaults` is an error naming it (it used to fall back silently).
+  // A constant missing from `defaults` is an error naming it (no silent fallback).
   for (const auto& [key, value] : complete) {
     INFO(key);
     try {
@@ -324,7 +324,7 @@ TEST_CASE("compute calibration: bad values are input errors", "[compute]") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 10 fault 2: efficiency per layer, small model at TP1 against a large one at TP8
+// Efficiency per layer, small model at TP1 against a large one at TP8
 
 namespace {
 
@@ -345,7 +345,7 @@ models::TransformerConfig gpt(int layers, std::int64_t hidden, int heads) {
 
 struct LayerEfficiency {
   double model = 0;  ///< hardware FLOPs / (time · peak) of layer 0, micro-batch 0 (forward, recompute, backward)
-  double old = 0;    ///< the same with the previous roofline: max(FLOPs/(peak·0.7 or 0.5), bytes/(HBM·0.8))
+  double old = 0;    ///< the same with a fixed-fraction roofline: max(FLOPs/(peak·0.7 or 0.5), bytes/(HBM·0.8))
 };
 
 LayerEfficiency layer_efficiency(const models::TransformerConfig& m, int tp, std::int64_t micro_batch, const std::string& gpu_name) {
@@ -381,8 +381,8 @@ TEST_CASE("compute model: a 1.7B layer at TP1 is less efficient than a 145.6B la
   //   145.6B: 80 layers, h 12288, 96 heads, TP8 PP8, 148 TFLOP/s = 47 %.
   // Those figures include everything outside the layers (DP and PP communication, bubble,
   // optimizer), so a layer's compute efficiency must be at least the published one; the small
-  // model's published deficit (44 vs 47 %) must show in the layers, which the old fixed-fraction
-  // roofline could not do (it gave both about the same: the issue's "1.39x too fast").
+  // model's published deficit (44 vs 47 %) must show in the layers, which a fixed-fraction
+  // roofline cannot do (it gives both about the same: the small one 1.39x too fast).
   // Micro-batch sizes are not in the table; both 1 and 4 sequences are checked.
   for (const std::int64_t mb : {1, 4}) {
     INFO("micro-batch " << mb);

@@ -1,4 +1,4 @@
-// Inference as vLLM runs it (issue 10 fault 8): vLLM's custom all-reduce and its choice
+// Inference as vLLM runs it: vLLM's custom all-reduce and its choice
 // against NCCL, the serving engine's per-step overhead, and the request-level serving phase.
 
 #include <algorithm>
@@ -338,7 +338,7 @@ TEST_CASE("serving.yaml: loads with its sources; bad tables are InputErrors", "[
   const auto load = [&](const std::string& text) {
     return planner::ServingCalibration::load(dir.write("serving.yaml", text), "H100-SXM5");
   };
-  // `defaults` must give all four constants (a missing one used to fall back to 0 silently).
+  // `defaults` must give all four constants (a missing one is an error, not a silent 0).
   const std::string rest = "prefill_step_overhead: 500us, custom_allreduce_launch: 3us, custom_allreduce_stage: 2.5us";
   const auto with = [&](const std::string& entry) { return "defaults: {" + rest + ", " + entry + "}\n"; };
   CHECK_THROWS_AS(load("defaults: {" + rest + "}\n"), support::InputError);

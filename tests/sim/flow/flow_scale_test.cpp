@@ -109,7 +109,7 @@ TEST_CASE("flow merging: merged flows share links with unmerged ones exactly", "
   CHECK(r.merged_comms == 2);
 }
 
-// Issue 11: capped transfers of several channels merge, and every path has its own host.
+// Capped transfers of several channels merge, and every path has its own host.
 
 namespace {
 

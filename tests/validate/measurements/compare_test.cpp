@@ -28,14 +28,14 @@ struct MeasuredSystem {
 // rccl.yaml for AMD GPUs; analytic engine) against each real log, as measured with
 // `build/cli/ccsim compare LOG --scenario S` when this test was written, rounded up to the
 // next whole percent. A change that makes a prediction worse than this fails here; one that
-// improves it should lower the budget. History: H100 55.0 / 41.5 % once NCCL's LL / LL128
-// throughput caps were modelled; MI300X 19.2 / 20.4 % with 4 of 7 xGMI links used. Issue 8
-// (FIFO connections, ring search over all 7 xGMI links at RCCL's 48 GB/s, RCCL's own
-// constants for AMD, NCCL's Tree in place of the hierarchical AllReduce, host memory):
+// improves it should lower the budget. The model measured has NCCL's LL / LL128 throughput caps,
+// FIFO connections, ring search over all 7 xGMI links at RCCL's 48 GB/s, RCCL's own constants
+// for AMD, NCCL's Tree in place of a hierarchical AllReduce, and host memory
+// (each log against that model):
 //
 //   log                                          scenario               MAPE all   MAPE >= 1 MiB
 //   h100-2x8-ethernet-gpudirect-all_reduce.log   h100-2x8-200g.yaml       61.3 %         49.7 %
-//     (was 55.0 / 41.5 % when auto picked ccsim's hierarchical AllReduce, whose slower
+//     (55.0 / 41.5 % with ccsim's hierarchical AllReduce, whose slower
 //     pipeline hid part of the cloud system's unmodelled ~130 us latency floor; NCCL's Tree
 //     (phase granularity, the fluid limit of its pipeline) is within -13..-2 % from 1 GiB up and
 //     far below the floor at 1-256 MiB)
@@ -108,7 +108,7 @@ TEST_CASE("compare: simulated against measured nccl-tests logs stays within the 
   }
 }
 
-// Issue 9, row 18: a log whose sizes repeat (91 rows of 21 sizes took 6x as long as 21 rows)
+// A log whose sizes repeat (91 rows of 21 sizes must not take 6x as long as 21 rows)
 // simulates each distinct (collective, ranks, element size, size) once; repeated rows get the
 // first one's simulated time, algorithm and protocol, and the simulation count is the number of
 // distinct sizes. The count is the Comparer's own (no timing).

@@ -1,5 +1,5 @@
-// Measured AllReduce bus bandwidths of systems whose GPUs stage through host memory (issue 8,
-// fault 6), against ccsim's host-memory model. Each case states the measurement, its public
+// Measured AllReduce bus bandwidths of systems whose GPUs stage through host memory,
+// against ccsim's host-memory model. Each case states the measurement, its public
 // source, the closed-form value of the model and the error budget (the error measured when
 // the model was written, rounded up).
 #include <catch2/catch.hpp>
@@ -69,7 +69,7 @@ double error_pct(double simulated, double measured) { return (simulated - measur
 TEST_CASE("host memory: 8 x RTX 5090 without P2P, 8 GPUs and 4 GPUs (nccl#1639)", "[validate][real-cases][host-memory]") {
   // Source: NVIDIA/nccl issue #1639 ("The performance of NCCL All-Reduce across 8 NVIDIA 5090
   // GPUs is extremely poor"): 2 x Xeon 8480+, all_reduce_perf -b 1g -e 8g -g 8: busbw 28 GB/s;
-  // with 4 GPUs: 35 GB/s. Issue 8, fault 6.
+  // with 4 GPUs: 35 GB/s.
   const models::Cluster c = real_case("rtx5090-8gpu-nop2p.yaml");
   // The memory link of each socket carries half the sustained copy bandwidth each way.
   const models::Topology& t = c.topology;
@@ -96,7 +96,7 @@ TEST_CASE("host memory: 8 x RTX 5090 without P2P, 8 GPUs and 4 GPUs (nccl#1639)"
 }
 
 TEST_CASE("host memory: 8 PCIe GPUs, P2P disabled, one socket against two sockets", "[validate][real-cases][host-memory]") {
-  // Source: issue 8, fault 6 (a measurement on a dual-socket PCIe Gen5 server with
+  // Source: a reported measurement (on a dual-socket PCIe Gen5 server with
   // NCCL_P2P_DISABLE): GPUs 0-3 (one socket) 24 GB/s, GPUs 0,1,6,7 (two sockets) 35 GB/s.
   const models::Cluster c = real_case("pcie-gen5-2socket-p2p-disabled.yaml");
   // GPUs 0-3: 4 flows into socket 0's memory: 115.2 / 4 = 28.8 GB/s.
