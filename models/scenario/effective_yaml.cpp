@@ -2,26 +2,18 @@
 
 #include <filesystem>
 
+#include "models/scenario/scenario_layers.hpp"
+
 namespace ccsim::models {
 namespace {
 
 namespace fs = std::filesystem;
 
-YAML::Node merge(const YAML::Node& base, const YAML::Node& over) {
-  if (!base.IsMap() || !over.IsMap()) return YAML::Clone(over);
-  YAML::Node out = YAML::Clone(base);
-  for (const auto& kv : over) {
-    const std::string key = kv.first.Scalar();
-    out[key] = out[key].IsDefined() ? merge(out[key], kv.second) : YAML::Clone(kv.second);
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string effective_yaml(const Scenario& sc) {
   YAML::Node doc(YAML::NodeType::Map);
-  for (auto it = sc.layers.rbegin(); it != sc.layers.rend(); ++it) doc = merge(doc, it->node);
+  for (auto it = sc.layers.rbegin(); it != sc.layers.rend(); ++it) doc = merge_layers(doc, it->node);
   doc.remove("include");
   YAML::Node out(YAML::NodeType::Map);
   out["name"] = sc.name;

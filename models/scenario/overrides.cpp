@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "models/scenario/scenario_layers.hpp"
+
 namespace ccsim::models {
 
 namespace {
@@ -17,23 +19,7 @@ support::InputError set_error(const std::string& key, const std::string& expecte
   return support::InputError(kCommandLine, "--set " + key, expected, found, hint);
 }
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-/// Maps merge, lists and scalars replace (as a scenario's layers merge; scenario_layers.hpp).
-/// The result shares no node with `over`: yaml-cpp joins the memory of nodes assigned into one
-/// another, so sharing the scenario's layers with every point's document made the layers'
-/// memory (and each later merge) grow with the points built before (a quadratic grid build).
-YAML::Node merge(const YAML::Node& base, const YAML::Node& over) {
-  if (!base.IsMap() || !over.IsMap()) return YAML::Clone(over);
-  YAML::Node out = YAML::Clone(base);
-  for (const auto& kv : over) {
-    const std::string key = kv.first.Scalar();
-    const YAML::Node& cbase = out;
-    const YAML::Node existing = cbase[key];
-    out[key] = existing.IsDefined() ? merge(existing, kv.second) : YAML::Clone(kv.second);
-  }
-  return out;
-}
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
 /// `map[key]` without inserting it (an undefined node when absent or when `map` is no map).
 YAML::Node child(const YAML::Node& map, const std::string& key) {
@@ -69,7 +55,7 @@ void set_inside(YAML::Node node, const std::vector<KeySegment>& segments, std::s
                                   cur.IsScalar() ? "value" : "null"));
     }
     if (!cur.IsMap()) {
-      throw set_error(a.key, fmt::format("an index after {} (a list of {})", where, items(cur.size())), quoted(seg.name));
+      throw set_error(a.key, fmt::format("an index after {} (a list of {})", where, items(cur.size())), in_quotes(seg.name));
     }
     const std::string path = where.empty() ? seg.name : where + "." + seg.name;
     YAML::Node next = child(cur, seg.name);
@@ -83,7 +69,7 @@ void set_inside(YAML::Node node, const std::vector<KeySegment>& segments, std::s
     }
     if (!seg.indexed && next.IsSequence()) {
       throw set_error(a.key, fmt::format("an index after {} (a list of {}): {}[0]", path, items(next.size()), path),
-                      quoted(seg.name));
+                      in_quotes(seg.name));
     }
     if (seg.indexed) {
       if (!next.IsSequence()) {
@@ -97,7 +83,7 @@ void set_inside(YAML::Node node, const std::vector<KeySegment>& segments, std::s
       const std::string elem = fmt::format("{}[{}]", path, seg.index);
       if (last) {
         if (a.value == kUnsetValue) {
-          throw set_error(a.key, "a value (a list element cannot be removed with auto)", quoted(a.value));
+          throw set_error(a.key, "a value (a list element cannot be removed with auto)", in_quotes(a.value));
         }
         next[seg.index] = a.value;
         return;
@@ -158,13 +144,13 @@ std::vector<KeySegment> parse_key_path(const std::string& key) {
     KeySegment seg;
     const std::size_t open = part.find('[');
     seg.name = part.substr(0, open);
-    if (seg.name.empty() || seg.name.find(']') != std::string::npos) throw set_error(key, expected, quoted(key));
+    if (seg.name.empty() || seg.name.find(']') != std::string::npos) throw set_error(key, expected, in_quotes(key));
     if (open != std::string::npos) {
       const std::size_t close = part.find(']', open);
       const std::string digits = part.substr(open + 1, close == std::string::npos ? std::string::npos : close - open - 1);
       bool ok = close == part.size() - 1 && !digits.empty() && digits.size() <= 6;
       for (char c : digits) ok = ok && std::isdigit(static_cast<unsigned char>(c));
-      if (!ok) throw set_error(key, expected + "; an index is a number in brackets at the end of a segment", quoted(key));
+      if (!ok) throw set_error(key, expected + "; an index is a number in brackets at the end of a segment", in_quotes(key));
       seg.indexed = true;
       seg.index = static_cast<std::size_t>(std::stoul(digits));
     }
@@ -178,7 +164,7 @@ std::vector<KeySegment> parse_key_path(const std::string& key) {
 SweepAxis parse_set_option(const std::string& text) {
   const std::size_t eq = text.find('=');
   if (eq == std::string::npos) {
-    throw support::InputError(kCommandLine, "--set", "KEY=V1,V2,... (a key path, '=', comma-separated values)", quoted(text));
+    throw support::InputError(kCommandLine, "--set", "KEY=V1,V2,... (a key path, '=', comma-separated values)", in_quotes(text));
   }
   SweepAxis axis;
   axis.key = text.substr(0, eq);
@@ -189,8 +175,8 @@ SweepAxis parse_set_option(const std::string& text) {
   while (true) {
     const std::size_t comma = values.find(',', i);
     std::string v = values.substr(i, comma == std::string::npos ? std::string::npos : comma - i);
-    if (v.empty()) throw set_error(axis.key, "a non-empty value between commas", quoted(values));
-    if (!seen.insert(v).second) throw set_error(axis.key, "each value once", fmt::format("{} twice", quoted(v)));
+    if (v.empty()) throw set_error(axis.key, "a non-empty value between commas", in_quotes(values));
+    if (!seen.insert(v).second) throw set_error(axis.key, "each value once", fmt::format("{} twice", in_quotes(v)));
     axis.values.push_back(std::move(v));
     if (comma == std::string::npos) break;
     i = comma + 1;
@@ -222,7 +208,7 @@ std::vector<std::size_t> grid_point(const std::vector<SweepAxis>& axes, std::siz
 std::vector<support::YamlSource> point_layers(const std::vector<support::YamlSource>& base,
                                               const std::vector<Assignment>& assignments) {
   YAML::Node merged(YAML::NodeType::Map);
-  for (auto it = base.rbegin(); it != base.rend(); ++it) merged = merge(merged, it->node);
+  for (auto it = base.rbegin(); it != base.rend(); ++it) merged = merge_layers(merged, it->node);
 
   YAML::Node over(YAML::NodeType::Map);
   std::vector<std::vector<KeySegment>> removed;  // map paths taken out of the base layers

@@ -78,4 +78,16 @@ std::vector<support::YamlSource> load_scenario_layers(const std::string& path) {
   return layers;
 }
 
+YAML::Node merge_layers(const YAML::Node& base, const YAML::Node& over) {
+  if (!base.IsMap() || !over.IsMap()) return YAML::Clone(over);
+  YAML::Node out = YAML::Clone(base);
+  for (const auto& kv : over) {
+    const std::string key = kv.first.Scalar();
+    const YAML::Node& cbase = out;
+    const YAML::Node existing = cbase[key];  // const lookup: inserts nothing
+    out[key] = existing.IsDefined() ? merge_layers(existing, kv.second) : YAML::Clone(kv.second);
+  }
+  return out;
+}
+
 }  // namespace ccsim::models

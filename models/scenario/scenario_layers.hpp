@@ -16,4 +16,10 @@ namespace ccsim::models {
 /// `include` that is not a path or a list of paths, and an include cycle (naming the chain).
 std::vector<support::YamlSource> load_scenario_layers(const std::string& path);
 
+/// `over` merged onto `base` as layers merge: maps key by key (recursively), lists and scalars
+/// replace. The result is a fresh document that shares no node with either argument (yaml-cpp
+/// joins the memory of nodes assigned into one another, so sharing layers with every sweep
+/// point's document would make each later merge grow with the points built before).
+YAML::Node merge_layers(const YAML::Node& base, const YAML::Node& over);
+
 }  // namespace ccsim::models

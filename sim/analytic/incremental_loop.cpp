@@ -17,7 +17,7 @@ namespace {
 
 using detail::Transfer;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using detail::kInf;
 constexpr std::uint32_t kNone = ~0U;
 
 /// A flow's finish time as the heap holds it; stale when `version` differs from the flow's.

@@ -16,7 +16,7 @@ namespace {
 
 using detail::Transfer;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using detail::kInf;
 
 class ReferenceLoop final : public detail::AnalyticRun {
  public:

@@ -5,6 +5,7 @@
 // capacity: reference_loop.cpp re-solves every flowing transfer at every event,
 // incremental_loop.cpp keeps an IncrementalSharing (sim/sharing/incremental_sharing.hpp).
 
+#include <limits>
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +19,8 @@ namespace ccsim::sim::detail {
 /// Relative time window within which completions and latency expiries are handled as one
 /// event (10^-12: far below any reported precision, far above double rounding).
 inline constexpr double kCoalesce = 1e-12;
+/// No time yet (a flow without a finish, an empty heap).
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 /// A transfer's latency elapses at `time` (seconds). Ordered by (time, sequence number): ties
 /// resolve in creation order.

@@ -67,12 +67,6 @@ const CalibrationParameter& parameter(const validate::CalibrationResult& r, cons
   throw std::logic_error("unreachable");
 }
 
-std::vector<std::uint64_t> sizes_8B_to(std::uint64_t last) {
-  std::vector<std::uint64_t> s;
-  for (std::uint64_t b = 8; b <= last; b *= 8) s.push_back(b);
-  return s;
-}
-
 /// Rows of a synthetic log made from `truth` and parsed back as a user's log would be.
 /// `noise`: relative amplitude of a deterministic perturbation (a fixed pseudo-random
 /// sequence, uniform in [-noise, +noise]).
