@@ -12,10 +12,7 @@
 # Usage: replay_verbs.sh CCSIM SOURCE_DIR WORK_DIR [FAKE_LIB]
 set -u
 ccsim=$1; src=$2; work=$3; fake=${4:-}
-command -v mpirun >/dev/null 2>&1 || { echo "mpirun not found: skipped"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_plm_rsh_agent=false
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+. "$(dirname "$0")/../mpi_local.sh"  # skips without mpirun; OpenMPI for local ranks
 rm -rf "$work"; mkdir -p "$work"; cd "$src" || exit 1
 scenario=scenarios/dgx-h100-1node.yaml
 base=(replay "$scenario" --backend verbs -n 3 -w 1)

@@ -6,13 +6,7 @@
 # Usage: sweep_mpi.sh CCSIM SOURCE_DIR WORK_DIR
 set -u
 ccsim=$1; src=$2; work=$3
-command -v mpirun >/dev/null 2>&1 || { echo "mpirun not found: skipped"; exit 77; }
-# Local ranks only, shared memory and self transports (no network), root allowed (containers).
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_plm_rsh_agent=false
-# Under AddressSanitizer (CCSIM_SANITIZE builds) OpenMPI's own allocations still held at exit
-# would be reported as leaks and fail the ranks; ccsim's code is leak-checked by every other test.
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+. "$(dirname "$0")/../mpi_local.sh"  # skips without mpirun; OpenMPI for local ranks
 mpi=(mpirun -n 2 --oversubscribe)
 rm -rf "$work"; mkdir -p "$work"; cd "$src" || exit 1
 if ! "${mpi[@]}" true >"$work/probe.log" 2>&1; then

@@ -8,10 +8,7 @@
 # Usage: session_test.sh DRIVER WORK_DIR
 set -u
 driver=$1; work=$2
-command -v mpirun >/dev/null 2>&1 || { echo "mpirun not found: skipped"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_plm_rsh_agent=false
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+. "$(dirname "$0")/../../mpi_local.sh"  # skips without mpirun; OpenMPI for local ranks
 unset OMPI_MPI_THREAD_LEVEL
 rm -rf "$work"; mkdir -p "$work"
 if ! mpirun -n 1 true >"$work/probe.log" 2>&1; then

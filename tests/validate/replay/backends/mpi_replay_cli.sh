@@ -7,10 +7,7 @@
 # Usage: mpi_replay_cli.sh CCSIM SOURCE_DIR WORK_DIR
 set -u
 ccsim=$1; src=$2; work=$3
-command -v mpirun >/dev/null 2>&1 || { echo "mpirun not found: skipped"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_plm_rsh_agent=false
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+. "$(dirname "$0")/../../../mpi_local.sh"  # skips without mpirun; OpenMPI for local ranks
 rm -rf "$work"; mkdir -p "$work"; cd "$src" || exit 1
 if ! mpirun -n 3 --oversubscribe true >"$work/probe.log" 2>&1; then
   echo "mpirun cannot start 3 local ranks here: skipped"; cat "$work/probe.log"; exit 77

@@ -6,14 +6,8 @@
 # Usage: mpi_replay_test.sh DRIVER N [--small]
 set -u
 driver=$1; n=$2; shift 2
-command -v mpirun >/dev/null 2>&1 || { echo "mpirun not found: skipped"; exit 77; }
-# Local ranks only, shared memory and self transports (no network), root allowed (containers),
-# more ranks than cores allowed (CI has 2).
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_plm_rsh_agent=false
-# Under AddressSanitizer (CCSIM_SANITIZE builds) OpenMPI's own allocations still held at exit
-# would be reported as leaks; ccsim's code is leak-checked by every other test.
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+. "$(dirname "$0")/../../../mpi_local.sh"  # skips without mpirun; OpenMPI for local ranks
+# More ranks than cores are allowed (CI has 2).
 probe=$(mktemp)
 if ! mpirun -n "$n" --oversubscribe true >"$probe" 2>&1; then
   echo "mpirun cannot start $n local ranks here: skipped"; cat "$probe"; rm -f "$probe"; exit 77
