@@ -133,17 +133,13 @@ std::string exponent(const std::optional<Fit>& f) {
   return buf;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s RESULTS.csv\n", argv[0]);
-    return 2;
-  }
-  std::ifstream in(argv[1]);
+/// The rows of the results CSV at `path`; nullopt (the error printed on stderr) when it cannot
+/// be read or a row is malformed.
+std::optional<std::vector<Row>> read_rows(const char* path) {
+  std::ifstream in(path);
   if (!in) {
-    std::fprintf(stderr, "%s: error: expected a results CSV, found no readable file\n", argv[1]);
-    return 2;
+    std::fprintf(stderr, "%s: error: expected a results CSV, found no readable file\n", path);
+    return std::nullopt;
   }
   const std::vector<std::string> header = {"table", "xname", "x", "n", "column", "status", "runs",
                                            "wall_s", "rss_kib", "run_s", "transfers", "timeout_s", "note"};
@@ -157,14 +153,14 @@ int main(int argc, char** argv) {
     auto f = split(line);
     if (line_no == 1) {
       if (f != header) {
-        std::fprintf(stderr, "%s:1: error: expected the header %s, found '%s'\n", argv[1], "table,xname,x,n,column,...", line.c_str());
-        return 2;
+        std::fprintf(stderr, "%s:1: error: expected the header %s, found '%s'\n", path, "table,xname,x,n,column,...", line.c_str());
+        return std::nullopt;
       }
       continue;
     }
     if (f.size() != header.size()) {
-      std::fprintf(stderr, "%s:%d: error: expected %zu fields, found %zu\n", argv[1], line_no, header.size(), f.size());
-      return 2;
+      std::fprintf(stderr, "%s:%d: error: expected %zu fields, found %zu\n", path, line_no, header.size(), f.size());
+      return std::nullopt;
     }
     Row r;
     r.table = f[0], r.xname = f[1], r.x = f[2], r.column = f[4], r.status = f[5], r.note = f[12];
@@ -174,113 +170,127 @@ int main(int argc, char** argv) {
     static const std::vector<std::string> statuses = {"ok", "timeout", "skipped", "refused", "failed", "na"};
     if ((!n && !f[3].empty()) || std::find(statuses.begin(), statuses.end(), r.status) == statuses.end() || (r.status == "ok" && (!r.wall || !runs))) {
       std::fprintf(stderr, "%s:%d: error: expected n a number, status one of ok, timeout, skipped, refused, failed, na, "
-                   "and wall_s and runs for ok, found '%s'\n", argv[1], line_no, line.c_str());
-      return 2;
+                   "and wall_s and runs for ok, found '%s'\n", path, line_no, line.c_str());
+      return std::nullopt;
     }
     r.n = n;
     r.runs = runs ? static_cast<int>(*runs) : 0;
     rows.push_back(std::move(r));
   }
+  return rows;
+}
 
-  std::vector<std::string> tables;
+/// Table `t` of `rows` as markdown, with each series' growth exponents when its rows are sized.
+void print_table(const std::string& t, const std::vector<Row>& rows) {
+  std::vector<std::string> columns;
+  std::vector<std::pair<std::string, std::optional<double>>> xs;  // label, n: order of first appearance
+  std::map<std::pair<std::string, std::string>, const Row*> at;
+  std::string xname;
   for (const auto& r : rows) {
-    if (std::find(tables.begin(), tables.end(), r.table) == tables.end()) tables.push_back(r.table);
+    if (r.table != t) continue;
+    xname = r.xname;
+    if (std::find(columns.begin(), columns.end(), r.column) == columns.end()) columns.push_back(r.column);
+    if (std::none_of(xs.begin(), xs.end(), [&](const auto& p) { return p.first == r.x; })) xs.emplace_back(r.x, r.n);
+    at[{r.x, r.column}] = &r;
   }
-  for (const auto& t : tables) {
-    std::vector<std::string> columns;
-    std::vector<std::pair<std::string, std::optional<double>>> xs;  // label, n: order of first appearance
-    std::map<std::pair<std::string, std::string>, const Row*> at;
-    std::string xname;
-    for (const auto& r : rows) {
-      if (r.table != t) continue;
-      xname = r.xname;
-      if (std::find(columns.begin(), columns.end(), r.column) == columns.end()) columns.push_back(r.column);
-      if (std::none_of(xs.begin(), xs.end(), [&](const auto& p) { return p.first == r.x; })) xs.emplace_back(r.x, r.n);
-      at[{r.x, r.column}] = &r;
-    }
-    const bool labelled = std::any_of(xs.begin(), xs.end(), [](const auto& p) {
-      const auto v = number(p.first);
-      return !v || !p.second || *v != *p.second;
-    });
-    const bool sized = std::any_of(xs.begin(), xs.end(), [](const auto& p) { return p.second.has_value(); });
-    const std::string first = !sized ? xname : labelled ? "scenario (" + xname + ")" : xname;
-    std::printf("### %s\n\n| %s |", t.c_str(), first.c_str());
-    for (const auto& c : columns) std::printf(" %s |", c.c_str());
-    std::printf("\n|---|");
-    for (std::size_t i = 0; i < columns.size(); ++i) std::printf("---|");
-    std::printf("\n");
-    bool single = false, skipped = false;
-    int most_runs = 1;
-    for (const auto& [x, n] : xs) {
-      const auto xv = number(x);
-      const std::string label = !n ? x : xv && *xv == *n ? with_commas(*n) : x + " (" + with_commas(*n) + ")";
-      std::printf("| %s |", label.c_str());
-      for (const auto& c : columns) {
-        const auto it = at.find({x, c});
-        if (it == at.end()) {
-          std::printf(" |");
-          continue;
-        }
-        single = single || (it->second->status == "ok" && it->second->runs == 1);
-        most_runs = std::max(most_runs, it->second->runs);
-        skipped = skipped || it->second->status == "skipped";
-        std::printf(" %s |", cell(*it->second).c_str());
-      }
-      std::printf("\n");
-    }
-    const auto legend = [&] {
-      std::printf("Cells: wall time of the process (start-up included) and its peak RSS (children included)%s%s.%s\n\n",
-                  most_runs > 1 ? ("; median of " + std::to_string(most_runs) + " runs, peak the largest").c_str() : "",
-                  single && most_runs > 1 ? "; † one run (a slow configuration)" : single ? "; † one run" : "",
-                  skipped ? " ‡ not run: a smaller size of the same series ran past the timeout." : "");
-    };
-    if (!sized) {
-      std::printf("\n");
-      legend();
-      continue;
-    }
-    // Growth exponents, one per series.
-    std::vector<std::string> details;
-    std::string wall_row = "| growth b (wall) |", run_row = "| growth b (run, in-process) |";
-    bool any_run = false;
+  const bool labelled = std::any_of(xs.begin(), xs.end(), [](const auto& p) {
+    const auto v = number(p.first);
+    return !v || !p.second || *v != *p.second;
+  });
+  const bool sized = std::any_of(xs.begin(), xs.end(), [](const auto& p) { return p.second.has_value(); });
+  const std::string first = !sized ? xname : labelled ? "scenario (" + xname + ")" : xname;
+  std::printf("### %s\n\n| %s |", t.c_str(), first.c_str());
+  for (const auto& c : columns) std::printf(" %s |", c.c_str());
+  std::printf("\n|---|");
+  for (std::size_t i = 0; i < columns.size(); ++i) std::printf("---|");
+  std::printf("\n");
+  bool single = false, skipped = false;
+  int most_runs = 1;
+  for (const auto& [x, n] : xs) {
+    const auto xv = number(x);
+    const std::string label = !n ? x : xv && *xv == *n ? with_commas(*n) : x + " (" + with_commas(*n) + ")";
+    std::printf("| %s |", label.c_str());
     for (const auto& c : columns) {
-      std::vector<std::pair<double, double>> wall, run, run_tr;
-      std::string points;
-      for (const auto& [x, n] : xs) {
-        const auto it = at.find({x, c});
-        if (it == at.end() || it->second->status != "ok" || !it->second->n) continue;
-        const Row& r = *it->second;
-        wall.emplace_back(*r.n, *r.wall);
-        if (r.run) run.emplace_back(*r.n, *r.run);
-        if (r.run && r.transfers) run_tr.emplace_back(*r.transfers, *r.run);
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "%s%s: %s", points.empty() ? "" : "; ", with_commas(*r.n).c_str(), seconds(*r.wall).c_str());
-        points += buf;
-        if (r.transfers) points += ", " + with_commas(*r.transfers) + " transfers";
-        if (r.run) points += ", run " + seconds(*r.run);
+      const auto it = at.find({x, c});
+      if (it == at.end()) {
+        std::printf(" |");
+        continue;
       }
-      const auto fw = fit(wall);
-      const auto fr = fit(run);
-      wall_row += " " + exponent(fw) + " |";
-      run_row += " " + exponent(fr) + " |";
-      any_run = any_run || !run.empty();
-      std::string d = "- " + c + ": ";
-      d += fw ? "wall ∝ " + xname + "^" + exponent(fw) + " (" + std::to_string(fw->points) + " points)"
-              : "no fit (fewer than two sizes ran)";
-      if (fr) d += "; run ∝ " + xname + "^" + exponent(fr);
-      if (const auto ft = fit(run_tr)) d += "; run ∝ transfers^" + exponent(ft);
-      d += points.empty() ? " — no point ran" : " — points: " + points;
-      details.push_back(d);
+      single = single || (it->second->status == "ok" && it->second->runs == 1);
+      most_runs = std::max(most_runs, it->second->runs);
+      skipped = skipped || it->second->status == "skipped";
+      std::printf(" %s |", cell(*it->second).c_str());
     }
-    std::printf("%s\n", wall_row.c_str());
-    if (any_run) std::printf("%s\n", run_row.c_str());
+    std::printf("\n");
+  }
+  const auto legend = [&] {
+    std::printf("Cells: wall time of the process (start-up included) and its peak RSS (children included)%s%s.%s\n\n",
+                most_runs > 1 ? ("; median of " + std::to_string(most_runs) + " runs, peak the largest").c_str() : "",
+                single && most_runs > 1 ? "; † one run (a slow configuration)" : single ? "; † one run" : "",
+                skipped ? " ‡ not run: a smaller size of the same series ran past the timeout." : "");
+  };
+  if (!sized) {
     std::printf("\n");
     legend();
-    std::printf("Growth exponents (log t = a + b·log %s, least squares over the points that ran; run = schedule + "
-                "engine inside the process):\n\n",
-                xname.c_str());
-    for (const auto& d : details) std::printf("%s\n", d.c_str());
-    std::printf("\n");
+    return;
   }
+  // Growth exponents, one per series.
+  std::vector<std::string> details;
+  std::string wall_row = "| growth b (wall) |", run_row = "| growth b (run, in-process) |";
+  bool any_run = false;
+  for (const auto& c : columns) {
+    std::vector<std::pair<double, double>> wall, run, run_tr;
+    std::string points;
+    for (const auto& [x, n] : xs) {
+      const auto it = at.find({x, c});
+      if (it == at.end() || it->second->status != "ok" || !it->second->n) continue;
+      const Row& r = *it->second;
+      wall.emplace_back(*r.n, *r.wall);
+      if (r.run) run.emplace_back(*r.n, *r.run);
+      if (r.run && r.transfers) run_tr.emplace_back(*r.transfers, *r.run);
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%s%s: %s", points.empty() ? "" : "; ", with_commas(*r.n).c_str(), seconds(*r.wall).c_str());
+      points += buf;
+      if (r.transfers) points += ", " + with_commas(*r.transfers) + " transfers";
+      if (r.run) points += ", run " + seconds(*r.run);
+    }
+    const auto fw = fit(wall);
+    const auto fr = fit(run);
+    wall_row += " " + exponent(fw) + " |";
+    run_row += " " + exponent(fr) + " |";
+    any_run = any_run || !run.empty();
+    std::string d = "- " + c + ": ";
+    d += fw ? "wall ∝ " + xname + "^" + exponent(fw) + " (" + std::to_string(fw->points) + " points)"
+            : "no fit (fewer than two sizes ran)";
+    if (fr) d += "; run ∝ " + xname + "^" + exponent(fr);
+    if (const auto ft = fit(run_tr)) d += "; run ∝ transfers^" + exponent(ft);
+    d += points.empty() ? " — no point ran" : " — points: " + points;
+    details.push_back(d);
+  }
+  std::printf("%s\n", wall_row.c_str());
+  if (any_run) std::printf("%s\n", run_row.c_str());
+  std::printf("\n");
+  legend();
+  std::printf("Growth exponents (log t = a + b·log %s, least squares over the points that ran; run = schedule + "
+              "engine inside the process):\n\n",
+              xname.c_str());
+  for (const auto& d : details) std::printf("%s\n", d.c_str());
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s RESULTS.csv\n", argv[0]);
+    return 2;
+  }
+  const std::optional<std::vector<Row>> rows = read_rows(argv[1]);
+  if (!rows) return 2;
+  std::vector<std::string> tables;
+  for (const auto& r : *rows) {
+    if (std::find(tables.begin(), tables.end(), r.table) == tables.end()) tables.push_back(r.table);
+  }
+  for (const auto& t : tables) print_table(t, *rows);
   return 0;
 }
