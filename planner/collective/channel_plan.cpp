@@ -55,18 +55,20 @@ std::vector<double> block_mesh(const models::Topology& t, const std::vector<mode
 
 /// The direct links of the ranks' nodes (ranks node-major in blocks of `per`), pair by pair the
 /// weakest over the nodes: the rings found on it suit every node, as NCCL keeps the minimum of
-/// every rank's search (init.cc, the AllGather of the graphs' channels and bandwidths). One
-/// node per node class is read (Topology::node_class); nullopt when no pair has a link.
+/// every rank's search (init.cc, the AllGather of the graphs' channels and bandwidths). Nodes
+/// of one class (Topology::node_class) whose ranks sit on the same local GPUs in the same order
+/// have the same mesh, so one of them is read; nullopt when no pair has a link.
 std::optional<LinkGraph> direct_links(const models::Topology& t, const std::vector<models::DeviceId>& gpus, int per) {
   if (per <= 1) return std::nullopt;
   LinkGraph mesh;
   mesh.n = per;
-  std::vector<int> classes_seen;
+  std::vector<std::vector<int>> seen;  // per block read: its node class, then its ranks' local GPUs
   const int blocks = static_cast<int>(gpus.size()) / per;
   for (int block = 0; block < blocks; ++block) {
-    const int cls = t.node_class(t.device(gpus[static_cast<std::size_t>(block * per)]).node);
-    if (std::find(classes_seen.begin(), classes_seen.end(), cls) != classes_seen.end()) continue;
-    classes_seen.push_back(cls);
+    std::vector<int> key{t.node_class(t.device(gpus[static_cast<std::size_t>(block * per)]).node)};
+    for (int u = 0; u < per; ++u) key.push_back(t.device(gpus[static_cast<std::size_t>(block * per + u)]).local);
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(std::move(key));
     const std::vector<double> capacity = block_mesh(t, gpus, per, block);
     if (mesh.capacity.empty()) {
       mesh.capacity = capacity;

@@ -18,8 +18,8 @@
 //  * trees: one chain/tree pair per NIC rail the first node's ranks reach across nodes (NCCL
 //    builds its trees per NIC), headed by the first rank of each rail; inside one node, one
 //    pair per searched ring on direct-link nodes, else one.
-// The direct links are read from one node of each node class among the ranks' nodes
-// (Topology::node_class), pair by pair the weakest, so the rings suit every node.
+// The direct links are read from one node of each node class and choice of local GPUs among the
+// ranks' nodes (Topology::node_class), pair by pair the weakest, so the rings suit every node.
 
 #include <vector>
 

@@ -68,8 +68,9 @@ AlgorithmRequest CollectiveRunner::request(Algorithm a, Protocol p, std::uint64_
   r.root = options_.root;
   r.bytes = bytes;
   r.element_size = options_.element_size;
-  // Channels spread rings over rails and links; the hierarchical AllReduce already uses every
-  // rail (one inter-node ring per local rank), and the tree is not rail-aware: one channel.
+  // The entry says which channels it takes (ChannelUse): the ring channels (spread over rails
+  // and links), the tree pairs (one per NIC rail across nodes, each headed on its rail), or one
+  // (the hierarchical AllReduce already uses every rail: one inter-node ring per local rank).
   r.channels = entry.channels == ChannelUse::Rings ? plan_.channels : entry.channels == ChannelUse::TreePairs ? plan_.tree_pairs : 1;
   r.ranks_per_node = plan_.ranks_per_node;
   if (entry.channels == ChannelUse::Rings) r.ring_orders = plan_.ring_orders;

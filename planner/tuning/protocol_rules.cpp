@@ -64,16 +64,19 @@ ProtocolContext protocol_context(const models::Cluster& cluster, const std::vect
   std::map<int, std::vector<models::DeviceId>> by_node;  // ranks' GPUs per node, rank order
   for (models::DeviceId g : gpus) by_node[t.device(g).node].push_back(g);
   c.nodes = static_cast<int>(by_node.size());
-  std::vector<int> classes_seen;  // path types are alike on the nodes of one class
+  // Path types are alike on the nodes of one class whose ranks sit on the same local GPUs in
+  // the same order: per node, its class and then its ranks' local GPUs.
+  std::vector<std::vector<int>> seen;
   for (const auto& [node, members] : by_node) {
     const int group = node >= 0 ? cluster.node_group[static_cast<std::size_t>(node)] : -1;
     if (group >= 0) {
       const std::string& arch = cluster.spec.groups[static_cast<std::size_t>(group)].node.gpu.arch;
       if (std::find(c.archs.begin(), c.archs.end(), arch) == c.archs.end()) c.archs.push_back(arch);
     }
-    const int cls = node >= 0 ? t.node_class(node) : -1;
-    if (std::find(classes_seen.begin(), classes_seen.end(), cls) != classes_seen.end()) continue;
-    classes_seen.push_back(cls);
+    std::vector<int> key{node >= 0 ? t.node_class(node) : -1};
+    for (models::DeviceId g : members) key.push_back(t.device(g).local);
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(std::move(key));
     // Ring neighbours on this node (a ring over n > 2 GPUs also closes last -> first).
     const std::size_t n = members.size();
     for (std::size_t i = 0; n > 1 && i < (n == 2 ? 1 : n); ++i) {

@@ -48,10 +48,11 @@ struct ProtocolContext {
 
 /// Builds the context of the ranks `gpus` (device ids, rank order) of `cluster`: the paths
 /// between consecutive ranks of each node in rank order (with wrap-around, as a ring joins
-/// them), and from each rank's GPU to its nearest NIC when the ranks span several nodes. Only
-/// the first node of each node class (Topology::node_class) is inspected: the nodes of one
-/// class are alike. With `router` (a models::Router of `cluster`), the paths are the router's
-/// (the same as Topology::route's, from its per-class cache: no search of a 16,384-GPU topology per call).
+/// them), and from each rank's GPU to its nearest NIC when the ranks span several nodes. One
+/// node of each node class (Topology::node_class) and choice of local GPUs is inspected: nodes
+/// of one class with the ranks on the same local GPUs are alike. With `router` (a
+/// models::Router of `cluster`), the paths are the router's (the same as Topology::route's,
+/// from its per-class cache: no search of a 16,384-GPU topology per call).
 ProtocolContext protocol_context(const models::Cluster& cluster, const std::vector<models::DeviceId>& gpus,
                                  models::Router* router = nullptr);
 

@@ -2,10 +2,12 @@
 # SOURCE_DIR and checks that it exits with code 2, prints nothing on stdout, that stderr holds
 # the `expect:` text and, where the case has one, lacks the `absent:` text.
 #
-# A case file is lines of `key: value` (args, expect, absent) and `#` comments. args is split
-# like a Unix shell command line; expect and absent are plain substrings (no patterns), taken
-# byte for byte to the end of the line, so they may hold ';', brackets and any UTF-8.
+# A case file is lines of `key: value` (args, expect, absent; each at most once, never blank)
+# and `#` comments. args is split like a Unix shell command line; expect and absent are plain
+# substrings (no patterns), taken byte for byte to the end of the line, so they may hold ';',
+# brackets and any UTF-8.
 # Registered per file in tests/cli/CMakeLists.txt (cli_bad_command.*, cli_bad_calibration.*).
+cmake_minimum_required(VERSION 3.22)
 if(NOT DEFINED CASE OR NOT EXISTS "${CASE}")
   message(FATAL_ERROR "bad_command.cmake needs -DCASE=<a .case file>, found '${CASE}'")
 endif()
@@ -20,8 +22,10 @@ set(args_text "")
 set(expect "")
 set(absent "")
 set(line_no 0)
+set(keys_seen "")
 foreach(line IN LISTS lines)
   math(EXPR line_no "${line_no} + 1")
+  string(REGEX REPLACE "\r$" "" line "${line}")  # a CRLF file reads as an LF one
   if(line STREQUAL "" OR line MATCHES "^#")
     continue()
   endif()
@@ -30,6 +34,13 @@ foreach(line IN LISTS lines)
   endif()
   set(key "${CMAKE_MATCH_1}")
   set(value "${CMAKE_MATCH_2}")
+  if(key IN_LIST keys_seen)
+    message(FATAL_ERROR "${CASE}:${line_no}: expected one '${key}:' line, found a second")
+  endif()
+  list(APPEND keys_seen "${key}")
+  if(value MATCHES "^[ \t\r]*$")
+    message(FATAL_ERROR "${CASE}:${line_no}: expected text after '${key}:', found none")
+  endif()
   string(REPLACE "<semicolon>" ";" value "${value}")
   string(REPLACE "<lbracket>" "[" value "${value}")
   string(REPLACE "<rbracket>" "]" value "${value}")

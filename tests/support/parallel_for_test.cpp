@@ -112,11 +112,14 @@ TEST_CASE("parallel_for rethrows the lowest failing index's exception, serial or
 
 TEST_CASE("parallel_for stops handing out indices after a failure") {
   // One thread: index 2 fails, 3 and later never run. Two threads: at most the index the other
-  // thread holds runs after the failure, so most of the 10000 never run.
+  // thread holds runs after the failure, so most of the 10000 never run. Indices after 2 take
+  // 200 us each, so the other thread cannot run them all (2 s) while the failing one waits for
+  // a core on a loaded machine.
   std::atomic<int> ran{0};
   const auto body = [&](std::size_t i) {
     ++ran;
     if (i == 2) throw std::runtime_error("stop");
+    if (i > 2) std::this_thread::sleep_for(std::chrono::microseconds(200));
   };
   CHECK(failure(10000, 1, body) == "stop");
   CHECK(ran.load() == 3);

@@ -140,3 +140,32 @@ TEST_CASE("ranks not in node order: each node's ranks as they come", "[channels]
   CHECK(plan.tree_heads == std::vector<int>{0});
   CHECK_THROWS_AS(planner::plan_channels(c, {}), std::invalid_argument);
 }
+
+TEST_CASE("channel plan: nodes of one class with other local GPUs are read each (DGX-1 x 2)", "[channels][node-class]") {
+  // DGX-1's hybrid cube-mesh: local GPUs 0-3 are all NVLinked, but of 0, 1, 4, 5 only the pairs
+  // 0-1, 0-4, 1-5 and 4-5 are. A group of GPUs 0-3 of node 0 and 0, 1, 4, 5 of node 1 (ranks
+  // 8, 9, 12, 13) must get rings whose every hop inside a node is an NVLink on both nodes, and
+  // the same rings whichever node comes first.
+  const models::Cluster c = cluster_of("cluster:\n  nodes: [{node: dgx1-v100, count: 2}]\n  fabric: {kind: single-switch}\n");
+  const models::Topology& t = c.topology;
+  const auto nvlinked = [&](int a, int b) {
+    for (models::LinkId id : t.out_links(t.gpus()[static_cast<std::size_t>(a)]))
+      if (t.link_target(id) == t.gpus()[static_cast<std::size_t>(b)] && t.link(id).link_class == models::LinkClass::ScaleUp) return true;
+    return false;
+  };
+  const std::vector<int> node0 = {0, 1, 2, 3}, node1 = {8, 9, 12, 13};
+  std::vector<int> first = node0, second = node1;
+  first.insert(first.end(), node1.begin(), node1.end());
+  second.insert(second.end(), node0.begin(), node0.end());
+  const planner::ChannelPlan a = planner::plan_channels(c, gpus_of(c, first), 0);
+  const planner::ChannelPlan b = planner::plan_channels(c, gpus_of(c, second), 0);
+  REQUIRE(a.ranks_per_node == 4);
+  REQUIRE_FALSE(a.node_orders.empty());
+  CHECK(a.node_orders == b.node_orders);
+  for (const auto& ring : a.node_orders)
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const int u = ring[i], v = ring[(i + 1) % ring.size()];
+      CHECK(nvlinked(node0[static_cast<std::size_t>(u)], node0[static_cast<std::size_t>(v)]));
+      CHECK(nvlinked(node1[static_cast<std::size_t>(u)], node1[static_cast<std::size_t>(v)]));
+    }
+}

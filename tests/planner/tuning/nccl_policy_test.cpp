@@ -79,3 +79,21 @@ TEST_CASE("granularity: phase above 64 ranks or 256 ranks x ring channels, and f
   CHECK_FALSE(planner::prefers_phase(Algorithm::Tree, Granularity::Step, 1024, 1));
   CHECK(planner::prefers_phase(Algorithm::Bruck, Granularity::Phase, 2, 1));
 }
+
+TEST_CASE("protocol rules: nodes of one class with other local GPUs are read each (DGX-1 x 2)", "[nccl-policy][node-class]") {
+  // Ranks {0, 1, 8, 13} and their mirror {0, 5, 8, 9} of two DGX-1 nodes: each has one node on
+  // an NVLinked pair (local 0-1) and one on a pair without NVLink (local 0-5), so both see the
+  // same farthest ring path inside a node (not NVL), whichever node comes first.
+  const models::Cluster c = models::build_cluster(
+      models::load_scenario(test::source_path("tests/data/node-classes/dgx1-2node.yaml"), test::shipped_catalog()).cluster);
+  const auto gpus = [&](std::initializer_list<int> ranks) {
+    std::vector<models::DeviceId> out;
+    for (int r : ranks) out.push_back(c.topology.gpus()[static_cast<std::size_t>(r)]);
+    return out;
+  };
+  const planner::ProtocolContext a = planner::protocol_context(c, gpus({0, 1, 8, 13}));
+  const planner::ProtocolContext b = planner::protocol_context(c, gpus({0, 5, 8, 9}));
+  CHECK(a.intra == b.intra);
+  CHECK(a.intra != models::PathType::Nvl);
+  CHECK(planner::protocol_context(c, gpus({0, 1, 8, 9})).intra == models::PathType::Nvl);
+}
