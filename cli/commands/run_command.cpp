@@ -66,13 +66,13 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
   const planner::CostModel costs = planner::CostModel::load(collective_table(o.calibration, scenario, cluster).path);
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
   planner::ComputeCalibration compute =
-      planner::ComputeCalibration::load(compute_table(o.compute_calibration, scenario).path, gpu0.name);
+      planner::ComputeCalibration::load(compute_table(o.compute_calibration, scenario).path, gpu0.kind_names());
   // --engine is checked above: empty (nullopt) takes the scenario's.
   const models::EngineKind engine = models::parse_engine_kind(o.engine).value_or(scenario.simulation.engine);
   planner::WorkloadRunner runner(scenario, cluster, costs, compute, engine);
   if (scenario.workload->phase != models::WorkloadPhase::TrainingStep) {
     runner.set_serving(planner::ServingCalibration::load(
-        o.serving_calibration.empty() ? planner::ServingCalibration::default_path() : o.serving_calibration, gpu0.name));
+        o.serving_calibration.empty() ? planner::ServingCalibration::default_path() : o.serving_calibration, gpu0.kind_names()));
   }
 
   // Progress on stderr for runs longer than a second, when stderr is a terminal.

@@ -50,6 +50,7 @@ GpuSpec Catalog::parse_gpu(const Resolved& r) const {
   spec.hbm_capacity = f.quantity("hbm_capacity", support::Quantity::Bytes, true);
   spec.hbm_bandwidth = f.quantity("hbm_bandwidth", support::Quantity::Bandwidth, true);
   spec.sms = f.count("sms", 1, 4096, 0);  // largest GPUs have a few hundred (MI300X: 304 CUs)
+  spec.lineage = r.chain;
   if (const auto scaleup = f.optional_map("scaleup")) {
     scaleup->reject_unknown({"link", "links"});
     spec.scaleup_link = link(*scaleup, "link");

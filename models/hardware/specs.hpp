@@ -70,6 +70,19 @@ struct GpuSpec {
   int scaleup_links = 0;           ///< number of scale-up links (18 NVLink4 on H100)
   LinkSpec host_link;              ///< PCIe generation of the host interface (x16)
   std::string source;
+  /// The catalog entries this GPU derives from through `base:`, nearest first, ending at the
+  /// root entry (["H100-SXM5"] for `{base: H100-SXM5, name: H100-halfspeed}` and for H100-SXM5
+  /// itself). Per-GPU figures of the calibration tables follow this chain (kind_names()).
+  std::vector<std::string> lineage;
+
+  /// Its name, then the entries of its lineage not equal to it: the names a per-GPU table entry
+  /// is looked up by, nearest first (a derived GPU takes its base's compute constants).
+  std::vector<std::string> kind_names() const {
+    std::vector<std::string> names{name};
+    for (const std::string& n : lineage)
+      if (n != name) names.push_back(n);
+    return names;
+  }
 
   /// Aggregate scale-up bandwidth per direction, bytes per second (links × per-link).
   double scaleup_bandwidth() const { return scaleup_link ? scaleup_links * scaleup_link->bandwidth : 0.0; }

@@ -39,13 +39,13 @@ SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& o)
       CostModel::load(choose(o.calibration, scenario.simulation.calibration, CostModel::default_path(cluster)));
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
   ComputeCalibration compute = ComputeCalibration::load(
-      choose(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path()), gpu0.name);
+      choose(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path()), gpu0.kind_names());
   const models::EngineKind engine = o.engine.value_or(scenario.simulation.engine);
   WorkloadRunner runner(scenario, cluster, costs, compute, engine);
   const models::WorkloadPhase phase = scenario.workload->phase;
   if (phase != models::WorkloadPhase::TrainingStep) {
     runner.set_serving(ServingCalibration::load(
-        o.serving_calibration.empty() ? ServingCalibration::default_path() : o.serving_calibration, gpu0.name));
+        o.serving_calibration.empty() ? ServingCalibration::default_path() : o.serving_calibration, gpu0.kind_names()));
   }
   const WorkloadResult r = runner.run();
 
@@ -91,9 +91,9 @@ SweepRow plan_point(const models::Scenario& scenario, const PointOptions& o) {
       CostModel::load(choose(o.calibration, scenario.simulation.calibration, CostModel::default_path(cluster)));
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
   const ComputeCalibration compute = ComputeCalibration::load(
-      choose(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path()), gpu0.name);
+      choose(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path()), gpu0.kind_names());
   const ServingCalibration serving =
-      ServingCalibration::load(o.serving_calibration.empty() ? ServingCalibration::default_path() : o.serving_calibration, gpu0.name);
+      ServingCalibration::load(o.serving_calibration.empty() ? ServingCalibration::default_path() : o.serving_calibration, gpu0.kind_names());
   const SearchSpace space = space_from_options(scenario, cluster, o.space, o.fix);
   PlanOptions po;
   po.objective = o.objective;

@@ -26,6 +26,10 @@ std::string ComputeCalibration::default_path() {
 }
 
 ComputeCalibration ComputeCalibration::load(const std::string& path, const std::string& gpu) {
+  return load(path, std::vector<std::string>{gpu});
+}
+
+ComputeCalibration ComputeCalibration::load(const std::string& path, const std::vector<std::string>& gpu_names) {
   const support::YamlSource doc = support::load_yaml_map_file(path, {"a compute calibration table (like scenarios/calibration/compute.yaml)"});
   const support::Fields root({doc}, "");
   root.reject_unknown({"source", "defaults", "gpus", "provenance"});
@@ -73,7 +77,12 @@ ComputeCalibration ComputeCalibration::load(const std::string& path, const std::
   };
   read(root.map("defaults"), true);
   if (const auto gpus = root.optional_map("gpus")) {
-    if (const auto mine = gpus->optional_map(gpu)) read(*mine, false);
+    for (const std::string& gpu : gpu_names) {
+      if (const auto mine = gpus->optional_map(gpu)) {
+        read(*mine, false);
+        break;
+      }
+    }
   }
   return c;
 }

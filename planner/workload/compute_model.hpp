@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "models/hardware/catalog.hpp"
 #include "models/workload/program.hpp"
@@ -47,6 +48,10 @@ struct ComputeCalibration {
   /// keys, values outside the ranges above, a missing `defaults` map. An optional `provenance`
   /// map (written by validate::calibrate_compute) is accepted with the keys tool, date, gpu,
   /// inputs, holdout, fit_rows, holdout_rows, gemm_rows, fitted, not_fitted, mape.
+  /// The `defaults`, overridden by the `gpus:` entry of the first of `gpu_names` that has one
+  /// (models::GpuSpec::kind_names(): the GPU's name, then the entries it derives from).
+  static ComputeCalibration load(const std::string& path, const std::vector<std::string>& gpu_names);
+  /// load(path, {gpu}).
   static ComputeCalibration load(const std::string& path, const std::string& gpu);
   static std::string default_path();
 };

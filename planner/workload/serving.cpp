@@ -16,6 +16,10 @@ std::string ServingCalibration::default_path() {
 }
 
 ServingCalibration ServingCalibration::load(const std::string& path, const std::string& gpu) {
+  return load(path, std::vector<std::string>{gpu});
+}
+
+ServingCalibration ServingCalibration::load(const std::string& path, const std::vector<std::string>& gpu_names) {
   const support::YamlSource doc =
       support::load_yaml_map_file(path, {"a serving calibration table (like scenarios/calibration/serving.yaml)"});
   const support::Fields root({doc}, "");
@@ -37,7 +41,12 @@ ServingCalibration ServingCalibration::load(const std::string& path, const std::
   };
   read(root.map("defaults"), true);
   if (const auto gpus = root.optional_map("gpus")) {
-    if (const auto mine = gpus->optional_map(gpu)) read(*mine, false);
+    for (const std::string& gpu : gpu_names) {
+      if (const auto mine = gpus->optional_map(gpu)) {
+        read(*mine, false);
+        break;
+      }
+    }
   }
   return c;
 }

@@ -27,6 +27,10 @@ struct ServingCalibration {
 
   /// Throws support::InputError on a bad table (unknown keys, times that are negative, over
   /// 1 s for step overheads or over 1 ms for the all-reduce constants).
+  /// The `defaults`, overridden by the `gpus:` entry of the first of `gpu_names` that has one
+  /// (models::GpuSpec::kind_names(): the GPU's name, then the entries it derives from).
+  static ServingCalibration load(const std::string& path, const std::vector<std::string>& gpu_names);
+  /// load(path, {gpu}).
   static ServingCalibration load(const std::string& path, const std::string& gpu);
   /// $CCSIM_DATA_DIR/calibration/serving.yaml, or the source tree's.
   static std::string default_path();

@@ -223,7 +223,7 @@ ComputeCalibrationResult fit_compute_calibration(const ComputeCalibrationRequest
   result.gpu = model.gpu().name;
   const std::string table = request.compute_table.empty() ? ComputeCalibration::default_path() : request.compute_table;
   result.defaults = ComputeCalibration::load(table, "");
-  result.start = ComputeCalibration::load(table, result.gpu);
+  result.start = ComputeCalibration::load(table, model.gpu().kind_names());
   result.fitted = result.start;
 
   std::vector<ComputeConstant> step_candidates = {ComputeConstant::GemmEfficiency, ComputeConstant::AttentionEfficiency,

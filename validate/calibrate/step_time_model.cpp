@@ -140,7 +140,7 @@ std::unique_ptr<StepCase> make_case(const YAML::Node& base, const StepTimeRow& r
   c->runner = std::make_unique<planner::WorkloadRunner>(c->scenario, c->cluster, c->costs, start, c->scenario.simulation.engine);
   if (c->scenario.workload->phase != models::WorkloadPhase::TrainingStep) {
     c->runner->set_serving(planner::ServingCalibration::load(planner::ServingCalibration::default_path(),
-                                                             c->cluster.spec.groups.front().node.gpu.name));
+                                                             c->cluster.spec.groups.front().node.gpu.kind_names()));
   }
   return c;
 }

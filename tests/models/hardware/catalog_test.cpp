@@ -90,3 +90,12 @@ TEST_CASE("node templates describe the published systems", "[catalog]") {
   CHECK(c.node("mi300x-oam").layout == NodeLayout::XgmiMesh);
   CHECK_FALSE(c.node("pcie-box-2080ti").p2p);
 }
+
+TEST_CASE("catalog: a GPU's lineage names the entries it derives from, nearest first", "[catalog]") {
+  // H200-SXM is `base: H100-SXM5` in scenarios/hardware/gpus.yaml; an inline GPU derived from it
+  // carries both, its own name first (the names per-GPU calibration entries are looked up by).
+  const YAML::Node node = YAML::Load("{base: dgx-h100, gpu: {base: H200-SXM, name: H200-slow, bf16_flops: 400TFLOPS}}");
+  const ccsim::models::NodeSpec spec = shipped_catalog().node(ccsim::support::YamlSource{node, nullptr}, "node");
+  CHECK(spec.gpu.kind_names() == std::vector<std::string>{"H200-slow", "H200-SXM", "H100-SXM5"});
+  CHECK(shipped_catalog().node("dgx-h100").gpu.kind_names() == std::vector<std::string>{"H100-SXM5"});
+}

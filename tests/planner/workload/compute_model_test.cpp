@@ -405,3 +405,24 @@ TEST_CASE("compute model: a 1.7B layer at TP1 is less efficient than a 145.6B la
     CHECK(small.model / large.model >= 0.80);
   }
 }
+
+TEST_CASE("compute model: a GPU derived with base: takes its base's compute constants", "[compute]") {
+  // {base: H100-SXM5, name: H100-SXM5-halfspeed, bf16_flops: 494TFLOPS}: a half-speed H100 that
+  // scenarios/calibration/compute.yaml does not name. It has H100-SXM5's tiles and
+  // efficiencies (gemm 0.80, 128x256 tiles, attention 0.663), not the table's defaults, as a
+  // derived link kind takes its base's link efficiencies.
+  const YAML::Node node = YAML::Load("{base: dgx-h100, gpu: {base: H100-SXM5, name: H100-SXM5-halfspeed, bf16_flops: 494TFLOPS}}");
+  const models::NodeSpec spec = test::shipped_catalog().node(support::YamlSource{node, nullptr}, "node");
+  CHECK(spec.gpu.name == "H100-SXM5-halfspeed");
+  CHECK(spec.gpu.bf16_flops == Approx(494e12));
+  CHECK(spec.gpu.kind_names() == std::vector<std::string>{"H100-SXM5-halfspeed", "H100-SXM5"});
+  const std::string table = planner::ComputeCalibration::default_path();
+  const planner::ComputeCalibration derived = planner::ComputeCalibration::load(table, spec.gpu.kind_names());
+  const planner::ComputeCalibration h100 = planner::ComputeCalibration::load(table, "H100-SXM5");
+  const planner::ComputeCalibration by_name = planner::ComputeCalibration::load(table, "H100-SXM5-halfspeed");
+  CHECK(derived.gemm_efficiency == h100.gemm_efficiency);
+  CHECK(derived.gemm_tile_n == 256);
+  CHECK(derived.attention_efficiency == h100.attention_efficiency);
+  // The name alone finds no entry: the defaults, which differ from the H100's.
+  CHECK(by_name.gemm_tile_n != derived.gemm_tile_n);
+}
