@@ -28,28 +28,16 @@ Cluster build_cluster(const ClusterSpec& spec) {
   add_fabric(cluster.topology, spec.fabric, cluster.nodes);
   // Node classes: the groups' templates compared field by field, equal ones one class (two
   // groups of the same DGX share their routes and costs; one link kind's bandwidth apart, they
-  // do not).
-  std::vector<int> group_class(spec.groups.size());
+  // do not). Ids in order of first use; a group of count 0 uses none.
+  std::vector<int> group_class(spec.groups.size(), -1);
+  std::vector<int> node_class;
   int classes = 0;
   for (std::size_t g = 0; g < spec.groups.size(); ++g) {
-    group_class[g] = classes;
-    for (std::size_t e = 0; e < g; ++e) {
-      if (spec.groups[e].node == spec.groups[g].node) {
-        group_class[g] = group_class[e];
-        break;
-      }
-    }
-    if (group_class[g] == classes) ++classes;
-  }
-  std::vector<int> node_class;
-  for (std::size_t g = 0; g < spec.groups.size(); ++g)
-    if (spec.groups[g].count > 0) node_class.insert(node_class.end(), static_cast<std::size_t>(spec.groups[g].count), group_class[g]);
-  // Ids in order of first use, as set_node_classes wants them (a group of count 0 uses none).
-  std::vector<int> renumber(static_cast<std::size_t>(classes), -1);
-  int next = 0;
-  for (int& c : node_class) {
-    if (renumber[static_cast<std::size_t>(c)] < 0) renumber[static_cast<std::size_t>(c)] = next++;
-    c = renumber[static_cast<std::size_t>(c)];
+    if (spec.groups[g].count <= 0) continue;
+    for (std::size_t e = 0; e < g && group_class[g] < 0; ++e)
+      if (group_class[e] >= 0 && spec.groups[e].node == spec.groups[g].node) group_class[g] = group_class[e];
+    if (group_class[g] < 0) group_class[g] = classes++;
+    node_class.insert(node_class.end(), static_cast<std::size_t>(spec.groups[g].count), group_class[g]);
   }
   cluster.topology.set_node_classes(node_class);
   return cluster;
