@@ -240,7 +240,7 @@ void read_logs(const CalibrateCliOptions& o, const validate::Holdout& holdout, C
 /// rows' rank counts checked first). Throws InputError when the rows cannot support a fit.
 void fit_table(const CalibrateCliOptions& o, CollectiveFit& f) {
   const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
-  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  const models::Cluster cluster = models::build_scenario_cluster(scenario);
   const TableChoice table = collective_table(o.calibration, scenario, cluster);
   f.base_path = table.path;
   f.cluster = cluster.spec.name;

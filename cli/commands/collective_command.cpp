@@ -219,7 +219,7 @@ int run_collective(const CollectiveCliOptions& o) {
     }
     scenario.cluster.fabric.ecmp = o.ecmp == "balanced" ? models::Ecmp::Balanced : models::Ecmp::Hash;
   }
-  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  const models::Cluster cluster = models::build_scenario_cluster(scenario);
   opts.gpus = select_gpus(cluster, o.ranks, o.group);
   const int n = static_cast<int>(opts.gpus.size());
   if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));

@@ -93,7 +93,7 @@ int run_plan(const PlanCliOptions& o) {
                               "a global batch (sequences per optimizer step) for ccsim plan: the search keeps it fixed while dp and the micro-batch vary",
                               "none");
   }
-  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  const models::Cluster cluster = models::build_scenario_cluster(scenario);
   const planner::SearchSpace space = planner::space_from_options(scenario, cluster, o.space, o.fix);
   // Checked before the search: a directory plan.json and best.yaml can be written into.
   std::optional<support::OutputDir> out;

@@ -1,5 +1,6 @@
 #include "cli/commands/run_command.hpp"
 
+#include <memory>
 #include <unistd.h>
 
 #include <chrono>
@@ -62,18 +63,23 @@ int run_run(const RunCliOptions& o) {
 }
 
 static int simulate_and_write(const RunCliOptions& o, const models::Scenario& scenario, const support::OutputDir* out) {
-  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  const models::Cluster cluster = models::build_scenario_cluster(scenario);
   const planner::CostModel costs = planner::CostModel::load(collective_table(o.calibration, scenario, cluster).path);
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
-  planner::ComputeCalibration compute =
-      planner::ComputeCalibration::load(compute_table(o.compute_calibration, scenario).path, gpu0.kind_names());
+  const std::string compute_path = compute_table(o.compute_calibration, scenario).path;
+  planner::ComputeCalibration compute = planner::ComputeCalibration::load(compute_path, gpu0.kind_names());
   // --engine is checked above: empty (nullopt) takes the scenario's.
   const models::EngineKind engine = models::parse_engine_kind(o.engine).value_or(scenario.simulation.engine);
-  planner::WorkloadRunner runner(scenario, cluster, costs, compute, engine);
-  if (scenario.workload->phase != models::WorkloadPhase::TrainingStep) {
-    runner.set_serving(planner::ServingCalibration::load(
-        o.serving_calibration.empty() ? planner::ServingCalibration::default_path() : o.serving_calibration, gpu0.kind_names()));
-  }
+  const auto make_runner = [&](const models::Scenario& sc, const models::Cluster& cl) {
+    auto runner = std::make_unique<planner::WorkloadRunner>(sc, cl, costs, compute, engine);
+    runner->set_compute_tables(planner::load_compute_tables(compute_path, cl));
+    if (sc.workload->phase != models::WorkloadPhase::TrainingStep) {
+      runner->set_serving(planner::ServingCalibration::load(
+          o.serving_calibration.empty() ? planner::ServingCalibration::default_path() : o.serving_calibration, gpu0.kind_names()));
+    }
+    return runner;
+  };
+  std::unique_ptr<planner::WorkloadRunner> runner = make_runner(scenario, cluster);
 
   // Progress on stderr for runs longer than a second, when stderr is a terminal.
   const bool tty = ::isatty(2) != 0;
@@ -87,10 +93,20 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
     shown = true;
     std::cerr << fmt::format("\rccsim run: communication ops {}/{} ({:.0f} s)", done, total, elapsed) << std::flush;
   };
-  const planner::WorkloadResult result = runner.run(progress);
+  const planner::WorkloadResult result = runner->run(progress);
   if (shown) std::cerr << "\r\033[K" << std::flush;
+  // A perturbed scenario is reported next to the same step without its what_if section.
+  double unperturbed = 0;
+  if (!scenario.what_if.empty() && result.feasible) {
+    const models::Scenario base = models::without_what_if(scenario);
+    const models::Cluster base_cluster = models::build_scenario_cluster(base);
+    planner::WorkloadRunner::Detail detail = planner::WorkloadRunner::Detail::StepOnly;
+    std::unique_ptr<planner::WorkloadRunner> base_runner = make_runner(base, base_cluster);
+    base_runner->set_detail(detail);
+    unperturbed = base_runner->run().step_time;
+  }
 
-  const planner::RunContext ctx{scenario, cluster, result, engine};
+  const planner::RunContext ctx{scenario, cluster, result, engine, unperturbed};
   const std::string summary = planner::run_summary(ctx);
   if (out != nullptr) {
     // report.json last: when it is there, the rest is complete (an old one goes first; a

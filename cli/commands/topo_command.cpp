@@ -25,7 +25,7 @@ int run_topo(const TopoOptions& options) {
   const models::Catalog catalog =
       models::Catalog::load(options.catalog.empty() ? models::Catalog::default_dir() : options.catalog);
   const models::Scenario scenario = models::load_scenario(options.scenario, catalog, {.algorithm_names = planner::algorithm_names()});
-  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  const models::Cluster cluster = models::build_scenario_cluster(scenario);
   const models::TopologySummary summary = models::summarize(cluster);
   if (!options.dot.empty()) {
     std::ostringstream dot;

@@ -28,6 +28,18 @@ struct ClusterSpec {
   int total_gpus() const;
 };
 
+/// Relative compute speed of one GPU per op kind (what-if perturbations): 1 is the GPU model's
+/// nominal speed, 0.5 makes every op of that kind take twice as long. GEMM is the tensor-core
+/// work, attention the attention core, memory the memory-bound kernels (a slow HBM is not a
+/// slow tensor core).
+struct ComputeSpeed {
+  double gemm = 1.0;
+  double attention = 1.0;
+  double memory = 1.0;
+  bool nominal() const { return gemm == 1.0 && attention == 1.0 && memory == 1.0; }
+  friend bool operator==(const ComputeSpeed&, const ComputeSpeed&) = default;
+};
+
 struct Cluster {
   ClusterSpec spec;
   Topology topology;
@@ -35,6 +47,16 @@ struct Cluster {
   /// Group index of each node: which NodeGroupSpec it came from (its specs and its name in
   /// reports). Caches that treat nodes as alike key on topology.node_class(n), not on this.
   std::vector<int> node_group;
+  /// Per GPU (global rank): its compute speed under the scenario's what-if perturbations
+  /// (models/hardware/perturbation.hpp); empty when no GPU is perturbed.
+  std::vector<ComputeSpeed> gpu_speed;
+  /// One line per what-if rule applied: what it selected and what it changed (for reports).
+  std::vector<std::string> perturbations;
+
+  /// The compute speed of the GPU of global rank `rank` (nominal when none is perturbed).
+  ComputeSpeed speed_of(int rank) const {
+    return gpu_speed.empty() ? ComputeSpeed{} : gpu_speed[static_cast<std::size_t>(rank)];
+  }
 };
 
 /// Builds the Topology of `spec`. Throws std::invalid_argument for inconsistent specs that

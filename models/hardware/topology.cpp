@@ -120,6 +120,7 @@ DeviceId Topology::add_device(const Device& device) {
   if (device.kind == DeviceKind::Gpu) gpus_.push_back(id);
   while (num_nodes_ < device.node + 1) {
     node_class_.push_back(static_cast<int>(representative_.size()));
+    perturbed_.push_back(0);
     representative_.push_back(num_nodes_++);
   }
   return id;
@@ -171,6 +172,7 @@ int Topology::split_node_class(int node) {
   const int old = node_class_.at(static_cast<std::size_t>(node));
   const int fresh = num_node_classes();
   node_class_[static_cast<std::size_t>(node)] = fresh;
+  perturbed_[static_cast<std::size_t>(node)] = 1;
   representative_.push_back(node);
   if (representative_[static_cast<std::size_t>(old)] == node) {
     const auto next = std::find(node_class_.begin(), node_class_.end(), old);

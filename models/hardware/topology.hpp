@@ -149,6 +149,11 @@ class Topology {
   /// Gives `node` a fresh class of its own (a perturbation of that node); returns its id.
   /// Throws std::out_of_range for a node that does not exist.
   int split_node_class(int node);
+  /// Whether `node` was split off by a perturbation (split_node_class, set_bandwidth). The node
+  /// templates are built symmetric in their GPUs (each GPU with the same links to the node's
+  /// switches, NICs and CPU), so a cache may treat GPUs at different positions of an unperturbed
+  /// node as alike; on a perturbed node (a slow NVLink, a failed NIC) a GPU's position matters.
+  bool node_perturbed(int node) const { return perturbed_.at(static_cast<std::size_t>(node)) != 0; }
 
   /// Human-readable device name, e.g. "node3/gpu5", "leaf12", "spine0".
   std::string name(DeviceId id) const;
@@ -184,6 +189,7 @@ class Topology {
   int num_nodes_ = 0;
   std::vector<int> node_class_;      ///< per node
   std::vector<int> representative_;  ///< per class id: its lowest-numbered node, or −1 when empty
+  std::vector<char> perturbed_;      ///< per node: split off by a perturbation
 };
 
 }  // namespace ccsim::models

@@ -97,6 +97,7 @@ std::string effective_yaml(const Scenario& sc) {
   if (!sc.simulation.calibration.empty()) sim["calibration"] = absolute(sc.simulation.calibration);
   if (!sc.simulation.compute_calibration.empty()) sim["compute_calibration"] = absolute(sc.simulation.compute_calibration);
   out["simulation"] = sim;
+  if (doc["what_if"]) out["what_if"] = doc["what_if"];
   YAML::Emitter e;
   e << out;
   return std::string("# Effective scenario written by ccsim run: includes merged, every setting explicit.\n") + e.c_str() + "\n";

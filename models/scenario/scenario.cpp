@@ -55,7 +55,7 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
                        const ScenarioChecks& checks) {
   const bool layout_rules = checks.layout_rules;
   const support::Fields root(layers, "");
-  root.reject_unknown({"include", "name", "description", "cluster", "workload", "strategy", "simulation"});
+  root.reject_unknown({"include", "name", "description", "cluster", "workload", "strategy", "simulation", "what_if"});
 
   Scenario scenario;
   scenario.layers = layers;
@@ -73,6 +73,7 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
     }
   }
   if (const auto sim = root.optional_map("simulation")) scenario.simulation = parse_simulation(*sim);
+  if (const auto wi = root.optional_map("what_if")) scenario.what_if = parse_what_if(*wi);
   if (scenario.workload) {
     scenario.model = load_workload_model(root.map("workload"), scenario.workload->model);
     if (!scenario.strategy) {
@@ -81,6 +82,31 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
   }
   check_across_sections(root, scenario, layout_rules);
   return scenario;
+}
+
+Cluster build_scenario_cluster(const Scenario& scenario) {
+  Cluster cluster = build_cluster(scenario.cluster);
+  apply_what_if(cluster, scenario.what_if);
+  return cluster;
+}
+
+Scenario without_what_if(const Scenario& scenario) {
+  Scenario out = scenario;
+  out.what_if = {};
+  // New nodes, never assignment into the shared ones: a yaml-cpp Node assigned to rebinds every
+  // copy of it, the original scenario's layers included.
+  std::vector<support::YamlSource> layers;
+  for (const auto& layer : scenario.layers) {
+    if (!layer.node.IsMap() || !layer.node["what_if"]) {
+      layers.push_back(layer);
+      continue;
+    }
+    YAML::Node copy = YAML::Clone(layer.node);
+    copy.remove("what_if");
+    layers.push_back({copy, layer.file});
+  }
+  out.layers = std::move(layers);
+  return out;
 }
 
 }  // namespace ccsim::models

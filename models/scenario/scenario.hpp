@@ -20,6 +20,7 @@
 #include "models/hardware/cluster.hpp"
 #include "models/scenario/scenario_layers.hpp"
 #include "models/scenario/simulation_section.hpp"
+#include "models/scenario/what_if_section.hpp"
 #include "models/workload/transformer.hpp"
 #include "models/workload/workload_spec.hpp"
 #include "support/yaml_fields.hpp"
@@ -34,6 +35,7 @@ struct Scenario {
   std::optional<WorkloadSpec> workload;
   std::optional<StrategySpec> strategy;
   SimulationSpec simulation;
+  WhatIfSpec what_if;                      ///< the `what_if:` perturbations (empty: none)
   std::optional<TransformerConfig> model;  ///< the workload's model, loaded and checked against the strategy
   std::vector<support::YamlSource> layers;          ///< the file and its includes, most specific first
 };
@@ -66,5 +68,14 @@ Scenario load_scenario(const std::string& path, const Catalog& catalog, const Sc
 /// tying settings together (layout, world size, global batch, cluster size, fabric).
 Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std::string& path, const Catalog& catalog,
                        const ScenarioChecks& checks = {});
+
+/// The scenario's cluster as every command simulates it: build_cluster(scenario.cluster) with the
+/// `what_if:` perturbations applied (apply_what_if). Throws what those throw (InputError for a
+/// selector that matches nothing, at the rule's line).
+Cluster build_scenario_cluster(const Scenario& scenario);
+
+/// The same scenario without its `what_if:` section (the unperturbed baseline a perturbed run is
+/// compared with).
+Scenario without_what_if(const Scenario& scenario);
 
 }  // namespace ccsim::models

@@ -4,10 +4,12 @@
 // (training step, prefill, decode) by build_program(); lowered and timed by
 // planner::WorkloadRunner, which turns every communication op into a Schedule.
 //
-// Symmetry: every rank of a TP / CP / DP / EP group does the same work at the same time, so a
-// Program holds one representative rank per pipeline stage (tp = cp = dp = 0 coordinates;
-// `Program::ranks[s]` is stage s). Communication ops still name the whole group they run in;
-// the runner simulates them on the real GPUs of those groups.
+// Symmetry: every rank of a TP / CP / EP group does the same work at the same time, and so does
+// every DP replica of one replica class (planner/workload/placement.hpp: replicas with the same
+// hardware and perturbations), so a Program holds one representative rank per (replica class,
+// pipeline stage): build_program makes the one-class Program (`Program::ranks[s]` is stage s),
+// join_replica_classes puts several classes' Programs together. Communication ops still name the
+// whole group they run in; the runner simulates them on the real GPUs of those groups.
 //
 // Streams follow CUDA semantics: ops of one (rank, stream) run in order; an op starts when
 // the previous op on its stream and all its dependencies have finished.
@@ -69,6 +71,7 @@ struct ProgramOp {
 
 struct ProgramRank {
   int stage = 0;
+  int replica_class = 0;           ///< the replica class this rank stands for (join_replica_classes)
   std::vector<std::uint32_t> ops;  ///< global op ids of this rank, in issue order
 };
 
@@ -82,5 +85,25 @@ struct Program {
   /// Appends `op` to `rank`; returns its global id.
   std::uint32_t add(int rank, ProgramOp op);
 };
+
+/// One Program for several replica classes: `classes[c]` is class c's Program (one rank per
+/// stage, as build_program makes it), standing for `replicas[c]` of the `dp` DP replicas. Rank
+/// c·pp + s of the result is stage s of class c (ProgramRank::replica_class = c). The classes
+/// run independently except at their DP ops (Collective ops of dim DP, expert or not: one
+/// collective over a group holding a rank of every replica): the k-th DP op of a stage in every
+/// class is one collective, so each copy depends on what every copy waits for (the other copies'
+/// dependencies and stream predecessors) and all start together, when the last class arrives.
+/// model_flops and tokens are the classes' per-replica shares summed: Σ_c x_c · replicas[c] / dp.
+/// One class: classes[0] unchanged. Throws std::invalid_argument when a class has no Programs'
+/// shape in common with class 0 (stage count, DP ops of a stage differing in number, collective
+/// or size) or the sizes disagree.
+Program join_replica_classes(const std::vector<Program>& classes, const std::vector<int>& replicas, int dp);
+
+/// Whether `op` is one collective over every replica class (a DP collective), which
+/// join_replica_classes synchronises.
+bool spans_replica_classes(const ProgramOp& op);
+
+/// Per op of `p` (global id): the previous op of its rank on its stream, or ~0U for the first.
+std::vector<std::uint32_t> stream_predecessors(const Program& p);
 
 }  // namespace ccsim::models

@@ -9,7 +9,7 @@ namespace ccsim::models {
 
 Program build_program(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s) {
   Program p;
-  for (int stage = 0; stage < s.pp; ++stage) p.ranks.push_back({stage, {}});
+  for (int stage = 0; stage < s.pp; ++stage) p.ranks.push_back({stage, 0, {}});
   if (w.phase == WorkloadPhase::TrainingStep) {
     // About 32 ops per (micro-batch, layer) pass forward and backward, 96 with TP overlap's
     // chunked GEMMs (Llama-3-70B); reserving them saves the reallocations that were a large

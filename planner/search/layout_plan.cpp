@@ -14,11 +14,8 @@ namespace ccsim::planner {
 
 namespace {
 
-double mean_of(const std::vector<StageBreakdown>& stages, double StageBreakdown::*field) {
-  if (stages.empty()) return 0;
-  double s = 0;
-  for (const auto& b : stages) s += b.*field;
-  return s / static_cast<double>(stages.size());
+double mean_of(const WorkloadResult& r, double StageBreakdown::*field) {
+  return per_gpu_mean(r, [field](const StageBreakdown& b) { return b.*field; });
 }
 
 /// The figures of a full run, as report.json computes them.
@@ -28,14 +25,10 @@ CandidateResult figures(const WorkloadResult& r, const models::WorkloadSpec& w, 
   c.step_time = r.step_time;
   c.tokens_per_s = r.program.tokens / r.step_time;
   c.mfu = r.mfu;
-  c.compute = mean_of(r.stages, &StageBreakdown::compute);
-  c.exposed_total = mean_of(r.stages, &StageBreakdown::exposed_total);
-  c.bubble = mean_of(r.stages, &StageBreakdown::idle);
-  for (std::size_t d = 0; d < c.exposed.size(); ++d) {
-    double s = 0;
-    for (const auto& b : r.stages) s += b.exposed[d];
-    c.exposed[d] = r.stages.empty() ? 0 : s / static_cast<double>(r.stages.size());
-  }
+  c.compute = mean_of(r, &StageBreakdown::compute);
+  c.exposed_total = mean_of(r, &StageBreakdown::exposed_total);
+  c.bubble = mean_of(r, &StageBreakdown::idle);
+  for (std::size_t d = 0; d < c.exposed.size(); ++d) c.exposed[d] = per_gpu_mean(r, [d](const StageBreakdown& b) { return b.exposed[d]; });
   if (w.phase == models::WorkloadPhase::Prefill) c.ttft = r.step_time;
   if (w.phase == models::WorkloadPhase::Decode) c.tpot = r.step_time;
   if (r.serving) {

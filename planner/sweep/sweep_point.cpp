@@ -34,7 +34,7 @@ SweepRow rule_row(const support::InputError& e) {
 
 SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& o) {
   if (o.plan) return plan_point(scenario, o);
-  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  const models::Cluster cluster = models::build_scenario_cluster(scenario);
   const CostModel costs =
       CostModel::load(choose(o.calibration, scenario.simulation.calibration, CostModel::default_path(cluster)));
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
@@ -86,7 +86,7 @@ SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& o)
 }
 
 SweepRow plan_point(const models::Scenario& scenario, const PointOptions& o) {
-  const models::Cluster cluster = models::build_cluster(scenario.cluster);
+  const models::Cluster cluster = models::build_scenario_cluster(scenario);
   const CostModel costs =
       CostModel::load(choose(o.calibration, scenario.simulation.calibration, CostModel::default_path(cluster)));
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;

@@ -176,4 +176,25 @@ ComputeEstimate estimate_compute(const ProgramOp& op, const models::GpuSpec& gpu
   return r;
 }
 
+ComputeTables load_compute_tables(const std::string& path, const models::Cluster& c) {
+  ComputeTables out;
+  for (const auto& g : c.spec.groups)
+    if (out.count(g.node.gpu.name) == 0) out.emplace(g.node.gpu.name, ComputeCalibration::load(path, g.node.gpu.kind_names()));
+  return out;
+}
+
+ComputeEstimate at_speed(ComputeEstimate e, const models::ProgramOp& op, const models::ComputeSpeed& speed) {
+  if (speed.nominal()) return e;
+  const double math_speed = op.kind == ProgramOpKind::Gemm ? speed.gemm : op.kind == ProgramOpKind::Attention ? speed.attention : 1.0;
+  const double old_time = e.time;
+  e.math /= math_speed;
+  e.memory /= speed.memory;
+  e.time = std::max(e.math, e.memory) + e.overhead;
+  e.bound = e.overhead > std::max(e.math, e.memory) ? ComputeBound::Overhead
+            : e.math >= e.memory                   ? ComputeBound::Math
+                                                   : ComputeBound::Memory;
+  if (e.time > 0) e.efficiency *= old_time / e.time;
+  return e;
+}
+
 }  // namespace ccsim::planner

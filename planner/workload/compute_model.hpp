@@ -4,11 +4,13 @@
 // constants of scenarios/calibration/compute.yaml.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
+#include "models/hardware/cluster.hpp"
 #include "models/workload/program.hpp"
 
 namespace ccsim::planner {
@@ -56,6 +58,14 @@ struct ComputeCalibration {
   static std::string default_path();
 };
 
+/// Compute constants per GPU model, by models::GpuSpec::name: a mixed cluster times each GPU
+/// with its own table entry.
+using ComputeTables = std::map<std::string, ComputeCalibration>;
+
+/// ComputeCalibration::load(path, gpu.kind_names()) for every GPU model of `c`'s node groups.
+/// Throws what load throws.
+ComputeTables load_compute_tables(const std::string& path, const models::Cluster& c);
+
 /// What limited a compute op: math (tensor-core time), memory (HBM traffic), overhead (the
 /// per-kernel term exceeded both), none (an op with no work).
 enum class ComputeBound : std::uint8_t { None, Math, Memory, Overhead };
@@ -95,5 +105,12 @@ struct ComputeEstimate {
 /// peak where the GPU has one). Throws std::invalid_argument for a communication op.
 ComputeEstimate estimate_compute(const models::ProgramOp& op, const models::GpuSpec& gpu, const ComputeCalibration& c,
                                  const std::string& dtype);
+
+/// `e` (estimate_compute of `op`) on a GPU running at `speed` × nominal (what-if perturbations,
+/// models::ComputeSpeed): the math part of a GEMM divided by speed.gemm, of attention by
+/// speed.attention, the HBM part of every op by speed.memory; time, bound and efficiency then
+/// follow as in estimate_compute (the kernel overhead is host launch time and does not change).
+/// A nominal speed returns `e` unchanged.
+ComputeEstimate at_speed(ComputeEstimate e, const models::ProgramOp& op, const models::ComputeSpeed& speed);
 
 }  // namespace ccsim::planner

@@ -78,7 +78,7 @@ CommLowering::CommLowering(const models::Scenario& scenario, const models::Clust
       chosen_(engine_ == models::EngineKind::Analytic ? nullptr : sim::make_engine(engine_, cluster)) {}
 
 int CommLowering::cost_index(const ProgramOp& op, int stage, int rep) {
-  const auto key = std::make_tuple(static_cast<int>(op.dim), stage, static_cast<int>(op.collective), op.peer, op.expert, op.bytes);
+  const auto key = std::make_tuple(static_cast<int>(op.dim), stage, rep, static_cast<int>(op.collective), op.peer, op.expert, op.bytes);
   auto it = memo_.find(key);
   if (it == memo_.end()) {
     costs_list_.push_back(lower(op, stage, rep));

@@ -75,8 +75,8 @@ class CommLowering {
   void set_shared(std::shared_ptr<CommCostCache> cache) { shared_ = std::move(cache); }
 
   /// Index into costs() of communication op `op` of pipeline stage `stage`, whose
-  /// representative is rank `rep` (StageRepresentatives::rank): lowered and simulated the first
-  /// time, then memoized per (dim, stage, collective, peer, expert, bytes). Throws
+  /// representative is rank `rep` (ReplicaClass::rank): lowered and simulated the first
+  /// time, then memoized per (dim, stage, rep, collective, peer, expert, bytes). Throws
   /// support::InputError when the strategy's explicit algorithm cannot run on the op's group.
   int cost_index(const models::ProgramOp& op, int stage, int rep);
   /// Every cost lowered so far, in the order they were first needed.
@@ -113,7 +113,7 @@ class CommLowering {
   Placement placement_;
   std::unique_ptr<sim::Engine> analytic_;  ///< shared by every lowering (its route cache too)
   std::unique_ptr<sim::Engine> chosen_;    ///< the scenario's engine when it is not analytic
-  std::map<std::tuple<int, int, int, int, bool, double>, int> memo_;  // (dim, stage, collective, peer, expert, bytes) -> cost index
+  std::map<std::tuple<int, int, int, int, int, bool, double>, int> memo_;  // (dim, stage, rep, collective, peer, expert, bytes) -> cost index
   std::vector<CommCost> costs_list_;
   std::vector<std::vector<int>> node_ranks_;  ///< ranks on each node, ascending (built by the first lowering)
   std::shared_ptr<CommCostCache> shared_;  ///< costs shared with other runners (ccsim plan), or null

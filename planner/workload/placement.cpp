@@ -1,6 +1,8 @@
 #include "planner/workload/placement.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -89,23 +91,80 @@ const models::GpuSpec& gpu_spec(const models::Cluster& c, models::DeviceId gpu) 
   return c.spec.groups[static_cast<std::size_t>(c.node_group[static_cast<std::size_t>(node)])].node.gpu;
 }
 
-StageRepresentatives stage_representatives(const Placement& p, const models::StrategySpec& s, const models::Cluster& c) {
-  const auto& gpus = c.topology.gpus();
-  StageRepresentatives out;
-  for (int stage = 0; stage < s.pp; ++stage) {
-    out.rank.push_back(p.rank({0, 0, 0, stage}));
-    out.compute_gpu.push_back(gpus[static_cast<std::size_t>(out.rank.back())]);
+namespace {
+
+/// Union–find root of `x`.
+int root(std::vector<int>& parent, int x) {
+  while (parent[static_cast<std::size_t>(x)] != x) x = parent[static_cast<std::size_t>(x)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
+  return x;
+}
+
+bool slower(const models::GpuSpec& a, const models::GpuSpec& b) {
+  return a.bf16_flops < b.bf16_flops || (a.bf16_flops == b.bf16_flops && a.hbm_bandwidth < b.hbm_bandwidth);
+}
+
+}  // namespace
+
+std::vector<ReplicaClass> replica_classes(const Placement& p, const models::StrategySpec& s, const models::Cluster& c) {
+  const models::Topology& topo = c.topology;
+  const auto& gpus = topo.gpus();
+  // Blocks: replicas joined by EP groups (an EP group is ep consecutive (cp, dp) indices).
+  std::vector<int> parent(static_cast<std::size_t>(s.dp));
+  for (int d = 0; d < s.dp; ++d) parent[static_cast<std::size_t>(d)] = d;
+  for (int first = 0; first < s.dp * s.cp; first += s.ep) {
+    const int a = root(parent, first / s.cp);
+    for (int k = first; k < first + s.ep; ++k) parent[static_cast<std::size_t>(root(parent, k / s.cp))] = a;
   }
-  for (int r = 0; r < p.world(); ++r) {
-    const Placement::Coords at = p.coords(r);
-    const auto stage = static_cast<std::size_t>(at.pp);
-    const models::DeviceId g = gpus[static_cast<std::size_t>(r)];
-    const auto& a = gpu_spec(c, g);
-    const auto& b = gpu_spec(c, out.compute_gpu[stage]);
-    if (a.bf16_flops < b.bf16_flops || (a.bf16_flops == b.bf16_flops && a.hbm_bandwidth < b.hbm_bandwidth)) {
-      out.compute_gpu[stage] = g;
-      out.rank[stage] = p.rank({0, 0, at.dp, at.pp});
+  std::vector<std::vector<int>> blocks;
+  std::map<int, std::size_t> block_of_root;
+  for (int d = 0; d < s.dp; ++d) {
+    const auto [it, fresh] = block_of_root.emplace(root(parent, d), blocks.size());
+    if (fresh) blocks.emplace_back();
+    blocks[it->second].push_back(d);
+  }
+  // GPU models by value (two node groups may carry equal specs under one name or not).
+  std::vector<const models::GpuSpec*> models_seen;
+  const auto model_id = [&](const models::GpuSpec& g) {
+    for (std::size_t i = 0; i < models_seen.size(); ++i)
+      if (*models_seen[i] == g) return i;
+    models_seen.push_back(&g);
+    return models_seen.size() - 1;
+  };
+  std::vector<ReplicaClass> out;
+  std::map<std::string, std::size_t> class_of_key;
+  for (const auto& block : blocks) {
+    ReplicaClass rc;
+    std::string key;
+    for (int stage = 0; stage < s.pp; ++stage) {
+      rc.rank.push_back(p.rank({0, 0, block.front(), stage}));
+      models::DeviceId slowest = gpus[static_cast<std::size_t>(rc.rank.back())];
+      models::ComputeSpeed low = c.speed_of(rc.rank.back());
+      for (int d : block) {
+        for (int cp = 0; cp < s.cp; ++cp) {
+          for (int tp = 0; tp < s.tp; ++tp) {
+            const int r = p.rank({tp, cp, d, stage});
+            const models::DeviceId g = gpus[static_cast<std::size_t>(r)];
+            if (slower(gpu_spec(c, g), gpu_spec(c, slowest))) slowest = g;
+            const models::ComputeSpeed v = c.speed_of(r);
+            low = {std::min(low.gemm, v.gemm), std::min(low.attention, v.attention), std::min(low.memory, v.memory)};
+            const int node = topo.device(g).node;
+            // A GPU's position counts only on a perturbed node (Topology::node_perturbed).
+            const int local = topo.node_perturbed(node) ? topo.device(g).local : -1;
+            key += fmt::format("{}:{}:{}:{:a}:{:a}:{:a},", model_id(gpu_spec(c, g)), topo.node_class(node), local, v.gemm, v.attention,
+                               v.memory);
+          }
+        }
+      }
+      rc.compute_gpu.push_back(slowest);
+      rc.speed.push_back(low);
+      key += ';';
     }
+    const auto [it, fresh] = class_of_key.emplace(key, out.size());
+    if (fresh) {
+      out.push_back(std::move(rc));
+    }
+    auto& members = out[it->second].replicas;
+    members.insert(members.end(), block.begin(), block.end());
   }
   return out;
 }

@@ -43,18 +43,32 @@ class Placement {
 /// The GPU model of `gpu`: its node group's (every GPU of a node group is of one model).
 const models::GpuSpec& gpu_spec(const models::Cluster& c, models::DeviceId gpu);
 
-/// The rank that represents each pipeline stage, and the GPU its compute is timed on.
-struct StageRepresentatives {
-  /// Per stage: TP/CP rank 0 of the stage's slowest DP replica (the one holding the GPU with
-  /// the lowest dense BF16 peak, then HBM bandwidth; the first such replica): in a mixed
-  /// cluster every replica waits for the slowest at the DP reduction. Communication is
-  /// lowered on that replica's groups.
+/// Data-parallel replicas that run alike: the unit of the Program's symmetry. A replica is the
+/// ranks of one DP index (all TP, CP and PP coordinates); replicas joined by an EP group (when
+/// ep > cp an EP group spans several) form one block, and blocks whose ranks have the same GPU
+/// models, the same what-if compute speeds and the same node classes (Topology::node_class: the
+/// same hardware and perturbations), at the same local GPUs where a node is perturbed
+/// (Topology::node_perturbed), form one class. The Program
+/// holds one representative replica per class; a perturbation splits only the classes it
+/// touches, so a symmetric cluster has one class and today's single representative.
+///
+/// Inside a replica the ranks of one stage are taken to run in lock-step (TP and CP collectives
+/// every layer, EP AlltoAll every MoE layer): the stage's compute is timed on the slowest GPU
+/// model among them and at the elementwise lowest speed of their GPUs. This is exact when one
+/// GPU is the slowest on every op kind (a straggler, a slow node) and an upper bound otherwise.
+struct ReplicaClass {
+  std::vector<int> replicas;                  ///< DP indices of the class, ascending
+  /// Per stage: TP/CP rank 0 of the class's first replica; communication is lowered on its groups.
   std::vector<int> rank;
-  /// Per stage: that slowest GPU, on which the stage's compute ops are timed.
+  /// Per stage: the GPU whose model times the stage's compute: the lowest dense BF16 peak, then
+  /// the lowest HBM bandwidth, among the class's first block's ranks of that stage (the first such).
   std::vector<models::DeviceId> compute_gpu;
+  /// Per stage: the lowest speed per op kind over those ranks (Cluster::gpu_speed).
+  std::vector<models::ComputeSpeed> speed;
 };
 
-/// The representatives of every stage of `p` on `c` (rank r on the cluster's r-th GPU).
-StageRepresentatives stage_representatives(const Placement& p, const models::StrategySpec& s, const models::Cluster& c);
+/// The replica classes of `p` on `c`, ordered by their first replica (rank r on the cluster's
+/// r-th GPU). Class 0 holds replica 0.
+std::vector<ReplicaClass> replica_classes(const Placement& p, const models::StrategySpec& s, const models::Cluster& c);
 
 }  // namespace ccsim::planner

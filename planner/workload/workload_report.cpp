@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "planner/workload/replica_report.hpp"
 #include "support/text_table.hpp"
 
 namespace ccsim::planner {
@@ -28,15 +29,11 @@ std::string seconds(double s) {
 }
 std::string gib(double b) { return fmt::format("{:.2f}", b / (1024.0 * 1024.0 * 1024.0)); }
 
-double mean(const std::vector<StageBreakdown>& st, double StageBreakdown::*f) {
-  double s = 0;
-  for (const auto& b : st) s += b.*f;
-  return st.empty() ? 0 : s / static_cast<double>(st.size());
+double mean(const WorkloadResult& r, double StageBreakdown::*f) {
+  return per_gpu_mean(r, [f](const StageBreakdown& b) { return b.*f; });
 }
-double mean_dim(const std::vector<StageBreakdown>& st, bool exposed, ParallelDim d) {
-  double s = 0;
-  for (const auto& b : st) s += (exposed ? b.exposed : b.comm)[static_cast<std::size_t>(d)];
-  return st.empty() ? 0 : s / static_cast<double>(st.size());
+double mean_dim(const WorkloadResult& r, bool exposed, ParallelDim d) {
+  return per_gpu_mean(r, [=](const StageBreakdown& b) { return (exposed ? b.exposed : b.comm)[static_cast<std::size_t>(d)]; });
 }
 
 int gpu_sms(const RunContext& c, models::DeviceId gpu) {
@@ -82,7 +79,8 @@ std::vector<CommRow> comm_rows(const WorkloadResult& r) {
     row.dim = op.dim;
     row.collective = coll;
     row.bytes = op.bytes;
-    ++row.count;
+    // Instances per replica: class 0's ops (every class runs the same ops).
+    if (r.program.ranks[static_cast<std::size_t>(r.program.op_rank[i])].replica_class == 0) ++row.count;
     row.time = std::max(row.time, cost.time);
     row.algorithm = cost.algorithm;
     row.protocol = cost.protocol;
@@ -187,22 +185,27 @@ std::string run_summary(const RunContext& c) {
     head.add_row({"output tokens/s", fmt::format("{:.0f}", r.program.tokens / step)});
     head.add_row({"MFU", fmt::format("{:.2f} %", 100 * r.mfu)});
   }
-  head.add_row({"compute per GPU", seconds(mean(r.stages, &StageBreakdown::compute))});
+  head.add_row({"compute per GPU", seconds(mean(r, &StageBreakdown::compute))});
   double comm = 0;
-  for (ParallelDim d : kDims) comm += mean_dim(r.stages, false, d);
-  const double exposed = mean(r.stages, &StageBreakdown::exposed_total);
+  for (ParallelDim d : kDims) comm += mean_dim(r, false, d);
+  const double exposed = mean(r, &StageBreakdown::exposed_total);
   head.add_row({"communication per GPU", seconds(comm)});
   head.add_row({"  of which exposed", seconds(exposed)});
-  head.add_row({"pipeline bubble / idle", seconds(mean(r.stages, &StageBreakdown::idle))});
+  head.add_row({"pipeline bubble / idle", seconds(mean(r, &StageBreakdown::idle))});
   if (w.phase != models::WorkloadPhase::TrainingStep) head.add_row({"  of which engine overhead", seconds(r.engine_overhead)});
   out += head.render(0);
-  out += "\n(per GPU figures: mean over pipeline stages; every GPU of a stage does the same work)\n\n";
+  if (r.classes.size() > 1) {
+    out += "\n(per GPU figures: mean over every GPU; the GPUs of a stage in one replica class do the same work)\n\n";
+  } else {
+    out += "\n(per GPU figures: mean over pipeline stages; every GPU of a stage does the same work)\n\n";
+  }
+  out += replica_summary(c);
 
   support::TextTable dims({"dim", "comm time", "exposed", "% of step"}, {false, true, true, true});
   for (ParallelDim d : kDims) {
-    const double ct = mean_dim(r.stages, false, d);
+    const double ct = mean_dim(r, false, d);
     if (ct == 0) continue;
-    const double ex = mean_dim(r.stages, true, d);
+    const double ex = mean_dim(r, true, d);
     dims.add_row({std::string(models::to_string(d)), seconds(ct), seconds(ex), fmt::format("{:.1f}", 100 * ex / step)});
   }
   out += dims.render(0);
@@ -296,19 +299,23 @@ std::string report_json(const RunContext& c) {
   j["tokens_per_s"] = r.program.tokens / r.step_time;
   j["mfu"] = r.mfu;
   j["model_flops"] = r.program.model_flops;
-  j["compute_s"] = mean(r.stages, &StageBreakdown::compute);
-  j["exposed_communication_s"] = mean(r.stages, &StageBreakdown::exposed_total);
-  j["bubble_s"] = mean(r.stages, &StageBreakdown::idle);
+  j["compute_s"] = mean(r, &StageBreakdown::compute);
+  j["exposed_communication_s"] = mean(r, &StageBreakdown::exposed_total);
+  j["bubble_s"] = mean(r, &StageBreakdown::idle);
   ordered_json comm;
   for (ParallelDim d : kDims) {
-    comm[std::string(models::to_string(d))] = {{"time_s", mean_dim(r.stages, false, d)}, {"exposed_s", mean_dim(r.stages, true, d)}};
+    comm[std::string(models::to_string(d))] = {{"time_s", mean_dim(r, false, d)}, {"exposed_s", mean_dim(r, true, d)}};
   }
   j["communication"] = comm;
+  add_replica_json(c, j);
   ordered_json stages = ordered_json::array();
   for (std::size_t i = 0; i < r.stages.size(); ++i) {
     const auto& b = r.stages[i];
-    ordered_json st = {{"stage", i}, {"gpu", t.name(r.stage_gpu[i])}, {"compute_s", b.compute}, {"exposed_communication_s", b.exposed_total},
-                       {"idle_s", b.idle}, {"end_s", b.end}};
+    const auto& pr = r.program.ranks[i];
+    ordered_json st = {{"stage", pr.stage}};
+    if (r.classes.size() > 1) st["replica_class"] = pr.replica_class;
+    st.update(ordered_json{{"gpu", t.name(r.stage_gpu[i])}, {"compute_s", b.compute}, {"exposed_communication_s", b.exposed_total},
+                           {"idle_s", b.idle}, {"end_s", b.end}});
     for (ParallelDim d : kDims) {
       st[std::string("comm_") + std::string(models::to_string(d)) + "_s"] = b.comm[static_cast<std::size_t>(d)];
       st[std::string("exposed_") + std::string(models::to_string(d)) + "_s"] = b.exposed[static_cast<std::size_t>(d)];
@@ -343,8 +350,9 @@ std::string ops_csv(const RunContext& c) {
   if (!r.feasible) return out;
   for (std::size_t i = 0; i < r.program.ops.size(); ++i) {
     const auto& op = r.program.ops[i];
-    const int stage = r.program.op_rank[i];
-    const models::DeviceId gpu = r.stage_gpu[static_cast<std::size_t>(stage)];
+    const int rank = r.program.op_rank[i];
+    const int stage = r.program.ranks[static_cast<std::size_t>(rank)].stage;
+    const models::DeviceId gpu = r.stage_gpu[static_cast<std::size_t>(rank)];
     const bool comm = op.kind == ProgramOpKind::Collective || op.kind == ProgramOpKind::SendRecv;
     const char* kind = op.kind == ProgramOpKind::Gemm        ? "gemm"
                        : op.kind == ProgramOpKind::Attention ? "attention"
@@ -413,7 +421,7 @@ std::string trace_json(const RunContext& c) {
       for (int st = 0; st < models::kStreams; ++st) {
         const int tid = t.device(gpu).local * models::kStreams + st;
         events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", node}, {"tid", tid},
-                          {"args", {{"name", fmt::format("{} (stage {}) {}", t.name(gpu), stage, models::to_string(static_cast<models::Stream>(st)))}}}});
+                          {"args", {{"name", fmt::format("{} ({}stage {}) {}", t.name(gpu), r.classes.size() > 1 ? fmt::format("class {} ", r.program.ranks[stage].replica_class) : std::string(), r.program.ranks[stage].stage, models::to_string(static_cast<models::Stream>(st)))}}}});
         events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", node}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
       }
     }

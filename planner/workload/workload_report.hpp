@@ -18,6 +18,8 @@ struct RunContext {
   const models::Cluster& cluster;
   const WorkloadResult& result;
   models::EngineKind engine = models::EngineKind::Analytic;
+  /// The step time of the same scenario without its what_if section (seconds); 0: not run.
+  double unperturbed_step_time = 0;
 };
 
 std::string run_summary(const RunContext& c);

@@ -10,6 +10,23 @@ namespace ccsim::planner {
 using models::ProgramOp;
 using models::ProgramOpKind;
 
+double per_gpu_mean(const WorkloadResult& r, const std::function<double(const StageBreakdown&)>& f) {
+  if (r.stages.empty()) return 0;
+  double s = 0;
+  if (r.classes.size() <= 1) {
+    for (const auto& b : r.stages) s += f(b);
+    return s / static_cast<double>(r.stages.size());
+  }
+  double weight = 0;
+  for (std::size_t i = 0; i < r.stages.size(); ++i) {
+    const int cls = r.program.ranks[i].replica_class;
+    const auto w = static_cast<double>(r.classes[static_cast<std::size_t>(cls)].replicas.size());
+    s += w * f(r.stages[i]);
+    weight += w;
+  }
+  return s / weight;
+}
+
 WorkloadRunner::WorkloadRunner(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
                                ComputeCalibration compute, models::EngineKind engine)
     : scenario_(scenario),
@@ -40,19 +57,14 @@ WorkloadResult WorkloadRunner::run_serving(const std::function<void(std::size_t,
   t.decode_first = d_first.step_time;
   t.decode_middle = out.step_time;
   t.decode_last = d_last.step_time;
-  double compute = 0, comm = 0;
-  for (const auto& b : p.stages) {
-    compute += b.compute;
-    comm += b.exposed_total;
-  }
-  t.prefill_compute = compute / static_cast<double>(p.stages.size());
-  t.prefill_comm = comm / static_cast<double>(p.stages.size());
+  t.prefill_compute = per_gpu_mean(p, [](const StageBreakdown& b) { return b.compute; });
+  t.prefill_comm = per_gpu_mean(p, [](const StageBreakdown& b) { return b.exposed_total; });
   out.serving = serving_result(w, steps, t);
   out.memory = d_last.memory;  // the KV cache at its largest
   return out;
 }
 
-WorkloadResult WorkloadRunner::prepare(const StageRepresentatives& reps) const {
+WorkloadResult WorkloadRunner::prepare(std::vector<ReplicaClass> classes) const {
   const models::WorkloadSpec& w = *scenario_.workload;
   const models::StrategySpec& s = *scenario_.strategy;
   const models::Topology& topo = cluster_.topology;
@@ -61,7 +73,9 @@ WorkloadResult WorkloadRunner::prepare(const StageRepresentatives& reps) const {
   out.world = lowering_.placement().world();
   out.micro_batches = models::micro_batches(w, s);
   out.compute = compute_;
-  for (int rep : reps.rank) out.stage_gpu.push_back(topo.gpus()[static_cast<std::size_t>(rep)]);
+  for (const auto& rc : classes)
+    for (int rep : rc.rank) out.stage_gpu.push_back(topo.gpus()[static_cast<std::size_t>(rep)]);
+  out.classes = std::move(classes);
   // Memory first: a layout that does not fit is reported, not simulated.
   out.memory = models::memory_footprint(*scenario_.model, w, s);
   out.hbm_capacity = std::numeric_limits<double>::infinity();
@@ -77,8 +91,12 @@ WorkloadResult WorkloadRunner::prepare(const StageRepresentatives& reps) const {
   return out;
 }
 
-std::vector<double> WorkloadRunner::op_durations(WorkloadResult& out, const StageRepresentatives& reps,
-                                                 const std::function<void(std::size_t, std::size_t)>& progress) {
+const ComputeCalibration& WorkloadRunner::compute_for(const models::GpuSpec& gpu) const {
+  const auto it = compute_tables_.find(gpu.name);
+  return it == compute_tables_.end() ? compute_ : it->second;
+}
+
+std::vector<double> WorkloadRunner::op_durations(WorkloadResult& out, const std::function<void(std::size_t, std::size_t)>& progress) {
   const models::Program& p = out.program;
   const std::size_t n = p.ops.size();
   std::vector<double> duration(n, 0.0);
@@ -88,22 +106,28 @@ std::vector<double> WorkloadRunner::op_durations(WorkloadResult& out, const Stag
   for (const auto& op : p.ops) comm_ops += op.kind == ProgramOpKind::Collective || op.kind == ProgramOpKind::SendRecv;
   std::size_t done = 0;
   using ComputeKey = std::tuple<int, int, int, int, double, double, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
-  std::map<ComputeKey, ComputeEstimate> compute_memo;  // a handful of shapes per stage
+  std::map<ComputeKey, ComputeEstimate> compute_memo;  // a handful of shapes per Program rank
   for (std::size_t i = 0; i < n; ++i) {
     const ProgramOp& op = p.ops[i];
-    const int stage = p.op_rank[i];
+    const int rank = p.op_rank[i];
+    const models::ProgramRank& pr = p.ranks[static_cast<std::size_t>(rank)];
+    const ReplicaClass& rc = out.classes[static_cast<std::size_t>(pr.replica_class)];
+    const auto stage = static_cast<std::size_t>(pr.stage);
     if (op.kind == ProgramOpKind::Collective || op.kind == ProgramOpKind::SendRecv) {
       if (op.bytes <= 0) continue;
-      out.op_comm[i] = lowering_.cost_index(op, stage, reps.rank[static_cast<std::size_t>(stage)]);
+      // A DP collective is one group over every class: lowered once, on class 0's representative
+      // (the group of TP rank 0 of the stage is the same from every replica).
+      const bool shared = models::spans_replica_classes(op) && !op.expert;
+      out.op_comm[i] = lowering_.cost_index(op, pr.stage, shared ? out.classes.front().rank[stage] : rc.rank[stage]);
       duration[i] = lowering_.costs()[static_cast<std::size_t>(out.op_comm[i])].time;
       if (progress) progress(++done, comm_ops);
     } else {
-      // Every layer and micro-batch repeats the same few shapes: estimate each once per stage.
-      const ComputeKey key{stage, static_cast<int>(op.kind), static_cast<int>(op.pass), op.comm_sms, op.flops, op.bytes, op.m, op.n, op.k, op.batch};
+      // Every layer and micro-batch repeats the same few shapes: estimate each once per rank.
+      const ComputeKey key{rank, static_cast<int>(op.kind), static_cast<int>(op.pass), op.comm_sms, op.flops, op.bytes, op.m, op.n, op.k, op.batch};
       auto it = compute_memo.find(key);
       if (it == compute_memo.end()) {
-        const models::GpuSpec& gpu = gpu_spec(cluster_, reps.compute_gpu[static_cast<std::size_t>(stage)]);
-        it = compute_memo.emplace(key, estimate_compute(op, gpu, compute_, scenario_.workload->dtype)).first;
+        const models::GpuSpec& gpu = gpu_spec(cluster_, rc.compute_gpu[stage]);
+        it = compute_memo.emplace(key, at_speed(estimate_compute(op, gpu, compute_for(gpu), scenario_.workload->dtype), op, rc.speed[stage])).first;
       }
       out.op_compute[i] = it->second;
       duration[i] = out.op_compute[i].time;
@@ -113,17 +137,81 @@ std::vector<double> WorkloadRunner::op_durations(WorkloadResult& out, const Stag
   return duration;
 }
 
+namespace {
+
+/// Per Program rank: the seconds its DP collectives waited for other replica classes.
+std::vector<double> sync_waits(const models::Program& p, const std::vector<OpTiming>& timing) {
+  std::vector<double> wait(p.ranks.size(), 0.0);
+  if (p.ranks.empty() || p.ranks.back().replica_class == 0) return wait;
+  const std::vector<std::uint32_t> pred = models::stream_predecessors(p);
+  for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
+    if (!models::spans_replica_classes(p.ops[i])) continue;
+    const int cls = p.ranks[static_cast<std::size_t>(p.op_rank[i])].replica_class;
+    double ready = 0;
+    for (std::uint32_t d : p.ops[i].deps)
+      if (p.ranks[static_cast<std::size_t>(p.op_rank[d])].replica_class == cls) ready = std::max(ready, timing[d].end);
+    if (pred[i] != ~0U) ready = std::max(ready, timing[pred[i]].end);
+    wait[static_cast<std::size_t>(p.op_rank[i])] += std::max(0.0, timing[i].start - ready);
+  }
+  return wait;
+}
+
+/// The chain of ops that ends last, walked back through the dependency or stream predecessor
+/// that ended last (an op starts when that one ends).
+std::vector<std::uint32_t> critical_path_of(const models::Program& p, const std::vector<OpTiming>& timing,
+                                            const std::vector<double>& sync_wait) {
+  std::vector<std::uint32_t> path;
+  if (p.ops.empty()) return path;
+  const std::vector<std::uint32_t> pred = models::stream_predecessors(p);
+  // The last op to end; among equal ends (the copies of a DP collective) the rank that waited
+  // least for the others, whose own chain led there.
+  const auto wait_of = [&](std::uint32_t i) { return sync_wait[static_cast<std::size_t>(p.op_rank[i])]; };
+  std::uint32_t cur = 0;
+  for (std::uint32_t i = 1; i < p.ops.size(); ++i)
+    if (timing[i].end > timing[cur].end || (timing[i].end == timing[cur].end && wait_of(i) < wait_of(cur))) cur = i;
+  for (;;) {
+    path.push_back(cur);
+    std::uint32_t best = ~0U;
+    // The predecessor that ended last; on a tie, one of the same rank (its own chain).
+    const auto consider = [&](std::uint32_t d) {
+      if (d == ~0U) return;
+      if (best == ~0U || timing[d].end > timing[best].end ||
+          (timing[d].end == timing[best].end && p.op_rank[d] == p.op_rank[cur] && p.op_rank[best] != p.op_rank[cur])) {
+        best = d;
+      }
+    };
+    for (std::uint32_t d : p.ops[cur].deps) consider(d);
+    consider(pred[cur]);
+    if (best == ~0U) break;
+    cur = best;
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+}  // namespace
+
 WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::size_t)>& progress) {
   const models::WorkloadSpec& w = *scenario_.workload;
   if (w.phase == models::WorkloadPhase::Serving) return run_serving(progress);
-  const StageRepresentatives reps = stage_representatives(lowering_.placement(), *scenario_.strategy, cluster_);
-  WorkloadResult out = prepare(reps);
+  const models::StrategySpec& s = *scenario_.strategy;
+  WorkloadResult out = prepare(replica_classes(lowering_.placement(), s, cluster_));
   if (!out.feasible) return out;
 
-  out.program = models::build_program(*scenario_.model, w, *scenario_.strategy);
+  if (out.classes.size() == 1) {
+    out.program = models::build_program(*scenario_.model, w, s);
+  } else {
+    // One Program per replica class (alike today; uneven work per class would differ here).
+    const models::Program one = models::build_program(*scenario_.model, w, s);
+    std::vector<int> replicas;
+    for (const auto& rc : out.classes) replicas.push_back(static_cast<int>(rc.replicas.size()));
+    out.program = models::join_replica_classes(std::vector<models::Program>(out.classes.size(), one), replicas, s.dp);
+  }
   const models::Program& p = out.program;
-  const std::vector<double> duration = op_durations(out, reps, progress);
+  const std::vector<double> duration = op_durations(out, progress);
   out.timing = execute_step(p, duration);
+  out.sync_wait = sync_waits(p, out.timing);
+  if (detail_ != Detail::StepOnly) out.critical_path = critical_path_of(p, out.timing, out.sync_wait);
   for (const auto& t : out.timing) out.step_time = std::max(out.step_time, t.end);
   // Inference: the serving engine's host work between steps (scheduler, input preparation,
   // sampler, output processing), during which the GPU waits: counted in every stage's idle.
@@ -142,7 +230,14 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
   // Link efficiencies from the cost table (ring, Simple) for the first node group's GPU.
   const std::vector<double> efficiency =
       costs_.params(Algorithm::Ring, Protocol::Simple, cluster_.topology, cluster_.spec.groups.front().node.gpu.arch).link_efficiency;
-  out.links = link_loads({cluster_.topology, out.op_comm, out.comm_costs, efficiency, out.step_time});
+  // A DP collective is one op over every class, lowered once (op_durations): counted once, on
+  // class 0. Other ops of a class run on its own groups and count for it.
+  std::vector<int> counted = out.op_comm;
+  for (std::size_t i = 0; i < counted.size(); ++i) {
+    const auto& op = p.ops[i];
+    if (models::spans_replica_classes(op) && !op.expert && p.ranks[static_cast<std::size_t>(p.op_rank[i])].replica_class != 0) counted[i] = -1;
+  }
+  out.links = link_loads({cluster_.topology, counted, out.comm_costs, efficiency, out.step_time});
   return out;
 }
 

@@ -35,7 +35,16 @@ struct WorkloadResult {
   std::vector<OpTiming> timing;                  ///< per program op
   std::vector<int> op_comm;                      ///< per op: index into comm_costs, or -1
   std::vector<CommCost> comm_costs;
-  std::vector<models::DeviceId> stage_gpu;       ///< GPU of each stage's representative rank (compute is timed on the stage's slowest GPU)
+  /// Per Program rank (stage s of replica class c is rank c·pp + s): the GPU of its
+  /// representative rank (compute is timed on the class's slowest GPU of the stage, ReplicaClass).
+  std::vector<models::DeviceId> stage_gpu;
+  /// The DP replicas grouped into classes that run alike (one when the cluster is symmetric).
+  std::vector<ReplicaClass> classes;
+  /// Per Program rank: seconds its DP collectives waited for other replica classes (start minus
+  /// when the rank itself was ready); 0 with one class.
+  std::vector<double> sync_wait;
+  /// Program ops on the critical path, first to last (each starts when the previous ends).
+  std::vector<std::uint32_t> critical_path;
   std::vector<StageBreakdown> stages;
   double step_time = 0;                          ///< seconds (TTFT for prefill, TPOT for decode)
   double mfu = 0;                                ///< model FLOPs / (step time × GPUs × dense peak)
@@ -49,6 +58,10 @@ struct WorkloadResult {
   double engine_overhead = 0;                    ///< seconds of host time per step (inference), in step_time and in each stage's idle
   std::optional<ServingResult> serving;          ///< phase serving: the request-level result (the rest describes its middle decode step)
 };
+
+/// The mean of `f` over the GPUs `r` stands for: over its Program ranks, each weighted by the
+/// replicas of its class (with one class, the plain mean over pipeline stages). 0 without stages.
+double per_gpu_mean(const WorkloadResult& r, const std::function<double(const StageBreakdown&)>& f);
 
 class WorkloadRunner {
  public:
@@ -65,9 +78,16 @@ class WorkloadRunner {
     lowering_.set_serving(serving);
     serving_ = std::move(serving);
   }
-  /// Replaces the compute constants for the next run(); lowered communication ops stay memoized
-  /// (they do not depend on them), so a calibration fit reruns a step cheaply.
-  void set_compute(ComputeCalibration compute) { compute_ = std::move(compute); }
+  /// Replaces the compute constants for the next run(), for every GPU model (the per-model
+  /// tables of set_compute_tables are dropped); lowered communication ops stay memoized (they do
+  /// not depend on them), so a calibration fit reruns a step cheaply.
+  void set_compute(ComputeCalibration compute) {
+    compute_ = std::move(compute);
+    compute_tables_.clear();
+  }
+  /// Per GPU model constants (load_compute_tables): a GPU whose model has an entry is timed with
+  /// it, any other with the constructor's / set_compute's.
+  void set_compute_tables(ComputeTables tables) { compute_tables_ = std::move(tables); }
   /// Looks lowered communication ops up in (and adds them to) `cache`, shared with other
   /// runners on the same cluster and cost table; results are identical to a run without it.
   void set_shared_costs(std::shared_ptr<CommCostCache> cache) { lowering_.set_shared(std::move(cache)); }
@@ -83,16 +103,19 @@ class WorkloadRunner {
   WorkloadResult run_serving(const std::function<void(std::size_t, std::size_t)>& progress);
   /// The result's figures known before the Program: placement, stage representatives, memory
   /// and feasibility, the dense peak.
-  WorkloadResult prepare(const StageRepresentatives& reps) const;
-  /// Seconds of every op of out.program: communication lowered (memoized), compute estimated
-  /// on the stage's compute GPU. Fills out.op_comm, out.op_compute and out.comm_costs.
-  std::vector<double> op_durations(WorkloadResult& out, const StageRepresentatives& reps,
-                                   const std::function<void(std::size_t, std::size_t)>& progress);
+  WorkloadResult prepare(std::vector<ReplicaClass> classes) const;
+  /// Seconds of every op of out.program: communication lowered (memoized) on the groups of the
+  /// op's class representative, compute estimated on the class's compute GPU of the stage at its
+  /// speed. Fills out.op_comm, out.op_compute and out.comm_costs.
+  std::vector<double> op_durations(WorkloadResult& out, const std::function<void(std::size_t, std::size_t)>& progress);
+  /// The compute constants of `gpu`'s model.
+  const ComputeCalibration& compute_for(const models::GpuSpec& gpu) const;
 
   const models::Scenario& scenario_;
   const models::Cluster& cluster_;
   const CostModel& costs_;
   ComputeCalibration compute_;
+  ComputeTables compute_tables_;
   ServingCalibration serving_;
   models::EngineKind engine_;
   CommLowering lowering_;

@@ -133,7 +133,7 @@ std::unique_ptr<StepCase> make_case(const YAML::Node& base, const StepTimeRow& r
     std::error_code ec;
     std::filesystem::remove(path, ec);
   }
-  c->cluster = models::build_cluster(c->scenario.cluster);
+  c->cluster = models::build_scenario_cluster(c->scenario);
   // The collective costs `ccsim run` would use: the scenario's simulation.calibration, else the default.
   c->costs = planner::CostModel::load(c->scenario.simulation.calibration.empty() ? planner::CostModel::default_path(c->cluster)
                                                                                  : c->scenario.simulation.calibration);

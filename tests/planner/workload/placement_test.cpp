@@ -118,7 +118,7 @@ TEST_CASE("Placement: another order, and a world that does not match", "[workloa
   CHECK_THROWS_AS(Placement(bad, 8), std::invalid_argument);
 }
 
-TEST_CASE("Placement: each stage is represented by TP rank 0 of its slowest DP replica", "[workload]") {
+TEST_CASE("Placement: replicas on different GPU models are classes of their own, each stage represented by TP rank 0", "[workload]") {
   // tp 4 pp 2 dp 2 on two 8-GPU nodes: rank = tp + 4·pp + 8·dp, so DP replica 0 holds node 0's
   // GPUs (ranks 0-7) and replica 1 node 1's (ranks 8-15). The A100 (312 TFLOP/s BF16) is slower
   // than the H100 (989): each stage is represented by the replica on the A100 node, by its TP
@@ -133,12 +133,20 @@ TEST_CASE("Placement: each stage is represented by TP rank 0 of its slowest DP r
     const models::Cluster cluster = models::build_cluster(sc.cluster);
     REQUIRE(sc.strategy->dp == 2);
     const Placement p(*sc.strategy, 16);
-    const planner::StageRepresentatives r = planner::stage_representatives(p, *sc.strategy, cluster);
+    const std::vector<planner::ReplicaClass> classes = planner::replica_classes(p, *sc.strategy, cluster);
     const auto& gpus = cluster.topology.gpus();
-    REQUIRE(r.compute_gpu.size() == 2);
-    for (std::size_t stage = 0; stage < 2; ++stage) CHECK(r.compute_gpu[stage] == gpus[static_cast<std::size_t>(r.rank[stage])]);
-    CHECK(planner::gpu_spec(cluster, r.compute_gpu[0]).bf16_flops == Approx(312e12));
-    return r.rank;
+    // One class per GPU model: each replica is a class of its own.
+    REQUIRE(classes.size() == 2);
+    std::vector<int> a100_ranks;
+    for (const auto& r : classes) {
+      REQUIRE(r.compute_gpu.size() == 2);
+      REQUIRE(r.replicas.size() == 1);
+      for (std::size_t stage = 0; stage < 2; ++stage) CHECK(r.compute_gpu[stage] == gpus[static_cast<std::size_t>(r.rank[stage])]);
+      if (planner::gpu_spec(cluster, r.compute_gpu[0]).bf16_flops == Approx(312e12)) a100_ranks = r.rank;
+    }
+    CHECK(classes[0].replicas == std::vector<int>{0});
+    CHECK(classes[1].replicas == std::vector<int>{1});
+    return a100_ranks;
   };
   CHECK(reps("[{node: dgx-h100}, {node: dgx-a100}]") == std::vector<int>{8, 12});
   CHECK(reps("[{node: dgx-a100}, {node: dgx-h100}]") == std::vector<int>{0, 4});

@@ -1,0 +1,218 @@
+#include "models/hardware/perturbation.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace ccsim::models {
+namespace {
+
+bool matches(const std::string& pattern, const std::string& name) { return ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0; }
+
+/// `n` names, the first few of them: "node1/gpu0, node1/gpu1, ... (8)".
+std::string some(const std::vector<std::string>& names) {
+  std::string out;
+  const std::size_t shown = std::min<std::size_t>(names.size(), 4);
+  for (std::size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > shown) out += fmt::format(", ... ({} in all)", names.size());
+  return out;
+}
+
+void scale(ComputeSpeed& s, double speed, unsigned ops) {
+  if ((ops & kGemmOps) != 0U) s.gemm *= speed;
+  if ((ops & kAttentionOps) != 0U) s.attention *= speed;
+  if ((ops & kMemoryOps) != 0U) s.memory *= speed;
+}
+
+std::vector<ComputeSpeed>& speeds(Cluster& c) {
+  if (c.gpu_speed.empty()) c.gpu_speed.assign(c.topology.gpus().size(), ComputeSpeed{});
+  return c.gpu_speed;
+}
+
+/// The GPUs (global ranks) a compute rule selects.
+std::vector<int> select_gpus(const Cluster& c, const ComputeRule& r) {
+  const Topology& t = c.topology;
+  std::vector<int> out;
+  for (std::size_t g = 0; g < t.gpus().size(); ++g) {
+    const Device& d = t.device(t.gpus()[g]);
+    const bool hit = !r.gpus.empty()    ? matches(r.gpus, t.name(t.gpus()[g]))
+                     : !r.nodes.empty() ? matches(r.nodes, fmt::format("node{}", d.node))
+                                        : c.node_group[static_cast<std::size_t>(d.node)] == r.group;
+    if (hit) out.push_back(static_cast<int>(g));
+  }
+  if (out.empty()) {
+    const std::string what = !r.gpus.empty()    ? fmt::format("gpus: '{}'", r.gpus)
+                             : !r.nodes.empty() ? fmt::format("nodes: '{}'", r.nodes)
+                                                : fmt::format("group: {}", r.group);
+    const std::string tried = !r.nodes.empty() ? fmt::format("nodes node0 .. node{}", t.num_nodes() - 1)
+                              : r.gpus.empty() ? fmt::format("node groups 0 .. {}", c.spec.groups.size() - 1)
+                                               : fmt::format("GPUs {} .. {}", t.name(t.gpus().front()), t.name(t.gpus().back()));
+    throw support::InputError(r.where, r.key, "a selector that matches at least one GPU", what + " matches none",
+                              "the cluster has " + tried);
+  }
+  return out;
+}
+
+std::string gpu_names(const Topology& t, const std::vector<int>& ranks) {
+  std::vector<std::string> names;
+  names.reserve(ranks.size());
+  for (int g : ranks) names.push_back(t.name(t.gpus()[static_cast<std::size_t>(g)]));
+  return some(names);
+}
+
+void apply_compute(Cluster& c, const ComputeRule& r) {
+  const std::vector<int> sel = select_gpus(c, r);
+  for (int g : sel) scale(speeds(c)[static_cast<std::size_t>(g)], r.speed, r.ops);
+  c.perturbations.push_back(fmt::format("{}: {} GPU{} at {:g}× speed ({}): {}", r.key, sel.size(), sel.size() == 1 ? "" : "s", r.speed,
+                                        describe_ops(r.ops), gpu_names(c.topology, sel)));
+}
+
+void apply_stragglers(Cluster& c, const StragglerRule& r) {
+  const std::size_t n = c.topology.gpus().size();
+  if (static_cast<std::size_t>(r.count) > n) {
+    throw support::InputError(r.where, r.key + ".count", fmt::format("at most the cluster's {} GPUs", n), std::to_string(r.count));
+  }
+  std::vector<int> pool(n);
+  std::iota(pool.begin(), pool.end(), 0);
+  std::mt19937_64 gen(r.seed);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(r.count); ++i) std::swap(pool[i], pool[i + gen() % (n - i)]);
+  std::vector<int> sel(pool.begin(), pool.begin() + r.count);
+  std::sort(sel.begin(), sel.end());
+  for (int g : sel) scale(speeds(c)[static_cast<std::size_t>(g)], r.speed, r.ops);
+  c.perturbations.push_back(fmt::format("{}: {} GPU{} drawn with seed {} at {:g}× speed ({}): {}", r.key, sel.size(),
+                                        sel.size() == 1 ? "" : "s", r.seed, r.speed, describe_ops(r.ops), gpu_names(c.topology, sel)));
+}
+
+std::string selectors(const LinkRule& r) {
+  std::string out;
+  const auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
+  if (!r.from.empty()) add(fmt::format("link: '{} {} {}'", r.from, r.both_directions ? "<->" : "->", r.to));
+  if (!r.device.empty()) add(fmt::format("device: '{}'", r.device));
+  if (!r.kind.empty()) add(fmt::format("kind: '{}'", r.kind));
+  return out;
+}
+
+/// Directed links a link rule selects, in id order.
+std::vector<LinkId> select_links(const Topology& t, const std::vector<std::string>& names, const LinkRule& r) {
+  std::vector<LinkId> out;
+  for (LinkId id = 0; id < t.num_links(); ++id) {
+    const std::string& a = names[t.link_source(id)];
+    const std::string& b = names[t.link_target(id)];
+    if (!r.from.empty()) {
+      const bool fwd = matches(r.from, a) && matches(r.to, b);
+      const bool back = r.both_directions && matches(r.from, b) && matches(r.to, a);
+      if (!fwd && !back) continue;
+    }
+    if (!r.device.empty() && !matches(r.device, a) && !matches(r.device, b)) continue;
+    if (!r.kind.empty() && !matches(r.kind, t.link_kind_name(t.link(id)))) continue;
+    out.push_back(id);
+  }
+  if (out.empty()) {
+    throw support::InputError(r.where, r.key, "selectors that match at least one link", selectors(r) + " matches none",
+                              "devices are named like node0/gpu0, node0/nic0, node0/nvswitch, node0/pcie0, node0/cpu0, leaf0, spine0; "
+                              "`ccsim topo` lists them");
+  }
+  return out;
+}
+
+void apply_link_factor(Cluster& c, const std::vector<std::string>& names, const LinkRule& r) {
+  Topology& t = c.topology;
+  const std::vector<LinkId> sel = select_links(t, names, r);
+  std::vector<std::string> shown;
+  for (LinkId id : sel) {
+    t.set_bandwidth(id, t.link(id).bandwidth * r.factor);
+    if (shown.size() < 4) shown.push_back(names[t.link_source(id)] + " -> " + names[t.link_target(id)]);
+  }
+  if (sel.size() > shown.size()) shown.push_back(fmt::format("... ({} in all)", sel.size()));
+  std::string list;
+  for (const auto& s : shown) list += (list.empty() ? "" : ", ") + s;
+  c.perturbations.push_back(fmt::format("{} ({}): {} link direction{} at {:g}× bandwidth: {}", r.key, selectors(r), sel.size(),
+                                        sel.size() == 1 ? "" : "s", r.factor, list));
+}
+
+/// NCCL's IB port failover: the GPUs that used a failed NIC move to the node's best remaining NIC.
+void apply_nic_failure(Cluster& c, const std::vector<std::string>& names, const LinkRule& r, std::set<DeviceId>& failed) {
+  Topology& t = c.topology;
+  std::vector<DeviceId> nics;
+  for (DeviceId d = 0; d < t.num_devices(); ++d) {
+    if (!matches(r.device, names[d])) continue;
+    if (t.device(d).kind != DeviceKind::Nic) {
+      throw support::InputError(r.where, r.key + ".device", "a pattern that selects NICs only (fail: true removes a NIC)",
+                                fmt::format("'{}' matches {}", r.device, names[d]),
+                                "a degraded link or switch takes `factor:` instead");
+    }
+    nics.push_back(d);
+  }
+  if (nics.empty()) {
+    throw support::InputError(r.where, r.key + ".device", "a pattern that selects at least one NIC", fmt::format("'{}' matches none", r.device),
+                              "NICs are named like node0/nic0; `ccsim topo` lists them");
+  }
+  failed.insert(nics.begin(), nics.end());
+  std::vector<std::string> moves;
+  std::set<int> touched;
+  for (DeviceId nic : nics) {
+    const int node = t.device(nic).node;
+    const NodeDevices& nd = c.nodes[static_cast<std::size_t>(node)];
+    for (DeviceId gpu : nd.gpus) {
+      if (t.device(gpu).nic != nic) continue;
+      DeviceId best = kNoDevice;
+      Path best_path;
+      for (DeviceId other : nd.nics) {
+        if (failed.count(other) != 0U) continue;
+        const Path p = t.route(gpu, other, 1).path;
+        if (best == kNoDevice || p.bandwidth > best_path.bandwidth ||
+            (p.bandwidth == best_path.bandwidth && p.latency < best_path.latency)) {
+          best = other;
+          best_path = p;
+        }
+      }
+      if (best == kNoDevice) {
+        throw support::InputError(r.where, r.key, "a failure that leaves every node at least one NIC",
+                                  fmt::format("every NIC of node{} failed", node), "its GPUs would have no network");
+      }
+      t.device(gpu).nic = best;
+      touched.insert(node);
+      moves.push_back(fmt::format("{} -> {} ({:.1f} GB/s path)", names[gpu], names[best], best_path.bandwidth / 1e9));
+    }
+  }
+  for (int node : touched) t.split_node_class(node);
+  std::vector<std::string> nic_names;
+  for (DeviceId nic : nics) nic_names.push_back(names[nic]);
+  c.perturbations.push_back(fmt::format("{}: NIC{} failed: {}; GPUs moved: {}", r.key, nics.size() == 1 ? "" : "s", some(nic_names),
+                                        moves.empty() ? std::string("none") : some(moves)));
+}
+
+}  // namespace
+
+std::string describe_ops(unsigned ops) {
+  if (ops == kAllOps) return "all ops";
+  std::string out;
+  const auto add = [&](const char* s) { out += (out.empty() ? "" : ", ") + std::string(s); };
+  if ((ops & kGemmOps) != 0U) add("gemm");
+  if ((ops & kAttentionOps) != 0U) add("attention");
+  if ((ops & kMemoryOps) != 0U) add("memory");
+  return out;
+}
+
+void apply_what_if(Cluster& c, const WhatIfSpec& w) {
+  for (const auto& r : w.compute) apply_compute(c, r);
+  for (const auto& r : w.stragglers) apply_stragglers(c, r);
+  if (w.links.empty()) return;
+  std::vector<std::string> names(c.topology.num_devices());
+  for (DeviceId d = 0; d < names.size(); ++d) names[d] = c.topology.name(d);
+  std::set<DeviceId> failed;
+  for (const auto& r : w.links) {
+    if (r.fail) {
+      apply_nic_failure(c, names, r, failed);
+    } else {
+      apply_link_factor(c, names, r);
+    }
+  }
+}
+
+}  // namespace ccsim::models
