@@ -32,7 +32,10 @@ std::string effective_yaml(const Scenario& sc) {
     // The effective global batch of a training step (0 in the file means one micro-batch per
     // DP rank); inference phases have none (the key accepts only sizes of at least 1).
     if (w.phase == WorkloadPhase::TrainingStep) {
-      n["global_batch_size"] = w.global_batch_size > 0 ? w.global_batch_size
+      std::int64_t uneven = 0;
+      if (sc.strategy)
+        for (int c : sc.strategy->dp_micro_batches) uneven += c * w.micro_batch_size;
+      n["global_batch_size"] = w.global_batch_size > 0 ? w.global_batch_size : uneven > 0 ? uneven
                                                        : w.micro_batch_size * (sc.strategy ? sc.strategy->dp : 1);
     }
     n["batch_size"] = w.batch_size;
@@ -77,6 +80,11 @@ std::string effective_yaml(const Scenario& sc) {
     n["grad_reduce_dtype"] = s.grad_reduce_dtype;
     n["bucket_params"] = s.bucket_params;
     n["disable_custom_all_reduce"] = s.disable_custom_all_reduce;
+    if (!s.pipeline_layers.empty()) n["pipeline_layers"] = s.pipeline_layers;
+    if (s.decoder_first_pipeline_num_layers > 0) n["decoder_first_pipeline_num_layers"] = s.decoder_first_pipeline_num_layers;
+    if (s.decoder_last_pipeline_num_layers > 0) n["decoder_last_pipeline_num_layers"] = s.decoder_last_pipeline_num_layers;
+    if (s.dp_micro_batches_proportional) n["dp_micro_batches"] = "proportional";
+    if (!s.dp_micro_batches.empty()) n["dp_micro_batches"] = s.dp_micro_batches;
     if (!s.algorithms.empty()) {
       YAML::Node a(YAML::NodeType::Map);
       for (const auto& [k, v] : s.algorithms) a[k] = v;

@@ -20,7 +20,42 @@ namespace fs = std::filesystem;
 /// layout fits the model (check_layout). Throws RuleError at the key that breaks one.
 /// `layout_rules` false: only the fp8 rule (the layout search applies the others).
 void check_across_sections(const support::Fields& root, const Scenario& scenario, bool layout_rules) {
-  if (layout_rules && scenario.workload && scenario.strategy && scenario.workload->phase == WorkloadPhase::TrainingStep &&
+  const bool uneven = scenario.strategy && (!scenario.strategy->dp_micro_batches.empty() || scenario.strategy->dp_micro_batches_proportional);
+  if (uneven && scenario.workload && scenario.workload->phase != WorkloadPhase::TrainingStep) {
+    throw support::RuleError(root.map("strategy").error("dp_micro_batches", "no dp_micro_batches for inference (micro-batches are a training-step setting)"));
+  }
+  if (uneven && scenario.workload && scenario.workload->phase == WorkloadPhase::TrainingStep) {
+    const WorkloadSpec& w = *scenario.workload;
+    const StrategySpec& s = *scenario.strategy;
+    std::int64_t sum = 0;
+    for (int c : s.dp_micro_batches) sum += c;
+    if (!s.dp_micro_batches.empty() && w.global_batch_size > 0 && sum * w.micro_batch_size != w.global_batch_size) {
+      throw support::RuleError(root.map("workload").error(
+          "global_batch_size", fmt::format("the sum of strategy.dp_micro_batches × micro_batch_size = {} × {} = {}", sum, w.micro_batch_size,
+                                           sum * w.micro_batch_size)));
+    }
+    if (s.dp_micro_batches_proportional && (w.global_batch_size <= 0 || w.global_batch_size % w.micro_batch_size != 0 ||
+                                            w.global_batch_size / w.micro_batch_size < s.dp)) {
+      throw support::RuleError(root.map("workload").error(
+          "global_batch_size", fmt::format("a multiple of micro_batch_size = {} with at least one micro-batch per DP replica (dp = {}) "
+                                           "to split in proportion (strategy.dp_micro_batches: proportional)",
+                                           w.micro_batch_size, s.dp)));
+    }
+    if (s.dp_micro_batches_proportional && s.ep > s.cp) {
+      throw support::RuleError(root.map("strategy").error(
+          "dp_micro_batches", "a list of counts when an EP group spans several DP replicas (ep > cp): proportional splits one replica at a time"));
+    }
+    // The replicas' micro-batches must be alike within an EP group (its AlltoAlls pair them).
+    if (s.ep > s.cp && !s.dp_micro_batches.empty()) {
+      const int block = s.ep / s.cp;
+      for (int d = 0; d < s.dp; ++d) {
+        if (s.dp_micro_batches[static_cast<std::size_t>(d)] != s.dp_micro_batches[static_cast<std::size_t>(d / block * block)]) {
+          throw support::RuleError(root.map("strategy").error(
+              "dp_micro_batches", fmt::format("equal counts within each EP group of {} replicas (replicas {} and {} differ)", block, d / block * block, d)));
+        }
+      }
+    }
+  } else if (layout_rules && scenario.workload && scenario.strategy && scenario.workload->phase == WorkloadPhase::TrainingStep &&
       scenario.workload->global_batch_size > 0) {
     const std::int64_t per_step = scenario.workload->micro_batch_size * scenario.strategy->dp;
     if (scenario.workload->global_batch_size % per_step != 0) {

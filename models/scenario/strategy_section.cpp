@@ -13,12 +13,38 @@ namespace {
 /// overflow.
 constexpr int kMaxGpus = 1 << 20;
 
+/// The list of positive counts `key` (empty when absent). Throws InputError at the first entry
+/// that is not an integer from 1 to 2^20, or when the value is not a non-empty list.
+std::vector<int> counts(const support::Fields& s, std::string_view key, const std::string& expected) {
+  std::vector<int> out;
+  const auto value = s.find(key);
+  if (!value) return out;
+  if (!value->node.IsSequence() || value->node.size() == 0) throw s.error(key, expected);
+  for (const auto& item : value->node) {
+    const std::string text = item.IsScalar() ? item.Scalar() : std::string();
+    std::size_t used = 0;
+    long n = 0;
+    try {
+      n = std::stol(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != text.size() || n < 1 || n > (1 << 20)) {
+      throw support::InputError(support::location_of({item, value->file}), s.key_path(key), "an integer from 1 to 1048576",
+                                support::describe_node(item));
+    }
+    out.push_back(static_cast<int>(n));
+  }
+  return out;
+}
+
 }  // namespace
 
 StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::span<const std::string_view> algorithm_names) {
   s.reject_unknown({"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "zero_stage", "pipeline_schedule",
                     "virtual_stages", "microbatch_group_size_per_vp_stage", "order", "algorithms", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "grad_reduce_dtype", "bucket_params",
-                    "disable_custom_all_reduce"});
+                    "disable_custom_all_reduce", "pipeline_layers", "decoder_first_pipeline_num_layers",
+                    "decoder_last_pipeline_num_layers", "dp_micro_batches"});
   StrategySpec spec;
   spec.tp = s.count("tp", 1, kMaxGpus, 1);
   spec.pp = s.count("pp", 1, kMaxGpus, 1);
@@ -81,6 +107,18 @@ StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::spa
     spec.microbatch_group_size_per_vp_stage = s.count("microbatch_group_size_per_vp_stage", 1, 1 << 16);
   } else if (spec.pipeline_schedule == "interleaved") {
     spec.microbatch_group_size_per_vp_stage = spec.pp;  // Megatron-Core's default
+  }
+  spec.pipeline_layers = counts(s, "pipeline_layers", "a list of layer counts per model chunk, each at least 1");
+  spec.decoder_first_pipeline_num_layers = s.count("decoder_first_pipeline_num_layers", 1, 1 << 16, 0);
+  spec.decoder_last_pipeline_num_layers = s.count("decoder_last_pipeline_num_layers", 1, 1 << 16, 0);
+  if (const auto v = s.find("dp_micro_batches"); v && v->node.IsScalar()) {
+    if (v->node.Scalar() != "proportional") throw s.error("dp_micro_batches", "proportional, or a list of micro-batch counts per DP replica");
+    spec.dp_micro_batches_proportional = true;
+  } else {
+    spec.dp_micro_batches = counts(s, "dp_micro_batches", "proportional, or a list of micro-batch counts per DP replica, each at least 1");
+    if (!spec.dp_micro_batches.empty() && static_cast<int>(spec.dp_micro_batches.size()) != spec.dp) {
+      throw support::RuleError(s.error("dp_micro_batches", fmt::format("one micro-batch count per DP replica: dp = {} entries", spec.dp)));
+    }
   }
   spec.order = s.optional_string("order").value_or(spec.order);
   {

@@ -17,6 +17,49 @@ int micro_batches(const WorkloadSpec& w, const StrategySpec& s) {
   return static_cast<int>(w.global_batch_size / (w.micro_batch_size * s.dp));
 }
 
+namespace {
+
+/// The rules of pipeline_layers and Megatron-Core's decoder_first/last_pipeline_num_layers.
+std::optional<LayoutProblem> check_uneven_layers(const TransformerConfig& m, const StrategySpec& s) {
+  const int first = s.decoder_first_pipeline_num_layers;
+  const int last = s.decoder_last_pipeline_num_layers;
+  if (!s.pipeline_layers.empty()) {
+    const int chunks = s.pp * s.virtual_stages;
+    if (first > 0 || last > 0) {
+      return LayoutProblem{"strategy", "pipeline_layers", "either pipeline_layers or decoder_first/last_pipeline_num_layers, not both"};
+    }
+    if (static_cast<int>(s.pipeline_layers.size()) != chunks) {
+      return LayoutProblem{"strategy", "pipeline_layers",
+                           fmt::format("one layer count per model chunk: pp·virtual_stages = {} entries (found {})", chunks, s.pipeline_layers.size())};
+    }
+    std::int64_t sum = 0;
+    for (int c : s.pipeline_layers) sum += c;
+    if (sum != m.layers) {
+      return LayoutProblem{"strategy", "pipeline_layers", fmt::format("layer counts summing to the {} layers of {} (they sum to {})", m.layers, m.name, sum)};
+    }
+    return std::nullopt;
+  }
+  if (first == 0 && last == 0) return std::nullopt;
+  const char* key = first > 0 ? "decoder_first_pipeline_num_layers" : "decoder_last_pipeline_num_layers";
+  if (s.virtual_stages > 1) {
+    return LayoutProblem{"strategy", key, "the 1f1b schedule (uneven first and last stages are modelled without virtual stages; use pipeline_layers)"};
+  }
+  const int ends = (first > 0) + (last > 0);
+  if (s.pp < 2 || s.pp < ends) return LayoutProblem{"strategy", key, "pp of at least 2 (the first and last stages are different stages)"};
+  const int middle = s.pp - ends;
+  const int rest = m.layers - first - last;
+  if (middle == 0 ? rest != 0 : rest < middle || rest % middle != 0) {
+    // Megatron-Core asserts the remaining layers divide evenly among the other stages.
+    return LayoutProblem{"strategy", key,
+                         fmt::format("first/last stage layers leaving the other {} stage{} an equal share of at least 1 of the {} "
+                                     "layers of {} (left: {})",
+                                     middle, middle == 1 ? "" : "s", m.layers, m.name, rest)};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s) {
   if (m.heads % s.tp != 0) {
     return LayoutProblem{"strategy", "tp", fmt::format("a TP size dividing the {} attention heads of {}", m.heads, m.name)};
@@ -106,6 +149,7 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
                                        mbs, group, s.pp, mbs)};
     }
   }
+  if (const auto problem = check_uneven_layers(m, s)) return problem;
   // Megatron-Core TransformerConfig: recompute_num_layers between 1 and the layers per pipeline rank.
   if (w.recompute == "full") {
     const int per_stage = (m.layers + s.pp - 1) / s.pp;
@@ -144,12 +188,33 @@ std::vector<LayerRecompute> recompute_plan(const TransformerConfig& m, const Wor
   // every layer (checkpointing groups of recompute_num_layers); block recomputes the first
   // recompute_num_layers layers of the chunk and runs the rest normally.
   const bool block = w.recompute_method == "block";
-  for (const auto& [first, count] : chunk_layers(m.layers, s.pp * s.virtual_stages)) {
+  for (const auto& [first, count] : model_chunks(m, s)) {
     for (int i = 0; i < count; ++i) {
       if (!block || i < w.recompute_num_layers) plan[static_cast<std::size_t>(first + i)] = LayerRecompute::Full;
     }
   }
   return plan;
+}
+
+std::vector<std::pair<int, int>> model_chunks(const TransformerConfig& m, const StrategySpec& s) {
+  std::vector<int> count = s.pipeline_layers;
+  if (count.empty() && (s.decoder_first_pipeline_num_layers > 0 || s.decoder_last_pipeline_num_layers > 0)) {
+    const int first = s.decoder_first_pipeline_num_layers;
+    const int last = s.decoder_last_pipeline_num_layers;
+    const int middle = s.pp - (first > 0) - (last > 0);
+    const int rest = m.layers - first - last;
+    count.assign(static_cast<std::size_t>(s.pp), middle > 0 ? rest / middle : 0);
+    if (first > 0) count.front() = first;
+    if (last > 0) count.back() = last;
+  }
+  if (count.empty()) return chunk_layers(m.layers, s.pp * s.virtual_stages);
+  std::vector<std::pair<int, int>> out;
+  int at = 0;
+  for (int c : count) {
+    out.emplace_back(at, c);
+    at += c;
+  }
+  return out;
 }
 
 std::vector<std::pair<int, int>> chunk_layers(int layers, int chunks) {

@@ -38,6 +38,11 @@ int micro_batches(const WorkloadSpec& w, const StrategySpec& s);
 /// (which also hold the embedding and the LM head) get the fewer layers.
 std::vector<std::pair<int, int>> chunk_layers(int layers, int chunks);
 
+/// The model chunks of strategy `s`: its pipeline_layers, or Megatron-Core's
+/// decoder_first/last_pipeline_num_layers (the middle stages share the rest evenly), or
+/// chunk_layers(m.layers, pp·v). Assumes check_layout passed.
+std::vector<std::pair<int, int>> model_chunks(const TransformerConfig& m, const StrategySpec& s);
+
 /// What the backward pass recomputes for one layer (Megatron-LM --recompute-granularity,
 /// --recompute-method, --recompute-num-layers).
 enum class LayerRecompute : std::uint8_t {

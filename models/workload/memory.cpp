@@ -83,7 +83,7 @@ namespace {
 /// vocab-parallel cross entropy (Korthikanti et al. 2022, section 4.3).
 double stage_activation_peak(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s, int stage, int mbs) {
   const int v = s.virtual_stages;
-  const auto chunks = chunk_layers(m.layers, s.pp * v);
+  const auto chunks = model_chunks(m, s);
   const auto plan = recompute_plan(m, w, s);
   const double input = layer_input_bytes(m, w, s);
   const bool uniform = w.recompute == "full" && w.recompute_method == "uniform";
@@ -133,8 +133,7 @@ double stage_activation_peak(const TransformerConfig& m, const WorkloadSpec& w, 
 std::vector<MemoryFootprint> memory_footprint(const TransformerConfig& m, const WorkloadSpec& w, const StrategySpec& s) {
   const double e = dtype_bytes(w.dtype);
   const double e_grad = s.grad_reduce_dtype == "fp32" ? 4.0 : 2.0;
-  const int chunks = s.pp * s.virtual_stages;
-  const auto layers = chunk_layers(m.layers, chunks);
+  const auto layers = model_chunks(m, s);
   const bool training = w.phase == WorkloadPhase::TrainingStep;
   const int mb = micro_batches(w, s);
   std::vector<MemoryFootprint> out;

@@ -87,6 +87,22 @@ struct StrategySpec {
   std::string grad_reduce_dtype = "fp32";///< gradient reduction precision: fp32 (Megatron's default main grads) | bf16
   std::int64_t bucket_params = 0;        ///< DP gradient bucket, parameters; 0 = Megatron's max(40M, 1M·dp)
   bool disable_custom_all_reduce = false;///< inference: NCCL for every TP AllReduce (vLLM's engine argument of that name)
+  /// Layers per model chunk (chunk c = virtual index · pp + stage), pp·virtual_stages entries of
+  /// at least 1 summing to the model's layers; empty: as Megatron-Core's two keys below say, or
+  /// the even split (chunk_layers). See model_chunks (layout_rules.hpp).
+  std::vector<int> pipeline_layers;
+  /// Megatron-Core --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers:
+  /// the first / last pipeline stage's layers (1F1B), the other stages sharing the rest evenly;
+  /// 0 = unset.
+  int decoder_first_pipeline_num_layers = 0;
+  int decoder_last_pipeline_num_layers = 0;
+  /// Training: micro-batches per DP replica (heterogeneity-aware planners — HexGen, Metis,
+  /// FlashFlex, Cephalo — give the faster replicas more); dp entries of at least 1 whose sum ×
+  /// micro_batch_size is the global batch. Empty: global_batch / (micro_batch·dp) each.
+  std::vector<int> dp_micro_batches;
+  /// `dp_micro_batches: proportional`: the global batch's micro-batches split in proportion to
+  /// each replica's compute speed (planner::replica_micro_batches), resolved on the cluster.
+  bool dp_micro_batches_proportional = false;
 };
 
 }  // namespace ccsim::models

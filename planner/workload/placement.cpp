@@ -1,6 +1,8 @@
 #include "planner/workload/placement.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstdint>
 #include <map>
 #include <stdexcept>
@@ -105,7 +107,45 @@ bool slower(const models::GpuSpec& a, const models::GpuSpec& b) {
 
 }  // namespace
 
-std::vector<ReplicaClass> replica_classes(const Placement& p, const models::StrategySpec& s, const models::Cluster& c) {
+std::vector<int> replica_micro_batches(const Placement& p, const models::StrategySpec& s, const models::WorkloadSpec& w,
+                                       const models::Cluster& c) {
+  if (!s.dp_micro_batches.empty()) return s.dp_micro_batches;
+  if (!s.dp_micro_batches_proportional) return {};
+  const auto& gpus = c.topology.gpus();
+  std::vector<double> speed(static_cast<std::size_t>(s.dp), std::numeric_limits<double>::infinity());
+  for (int r = 0; r < p.world(); ++r) {
+    const auto d = static_cast<std::size_t>(p.coords(r).dp);
+    speed[d] = std::min(speed[d], gpu_spec(c, gpus[static_cast<std::size_t>(r)]).bf16_flops * c.speed_of(r).gemm);
+  }
+  const std::int64_t total = w.global_batch_size / w.micro_batch_size;
+  double sum = 0;
+  for (double v : speed) sum += v;
+  std::vector<int> out(static_cast<std::size_t>(s.dp));
+  std::vector<std::pair<double, int>> remainder;
+  std::int64_t given = 0;
+  for (int d = 0; d < s.dp; ++d) {
+    const double ideal = static_cast<double>(total) * speed[static_cast<std::size_t>(d)] / sum;
+    out[static_cast<std::size_t>(d)] = std::max(1, static_cast<int>(std::floor(ideal)));
+    given += out[static_cast<std::size_t>(d)];
+    remainder.emplace_back(ideal - out[static_cast<std::size_t>(d)], d);
+  }
+  // Largest remainders first (ties: the lower replica); take back from the smallest when the
+  // floor of 1 gave too many.
+  std::sort(remainder.begin(), remainder.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  for (std::size_t i = 0; given < total; i = (i + 1) % remainder.size(), ++given) ++out[static_cast<std::size_t>(remainder[i].second)];
+  for (std::size_t i = remainder.size(); given > total;) {
+    i = i == 0 ? remainder.size() - 1 : i - 1;
+    int& n = out[static_cast<std::size_t>(remainder[i].second)];
+    if (n > 1) {
+      --n;
+      --given;
+    }
+  }
+  return out;
+}
+
+std::vector<ReplicaClass> replica_classes(const Placement& p, const models::StrategySpec& s, const models::Cluster& c,
+                                          const std::vector<int>& micro_batches) {
   const models::Topology& topo = c.topology;
   const auto& gpus = topo.gpus();
   // Blocks: replicas joined by EP groups (an EP group is ep consecutive (cp, dp) indices).
@@ -135,6 +175,10 @@ std::vector<ReplicaClass> replica_classes(const Placement& p, const models::Stra
   for (const auto& block : blocks) {
     ReplicaClass rc;
     std::string key;
+    if (!micro_batches.empty()) {
+      rc.micro_batches = micro_batches[static_cast<std::size_t>(block.front())];
+      key = fmt::format("mb {};", rc.micro_batches);
+    }
     for (int stage = 0; stage < s.pp; ++stage) {
       rc.rank.push_back(p.rank({0, 0, block.front(), stage}));
       models::DeviceId slowest = gpus[static_cast<std::size_t>(rc.rank.back())];

@@ -65,10 +65,21 @@ struct ReplicaClass {
   std::vector<models::DeviceId> compute_gpu;
   /// Per stage: the lowest speed per op kind over those ranks (Cluster::gpu_speed).
   std::vector<models::ComputeSpeed> speed;
+  /// Micro-batches each replica of the class runs per step; 0: the even split (micro_batches()).
+  int micro_batches = 0;
 };
 
 /// The replica classes of `p` on `c`, ordered by their first replica (rank r on the cluster's
-/// r-th GPU). Class 0 holds replica 0.
-std::vector<ReplicaClass> replica_classes(const Placement& p, const models::StrategySpec& s, const models::Cluster& c);
+/// r-th GPU). Class 0 holds replica 0. `micro_batches`: per DP replica (replica_micro_batches),
+/// part of the class key; empty: every replica runs the even split.
+std::vector<ReplicaClass> replica_classes(const Placement& p, const models::StrategySpec& s, const models::Cluster& c,
+                                          const std::vector<int>& micro_batches = {});
+
+/// The micro-batches of each DP replica under `s` (StrategySpec::dp_micro_batches): the list as
+/// given; for `proportional`, the global batch's M = global_batch / micro_batch micro-batches in
+/// proportion to each replica's speed — the lowest dense BF16 peak × what-if GEMM speed among its
+/// GPUs — by largest remainder, each at least 1 (Σ = M); empty when the strategy sets neither.
+std::vector<int> replica_micro_batches(const Placement& p, const models::StrategySpec& s, const models::WorkloadSpec& w,
+                                       const models::Cluster& c);
 
 }  // namespace ccsim::planner

@@ -103,7 +103,14 @@ std::string summary_header(const RunContext& c) {
   const auto plural = [](std::int64_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); };
   out += fmt::format("# ccsim run: {} — {} {} on {} ({}), {} engine\n", sc.name, m.name, models::to_string(w.phase), plural(r.world, "GPU"),
                      plural(static_cast<std::int64_t>(c.cluster.nodes.size()), "node"), models::to_string(c.engine));
-  if (w.phase == models::WorkloadPhase::TrainingStep) {
+  const std::vector<int> uneven = replica_micro_batch_counts(r);
+  if (w.phase == models::WorkloadPhase::TrainingStep && !uneven.empty()) {
+    // Uneven micro-batches: the count of each class's replicas.
+    std::string per;
+    for (const auto& rc : r.classes) per += fmt::format("{}{} for {}", per.empty() ? "" : ", ", rc.micro_batches, plural(static_cast<std::int64_t>(rc.replicas.size()), "replica"));
+    out += fmt::format("# layout: {}; micro-batches of {} × {} tokens per DP replica: {}; {}, recompute {}\n", layout(s), w.micro_batch_size,
+                       w.sequence_length, per, w.dtype, w.recompute);
+  } else if (w.phase == models::WorkloadPhase::TrainingStep) {
     out += fmt::format("# layout: {}; {} micro-batches of {} × {} tokens per DP rank, {}, recompute {}\n", layout(s), r.micro_batches,
                        w.micro_batch_size, w.sequence_length, w.dtype, w.recompute);
   } else if (w.phase == models::WorkloadPhase::Prefill) {
@@ -251,6 +258,7 @@ std::string report_json(const RunContext& c) {
   j["layout"] = {{"tp", s.tp}, {"pp", s.pp}, {"dp", s.dp}, {"cp", s.cp}, {"ep", s.ep}, {"sequence_parallel", s.sequence_parallel},
                  {"zero_stage", s.zero_stage}, {"pipeline_schedule", s.pipeline_schedule}, {"virtual_stages", s.virtual_stages},
                  {"micro_batches", r.micro_batches}};
+  if (const std::vector<int> uneven = replica_micro_batch_counts(r); !uneven.empty()) j["layout"]["dp_micro_batches"] = uneven;
   const auto& cc = r.compute;
   j["compute_calibration"] = {{"gemm_efficiency", cc.gemm_efficiency},
                                {"gemm_tile_m", cc.gemm_tile_m},

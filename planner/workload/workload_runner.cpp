@@ -27,6 +27,20 @@ double per_gpu_mean(const WorkloadResult& r, const std::function<double(const St
   return s / weight;
 }
 
+std::vector<int> replica_micro_batch_counts(const WorkloadResult& r) {
+  std::size_t replicas = 0;
+  bool uneven = false;
+  for (const auto& rc : r.classes) {
+    replicas += rc.replicas.size();
+    uneven = uneven || rc.micro_batches > 0;
+  }
+  if (!uneven) return {};
+  std::vector<int> out(replicas, 0);
+  for (const auto& rc : r.classes)
+    for (int d : rc.replicas) out[static_cast<std::size_t>(d)] = rc.micro_batches;
+  return out;
+}
+
 WorkloadRunner::WorkloadRunner(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
                                ComputeCalibration compute, models::EngineKind engine)
     : scenario_(scenario),
@@ -64,6 +78,19 @@ WorkloadResult WorkloadRunner::run_serving(const std::function<void(std::size_t,
   return out;
 }
 
+namespace {
+
+/// The workload one replica of class `rc` runs: its micro-batches as the global batch of dp such
+/// replicas (so build_program and memory_footprint see them); `w` itself for the even split.
+models::WorkloadSpec class_workload(const models::WorkloadSpec& w, const models::StrategySpec& s, const ReplicaClass& rc) {
+  if (rc.micro_batches == 0) return w;
+  models::WorkloadSpec out = w;
+  out.global_batch_size = static_cast<std::int64_t>(rc.micro_batches) * w.micro_batch_size * s.dp;
+  return out;
+}
+
+}  // namespace
+
 WorkloadResult WorkloadRunner::prepare(std::vector<ReplicaClass> classes) const {
   const models::WorkloadSpec& w = *scenario_.workload;
   const models::StrategySpec& s = *scenario_.strategy;
@@ -76,8 +103,15 @@ WorkloadResult WorkloadRunner::prepare(std::vector<ReplicaClass> classes) const 
   for (const auto& rc : classes)
     for (int rep : rc.rank) out.stage_gpu.push_back(topo.gpus()[static_cast<std::size_t>(rep)]);
   out.classes = std::move(classes);
-  // Memory first: a layout that does not fit is reported, not simulated.
+  // Memory first: a layout that does not fit is reported, not simulated. With uneven
+  // micro-batches, each stage's largest footprint over the classes.
   out.memory = models::memory_footprint(*scenario_.model, w, s);
+  for (const auto& rc : out.classes) {
+    if (rc.micro_batches == 0) continue;
+    const auto f = models::memory_footprint(*scenario_.model, class_workload(w, s, rc), s);
+    for (std::size_t i = 0; i < f.size() && i < out.memory.size(); ++i)
+      if (f[i].total() > out.memory[i].total()) out.memory[i] = f[i];
+  }
   out.hbm_capacity = std::numeric_limits<double>::infinity();
   for (models::DeviceId g : topo.gpus()) out.hbm_capacity = std::min(out.hbm_capacity, gpu_spec(cluster_, g).hbm_capacity);
   for (const auto& f : out.memory) out.feasible = out.feasible && f.total() <= out.hbm_capacity;
@@ -195,17 +229,23 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
   const models::WorkloadSpec& w = *scenario_.workload;
   if (w.phase == models::WorkloadPhase::Serving) return run_serving(progress);
   const models::StrategySpec& s = *scenario_.strategy;
-  WorkloadResult out = prepare(replica_classes(lowering_.placement(), s, cluster_));
+  const std::vector<int> per_replica = replica_micro_batches(lowering_.placement(), s, w, cluster_);
+  WorkloadResult out = prepare(replica_classes(lowering_.placement(), s, cluster_, per_replica));
   if (!out.feasible) return out;
 
-  if (out.classes.size() == 1) {
+  if (out.classes.size() == 1 && out.classes[0].micro_batches == 0) {
     out.program = models::build_program(*scenario_.model, w, s);
   } else {
-    // One Program per replica class (alike today; uneven work per class would differ here).
-    const models::Program one = models::build_program(*scenario_.model, w, s);
+    // One Program per replica class: the same unless the classes run different micro-batches.
+    std::vector<models::Program> programs;
     std::vector<int> replicas;
-    for (const auto& rc : out.classes) replicas.push_back(static_cast<int>(rc.replicas.size()));
-    out.program = models::join_replica_classes(std::vector<models::Program>(out.classes.size(), one), replicas, s.dp);
+    std::map<int, std::size_t> built;  // micro-batches -> index in programs
+    for (const auto& rc : out.classes) {
+      replicas.push_back(static_cast<int>(rc.replicas.size()));
+      const auto [it, fresh] = built.emplace(rc.micro_batches, programs.size());
+      programs.push_back(fresh ? models::build_program(*scenario_.model, class_workload(w, s, rc), s) : programs[it->second]);
+    }
+    out.program = models::join_replica_classes(programs, replicas, s.dp);
   }
   const models::Program& p = out.program;
   const std::vector<double> duration = op_durations(out, progress);

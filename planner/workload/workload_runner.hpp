@@ -63,6 +63,10 @@ struct WorkloadResult {
 /// replicas of its class (with one class, the plain mean over pipeline stages). 0 without stages.
 double per_gpu_mean(const WorkloadResult& r, const std::function<double(const StageBreakdown&)>& f);
 
+/// Micro-batches of each DP replica when they are uneven (ReplicaClass::micro_batches, by DP
+/// index); empty for the even split.
+std::vector<int> replica_micro_batch_counts(const WorkloadResult& r);
+
 class WorkloadRunner {
  public:
   /// `scenario` must have a workload, a strategy and a model (load_scenario guarantees it);

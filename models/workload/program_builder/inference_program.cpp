@@ -20,7 +20,7 @@ void build_inference(Program& p, const TransformerConfig& m, const WorkloadSpec&
   // MLA's latent cache is replicated on every TP rank (vLLM), which reads all of it.
   const double kv_share = m.mla ? 1.0 : std::max(1.0, static_cast<double>(m.kv_heads) / s.tp) / m.kv_heads;
   const double kv_read = decode ? seqs * context * m.kv_cache_bytes_per_token(e) * kv_share : 0.0;
-  const auto chunks = chunk_layers(m.layers, s.pp);
+  const auto chunks = model_chunks(m, s);
   std::uint32_t prev = ~0U;
   for (int stage = 0; stage < s.pp; ++stage) {
     StageBuilder b(p, m, w, s, stage);

@@ -123,7 +123,7 @@ TrainingStep::TrainingStep(Program& program, const TransformerConfig& model, con
       pp(s.pp),
       v(s.virtual_stages),
       mbs(micro_batches(w, s)),
-      chunks(chunk_layers(m.layers, pp * v)),
+      chunks(model_chunks(m, s)),
       plan(recompute_plan(m, w, s)),
       e(dtype_bytes(w.dtype)),
       e_grad(s.grad_reduce_dtype == "fp32" ? 4.0 : 2.0),
