@@ -105,7 +105,7 @@ int run_plan(const PlanCliOptions& o) {
   }
   const planner::CostModel costs = planner::CostModel::load(collective_table(o.calibration, scenario, cluster).path);
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
-  const planner::ComputeCalibration compute = planner::ComputeCalibration::load(compute_table(o.compute_calibration, scenario).path, gpu0.kind_names());
+  const planner::ComputeCalibration compute = planner::ComputeCalibration::load_for_cluster(compute_table(o.compute_calibration, scenario).path, cluster);
   const planner::ServingCalibration serving = planner::ServingCalibration::load(
       o.serving_calibration.empty() ? planner::ServingCalibration::default_path() : o.serving_calibration, gpu0.kind_names());
   const bool tty = ::isatty(2) != 0;

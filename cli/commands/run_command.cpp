@@ -67,12 +67,11 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
   const planner::CostModel costs = planner::CostModel::load(collective_table(o.calibration, scenario, cluster).path);
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
   const std::string compute_path = compute_table(o.compute_calibration, scenario).path;
-  planner::ComputeCalibration compute = planner::ComputeCalibration::load(compute_path, gpu0.kind_names());
+  const planner::ComputeCalibration compute = planner::ComputeCalibration::load_for_cluster(compute_path, cluster);
   // --engine is checked above: empty (nullopt) takes the scenario's.
   const models::EngineKind engine = models::parse_engine_kind(o.engine).value_or(scenario.simulation.engine);
   const auto make_runner = [&](const models::Scenario& sc, const models::Cluster& cl) {
     auto runner = std::make_unique<planner::WorkloadRunner>(sc, cl, costs, compute, engine);
-    runner->set_compute_tables(planner::load_compute_tables(compute_path, cl));
     if (sc.workload->phase != models::WorkloadPhase::TrainingStep) {
       runner->set_serving(planner::ServingCalibration::load(
           o.serving_calibration.empty() ? planner::ServingCalibration::default_path() : o.serving_calibration, gpu0.kind_names()));

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/search/micro_batch_split.hpp"
 #include "support/input_error.hpp"
 #include "support/parallel_for.hpp"
 #include "models/workload/program_builder.hpp"
@@ -72,7 +73,9 @@ CandidateResult evaluate_candidate(const models::Scenario& scenario, const model
     ma = g + m % g;
     mb = 2 * g + m % g;
   }
-  const bool screen = !exact && w.phase == models::WorkloadPhase::TrainingStep && w.global_batch_size > 0 && m > ma + mb;
+  // Uneven micro-batches per replica are not one affine family in m: run them in full.
+  const bool uneven = !s.dp_micro_batches.empty() || s.dp_micro_batches_proportional;
+  const bool screen = !exact && !uneven && w.phase == models::WorkloadPhase::TrainingStep && w.global_batch_size > 0 && m > ma + mb;
   CandidateResult out;
   if (!screen) {
     const WorkloadResult r = run_one(full, cluster, costs, compute, serving, engine, shared, WorkloadRunner::Detail::NoLinks);
@@ -278,6 +281,12 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
   if (o.rerank == "flow") rerank_with_flow(kept, search);
   place_own_layout(kept, search, own, out);
   out.ranked = std::move(kept);
+  // A heterogeneous cluster: the best layout's micro-batches split between its replica classes.
+  if (!out.ranked.empty() && phase == models::WorkloadPhase::TrainingStep) {
+    const models::Scenario best = with_layout(scenario, out.ranked.front().candidate);
+    out.split = best_micro_batch_split(best, cluster, costs, compute, search.shared);
+    out.layer_split = best_layer_split(best, cluster, costs, compute, search.shared);
+  }
   std::tie(out.shared_hits, out.shared_misses) = search.shared->hits_misses();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;

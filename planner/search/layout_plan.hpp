@@ -28,6 +28,7 @@
 #include "models/scenario/scenario.hpp"
 #include "planner/tuning/cost_model.hpp"
 #include "planner/search/layout_space.hpp"
+#include "planner/search/micro_batch_split.hpp"
 #include "planner/workload/serving.hpp"
 #include "planner/workload/workload_runner.hpp"
 
@@ -85,6 +86,12 @@ struct PlanResult {
   /// (a latency target or its memory), else empty.
   std::string scenario_dropped;
   std::optional<CandidateResult> scenario_layout;
+  /// Training on a cluster whose best layout has several replica classes (other GPU models,
+  /// what-if speeds): the best micro-batch split between them (best_micro_batch_split).
+  std::optional<MicroBatchSplit> split;
+  /// Training whose best layout has stages on other GPU models or speeds: the best layers per
+  /// stage (best_layer_split).
+  std::optional<LayerSplit> layer_split;
 };
 
 /// Throws support::InputError (at "<command line>") for an objective other than step-time,

@@ -337,11 +337,17 @@ Enumeration enumerate_layouts(const models::Scenario& scenario, const models::Cl
                           s.virtual_stages = v;
                           s.pipeline_schedule = v > 1 ? "interleaved" : "1f1b";
                           s.order = order;
+                          // A split of the scenario's own layout (per DP replica, per model chunk)
+                          // does not carry over to a layout of other sizes.
+                          if (s.dp != s0.dp) s.dp_micro_batches.clear();
+                          if (s.pp != s0.pp || s.virtual_stages != s0.virtual_stages) s.pipeline_layers.clear();
+                          if (s.pp != s0.pp || s.virtual_stages > 1) s.decoder_first_pipeline_num_layers = s.decoder_last_pipeline_num_layers = 0;
                           if (infer) {
                             if (w.phase == models::WorkloadPhase::Prefill) w.micro_batch_size = batch;
                             else w.batch_size = batch;
                           } else {
                             w.micro_batch_size = mbs;
+                            if (mbs != w0.micro_batch_size) s.dp_micro_batches.clear();
                             w.recompute = rc;
                             if (w.global_batch_size > 0 && w.global_batch_size % (mbs * l.dp) != 0) {
                               prune(kPruneBatch);

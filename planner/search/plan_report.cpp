@@ -175,6 +175,27 @@ std::string plan_summary(const PlanContext& c) {
     out += "the scenario's own layout is not among the candidates (outside the space, pruned by a rule or memory, or the scenario sets none)\n";
   }
   if (flow) out += "(ranked by the flow engine's figures; the other columns are the analytic engine's)\n";
+  if (r.split) {
+    const auto& sp = *r.split;
+    std::string per;
+    const models::Scenario best = with_layout(sc, r.ranked.front().candidate);
+    const auto classes = replica_classes(Placement(*best.strategy, c.cluster.spec.total_gpus()), *best.strategy, c.cluster);
+    for (std::size_t i = 0; i < classes.size() && i < sp.per_class.size(); ++i) {
+      per += fmt::format("{}{} per replica on {} ({} replica{})", per.empty() ? "" : ", ", sp.per_class[i],
+                         gpu_spec(c.cluster, classes[i].compute_gpu.front()).name, classes[i].replicas.size(), classes[i].replicas.size() == 1 ? "" : "s");
+    }
+    out += fmt::format("uneven micro-batches for the best layout (strategy.dp_micro_batches, {} runs): {}: step {}", sp.runs, per,
+                       seconds(sp.step_time));
+    out += sp.even_step_time > 0 ? fmt::format(" vs {} even ({:.2f}x faster)\n", seconds(sp.even_step_time), sp.even_step_time / sp.step_time)
+                                 : std::string(" (the micro-batches do not split evenly over the replicas)\n");
+  }
+  if (r.layer_split) {
+    const auto& ls = *r.layer_split;
+    std::string per;
+    for (int n : ls.per_stage) per += fmt::format("{}{}", per.empty() ? "" : ", ", n);
+    out += fmt::format("uneven layers per stage for the best layout (strategy.pipeline_layers, {} runs): [{}]: step {} vs {} even ({:.2f}x faster)\n",
+                       ls.runs, per, seconds(ls.step_time), seconds(ls.even_step_time), ls.even_step_time / ls.step_time);
+  }
   out += explain_best(c);
   return out;
 }
@@ -242,6 +263,16 @@ std::string plan_json(const PlanContext& c) {
   } else {
     j["scenario_layout"] = nullptr;
   }
+  if (r.layer_split) {
+    j["layer_split"] = {{"pipeline_layers", r.layer_split->per_stage}, {"step_time_s", r.layer_split->step_time},
+                        {"even_step_time_s", r.layer_split->even_step_time}, {"runs", r.layer_split->runs}};
+  }
+  if (r.split) {
+    j["micro_batch_split"] = {{"dp_micro_batches", r.split->per_replica}, {"per_class", r.split->per_class},
+                              {"step_time_s", r.split->step_time},
+                              {"even_step_time_s", r.split->even_step_time > 0 ? ordered_json(r.split->even_step_time) : ordered_json(nullptr)},
+                              {"runs", r.split->runs}};
+  }
   return j.dump(2) + "\n";
 }
 
@@ -249,6 +280,15 @@ std::string candidate_yaml(const PlanContext& c, std::size_t rank) {
   const CandidateResult& x = c.result.ranked.at(rank);
   models::Scenario sc = with_layout(c.scenario, x.candidate);
   sc.name = c.scenario.name + "-plan-" + std::to_string(rank + 1);
+  // The best layout carries its micro-batch split when one beats the even one.
+  if (rank == 0 && c.result.split && (c.result.split->even_step_time <= 0 || c.result.split->step_time < c.result.split->even_step_time)) {
+    sc.strategy->dp_micro_batches = c.result.split->per_replica;
+    sc.strategy->dp_micro_batches_proportional = false;
+  }
+  if (rank == 0 && c.result.layer_split && c.result.layer_split->step_time < c.result.layer_split->even_step_time) {
+    sc.strategy->pipeline_layers = c.result.layer_split->per_stage;
+    sc.strategy->decoder_first_pipeline_num_layers = sc.strategy->decoder_last_pipeline_num_layers = 0;
+  }
   std::string head = fmt::format("# ccsim plan: candidate {} of {} for {} (objective {}): {}\n", rank + 1, c.result.ranked.size(),
                                  c.scenario.name, c.options.objective, layout_name(x.candidate.layout, c.scenario.workload->phase));
   std::string body = models::effective_yaml(sc);

@@ -38,8 +38,8 @@ SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& o)
   const CostModel costs =
       CostModel::load(choose(o.calibration, scenario.simulation.calibration, CostModel::default_path(cluster)));
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
-  ComputeCalibration compute = ComputeCalibration::load(
-      choose(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path()), gpu0.kind_names());
+  ComputeCalibration compute = ComputeCalibration::load_for_cluster(
+      choose(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path()), cluster);
   const models::EngineKind engine = o.engine.value_or(scenario.simulation.engine);
   WorkloadRunner runner(scenario, cluster, costs, compute, engine);
   const models::WorkloadPhase phase = scenario.workload->phase;
@@ -90,8 +90,8 @@ SweepRow plan_point(const models::Scenario& scenario, const PointOptions& o) {
   const CostModel costs =
       CostModel::load(choose(o.calibration, scenario.simulation.calibration, CostModel::default_path(cluster)));
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
-  const ComputeCalibration compute = ComputeCalibration::load(
-      choose(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path()), gpu0.kind_names());
+  const ComputeCalibration compute = ComputeCalibration::load_for_cluster(
+      choose(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path()), cluster);
   const ServingCalibration serving =
       ServingCalibration::load(o.serving_calibration.empty() ? ServingCalibration::default_path() : o.serving_calibration, gpu0.kind_names());
   const SearchSpace space = space_from_options(scenario, cluster, o.space, o.fix);

@@ -176,11 +176,19 @@ ComputeEstimate estimate_compute(const ProgramOp& op, const models::GpuSpec& gpu
   return r;
 }
 
-ComputeTables load_compute_tables(const std::string& path, const models::Cluster& c) {
-  ComputeTables out;
+ComputeCalibration ComputeCalibration::load_for_cluster(const std::string& path, const models::Cluster& c) {
+  ComputeCalibration out = load(path, c.spec.groups.front().node.gpu.kind_names());
+  auto table = std::make_shared<std::map<std::string, ComputeCalibration>>();
   for (const auto& g : c.spec.groups)
-    if (out.count(g.node.gpu.name) == 0) out.emplace(g.node.gpu.name, ComputeCalibration::load(path, g.node.gpu.kind_names()));
+    if (table->count(g.node.gpu.name) == 0) table->emplace(g.node.gpu.name, load(path, g.node.gpu.kind_names()));
+  out.per_gpu = std::move(table);
   return out;
+}
+
+const ComputeCalibration& ComputeCalibration::for_gpu(const models::GpuSpec& gpu) const {
+  if (!per_gpu) return *this;
+  const auto it = per_gpu->find(gpu.name);
+  return it == per_gpu->end() ? *this : it->second;
 }
 
 ComputeEstimate at_speed(ComputeEstimate e, const models::ProgramOp& op, const models::ComputeSpeed& speed) {

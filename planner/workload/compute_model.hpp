@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,12 @@ struct ComputeCalibration {
   /// Seconds added to every compute op that does work (launch gap + prologue), in [0, 1 ms].
   double kernel_overhead = 0.0;
   std::string source;
+  /// Per GPU model (models::GpuSpec::name): the constants of each model of a mixed cluster
+  /// (load_for_cluster), used for that model's GPUs instead of the fields above; null: the
+  /// fields above for every GPU. A calibration fit (validate::calibrate_compute) sets none.
+  std::shared_ptr<const std::map<std::string, ComputeCalibration>> per_gpu;
+  /// The constants of `gpu`'s model: its per_gpu entry, else these.
+  const ComputeCalibration& for_gpu(const models::GpuSpec& gpu) const;
   /// Throws support::InputError (file:line:col, key, expected, found) on a bad table: unknown
   /// keys, values outside the ranges above, a missing `defaults` map. An optional `provenance`
   /// map (written by validate::calibrate_compute) is accepted with the keys tool, date, gpu,
@@ -55,16 +62,11 @@ struct ComputeCalibration {
   static ComputeCalibration load(const std::string& path, const std::vector<std::string>& gpu_names);
   /// load(path, {gpu}).
   static ComputeCalibration load(const std::string& path, const std::string& gpu);
+  /// load(path, gpu.kind_names()) for the first node group's GPU model, with a per_gpu entry
+  /// for every GPU model of `c` (each loaded with its own kind_names()).
+  static ComputeCalibration load_for_cluster(const std::string& path, const models::Cluster& c);
   static std::string default_path();
 };
-
-/// Compute constants per GPU model, by models::GpuSpec::name: a mixed cluster times each GPU
-/// with its own table entry.
-using ComputeTables = std::map<std::string, ComputeCalibration>;
-
-/// ComputeCalibration::load(path, gpu.kind_names()) for every GPU model of `c`'s node groups.
-/// Throws what load throws.
-ComputeTables load_compute_tables(const std::string& path, const models::Cluster& c);
 
 /// What limited a compute op: math (tensor-core time), memory (HBM traffic), overhead (the
 /// per-kernel term exceeded both), none (an op with no work).

@@ -125,11 +125,6 @@ WorkloadResult WorkloadRunner::prepare(std::vector<ReplicaClass> classes) const 
   return out;
 }
 
-const ComputeCalibration& WorkloadRunner::compute_for(const models::GpuSpec& gpu) const {
-  const auto it = compute_tables_.find(gpu.name);
-  return it == compute_tables_.end() ? compute_ : it->second;
-}
-
 std::vector<double> WorkloadRunner::op_durations(WorkloadResult& out, const std::function<void(std::size_t, std::size_t)>& progress) {
   const models::Program& p = out.program;
   const std::size_t n = p.ops.size();
@@ -161,7 +156,7 @@ std::vector<double> WorkloadRunner::op_durations(WorkloadResult& out, const std:
       auto it = compute_memo.find(key);
       if (it == compute_memo.end()) {
         const models::GpuSpec& gpu = gpu_spec(cluster_, rc.compute_gpu[stage]);
-        it = compute_memo.emplace(key, at_speed(estimate_compute(op, gpu, compute_for(gpu), scenario_.workload->dtype), op, rc.speed[stage])).first;
+        it = compute_memo.emplace(key, at_speed(estimate_compute(op, gpu, compute_.for_gpu(gpu), scenario_.workload->dtype), op, rc.speed[stage])).first;
       }
       out.op_compute[i] = it->second;
       duration[i] = out.op_compute[i].time;

@@ -82,16 +82,10 @@ class WorkloadRunner {
     lowering_.set_serving(serving);
     serving_ = std::move(serving);
   }
-  /// Replaces the compute constants for the next run(), for every GPU model (the per-model
-  /// tables of set_compute_tables are dropped); lowered communication ops stay memoized (they do
-  /// not depend on them), so a calibration fit reruns a step cheaply.
-  void set_compute(ComputeCalibration compute) {
-    compute_ = std::move(compute);
-    compute_tables_.clear();
-  }
-  /// Per GPU model constants (load_compute_tables): a GPU whose model has an entry is timed with
-  /// it, any other with the constructor's / set_compute's.
-  void set_compute_tables(ComputeTables tables) { compute_tables_ = std::move(tables); }
+  /// Replaces the compute constants for the next run() (ComputeCalibration::for_gpu picks each
+  /// GPU model's); lowered communication ops stay memoized (they do not depend on them), so a
+  /// calibration fit reruns a step cheaply.
+  void set_compute(ComputeCalibration compute) { compute_ = std::move(compute); }
   /// Looks lowered communication ops up in (and adds them to) `cache`, shared with other
   /// runners on the same cluster and cost table; results are identical to a run without it.
   void set_shared_costs(std::shared_ptr<CommCostCache> cache) { lowering_.set_shared(std::move(cache)); }
@@ -112,14 +106,11 @@ class WorkloadRunner {
   /// op's class representative, compute estimated on the class's compute GPU of the stage at its
   /// speed. Fills out.op_comm, out.op_compute and out.comm_costs.
   std::vector<double> op_durations(WorkloadResult& out, const std::function<void(std::size_t, std::size_t)>& progress);
-  /// The compute constants of `gpu`'s model.
-  const ComputeCalibration& compute_for(const models::GpuSpec& gpu) const;
 
   const models::Scenario& scenario_;
   const models::Cluster& cluster_;
   const CostModel& costs_;
   ComputeCalibration compute_;
-  ComputeTables compute_tables_;
   ServingCalibration serving_;
   models::EngineKind engine_;
   CommLowering lowering_;
