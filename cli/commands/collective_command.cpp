@@ -133,6 +133,7 @@ void print_table(const TableContext& c, const std::vector<planner::CollectiveRes
                            {"bound_us", t.bound_us}, {"bound_reached_pct", t.reached}});
     }
     j["avg_busbw_GBps"] = avg_busbw;
+    if (!c.cluster.perturbations.empty()) j["perturbations"] = c.cluster.perturbations;
     std::cout << j.dump(2) << "\n";
     return;
   }
@@ -150,6 +151,7 @@ void print_table(const TableContext& c, const std::vector<planner::CollectiveRes
                            c.cluster.nodes.size() == 1 ? "" : "s", c.cluster.topology.gpus().size(), o.engine, c.channels,
                            c.channels == 1 ? "" : "s");
   std::cout << fmt::format("# algorithm {}, protocol {}; costs: {}\n", o.algo, o.protocol, c.costs);
+  for (const auto& line : c.cluster.perturbations) std::cout << "# what-if: " << line << "\n";
   std::cout << "# bound: lower bound from latency, per-rank volume and the max-flow cut (planner/collective/bounds.hpp)\n#\n";
   std::cout << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:<18}  {:<8}  {:<5}  {:>7}  {:>7}\n", "size",
                            "count", "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol", "gran", "bound", "reached");

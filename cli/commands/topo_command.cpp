@@ -32,10 +32,17 @@ int run_topo(const TopoOptions& options) {
     models::write_dot(cluster, dot);
     support::write_file_atomic(options.dot, dot.str());
   }
+  // The what-if rules applied (a perturbed scenario only): what each selected and changed.
   if (options.format == "json") {
-    std::cout << models::to_json(summary).dump(2) << "\n";
+    auto j = models::to_json(summary);
+    if (!cluster.perturbations.empty()) j["perturbations"] = cluster.perturbations;
+    std::cout << j.dump(2) << "\n";
   } else {
     std::cout << models::render_text(summary);
+    if (!cluster.perturbations.empty()) {
+      std::cout << "\nwhat-if perturbations\n";
+      for (const auto& line : cluster.perturbations) std::cout << "  " << line << "\n";
+    }
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <stdexcept>
 #include <string>
 
@@ -183,6 +184,8 @@ std::vector<ReplicaClass> replica_classes(const Placement& p, const models::Stra
       rc.rank.push_back(p.rank({0, 0, block.front(), stage}));
       models::DeviceId slowest = gpus[static_cast<std::size_t>(rc.rank.back())];
       models::ComputeSpeed low = c.speed_of(rc.rank.back());
+      models::DeviceId named = slowest;
+      models::ComputeSpeed named_speed = low;
       for (int d : block) {
         for (int cp = 0; cp < s.cp; ++cp) {
           for (int tp = 0; tp < s.tp; ++tp) {
@@ -190,6 +193,10 @@ std::vector<ReplicaClass> replica_classes(const Placement& p, const models::Stra
             const models::DeviceId g = gpus[static_cast<std::size_t>(r)];
             if (slower(gpu_spec(c, g), gpu_spec(c, slowest))) slowest = g;
             const models::ComputeSpeed v = c.speed_of(r);
+            if (std::tie(v.gemm, v.attention, v.memory) < std::tie(named_speed.gemm, named_speed.attention, named_speed.memory)) {
+              named = g;
+              named_speed = v;
+            }
             low = {std::min(low.gemm, v.gemm), std::min(low.attention, v.attention), std::min(low.memory, v.memory)};
             const int node = topo.device(g).node;
             // A GPU's position counts only on a perturbed node (Topology::node_perturbed).
@@ -200,6 +207,7 @@ std::vector<ReplicaClass> replica_classes(const Placement& p, const models::Stra
         }
       }
       rc.compute_gpu.push_back(slowest);
+      rc.slowest_gpu.push_back(named);
       rc.speed.push_back(low);
       key += ';';
     }

@@ -65,6 +65,9 @@ struct ReplicaClass {
   std::vector<models::DeviceId> compute_gpu;
   /// Per stage: the lowest speed per op kind over those ranks (Cluster::gpu_speed).
   std::vector<models::ComputeSpeed> speed;
+  /// Per stage: the GPU of the first block with the lowest what-if GEMM speed (then attention,
+  /// then memory), the one a report names; the first rank's GPU when every one is nominal.
+  std::vector<models::DeviceId> slowest_gpu;
   /// Micro-batches each replica of the class runs per step; 0: the even split (micro_batches()).
   int micro_batches = 0;
 };

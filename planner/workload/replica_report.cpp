@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -30,6 +31,8 @@ std::string replica_list(const std::vector<int>& d) {
     out += (out.empty() ? "" : ", ") + (j == i ? std::to_string(d[i]) : fmt::format("{}-{}", d[i], d[j]));
     i = j + 1;
   }
+  // A long list is cut (report.json has them all).
+  if (out.size() > 40) out = out.substr(0, out.rfind(',', 37)) + ", ...";
   return "dp " + out;
 }
 
@@ -37,8 +40,8 @@ std::string replica_list(const std::vector<int>& d) {
 std::string speed_text(const ReplicaClass& rc) {
   models::ComputeSpeed low;
   for (const auto& v : rc.speed) low = {std::min(low.gemm, v.gemm), std::min(low.attention, v.attention), std::min(low.memory, v.memory)};
-  if (low.gemm == low.attention && low.gemm == low.memory) return fmt::format("{:g}", low.gemm);
-  return fmt::format("gemm {:g}, attn {:g}, mem {:g}", low.gemm, low.attention, low.memory);
+  if (low.gemm == low.attention && low.gemm == low.memory) return fmt::format("{:.3g}", low.gemm);
+  return fmt::format("gemm {:.3g}, attn {:.3g}, mem {:.3g}", low.gemm, low.attention, low.memory);
 }
 
 bool interesting(const RunContext& c) {
@@ -111,18 +114,38 @@ std::string replica_summary(const RunContext& c) {
   const std::vector<ClassFigures> figs = class_figures(r);
   support::TextTable table({"replica class", "replicas", "slowest GPU", "speed", "compute", "exposed comm", "sync wait", "other idle", "end"},
                            {false, false, false, true, true, true, true, true, true});
-  for (std::size_t k = 0; k < r.classes.size(); ++k) {
+  // At most 12 rows: class 0 (replica 0's), then those that waited least (they held the step).
+  std::vector<std::size_t> rows;
+  for (std::size_t k = 1; k < r.classes.size(); ++k) rows.push_back(k);
+  constexpr std::size_t kRows = 12;
+  if (rows.size() + 1 > kRows) {
+    std::stable_sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) { return figs[a].sync_wait < figs[b].sync_wait; });
+    rows.resize(kRows - 1);
+  }
+  rows.insert(rows.begin(), 0);
+  std::sort(rows.begin(), rows.end());
+  for (std::size_t k : rows) {
     const ReplicaClass& rc = r.classes[k];
-    // The slowest GPU over the class's stages (the one with the lowest peak, as each stage picks).
+    // The slowest GPU over the class's stages: the lowest peak × GEMM speed.
     models::DeviceId g = rc.compute_gpu.front();
-    for (models::DeviceId x : rc.compute_gpu)
-      if (gpu_spec(c.cluster, x).bf16_flops < gpu_spec(c.cluster, g).bf16_flops) g = x;
+    double rate = std::numeric_limits<double>::infinity();
+    for (std::size_t st = 0; st < rc.compute_gpu.size(); ++st) {
+      const double x = gpu_spec(c.cluster, rc.compute_gpu[st]).bf16_flops * rc.speed[st].gemm;
+      if (x < rate) {
+        rate = x;
+        g = rc.speed[st].nominal() ? rc.compute_gpu[st] : rc.slowest_gpu[st];
+      }
+    }
     const ClassFigures& f = figs[k];
     table.add_row({std::to_string(k), fmt::format("{} ({})", rc.replicas.size(), replica_list(rc.replicas)),
                    fmt::format("{} {}", t.name(g), gpu_spec(c.cluster, g).name), speed_text(rc), seconds(f.compute), seconds(f.exposed),
                    seconds(f.sync_wait), seconds(f.idle), seconds(f.end)});
   }
   out += table.render(0);
+  if (rows.size() < r.classes.size()) {
+    out += fmt::format("({} of {} classes shown: class 0 and those that waited least; report.json lists every class)\n", rows.size(),
+                       r.classes.size());
+  }
   out += "(per class: mean over its pipeline stages, one GPU each; sync wait = DP collectives waiting for the other classes)\n\n";
 
   const std::vector<PathSegment> segs = path_segments(r);
@@ -162,7 +185,7 @@ void add_replica_json(const RunContext& c, nlohmann::ordered_json& j) {
     ordered_json stages = ordered_json::array();
     for (std::size_t s = 0; s < rc.rank.size(); ++s) {
       stages.push_back({{"stage", s}, {"rank", rc.rank[s]}, {"compute_gpu", t.name(rc.compute_gpu[s])},
-                        {"gpu_model", gpu_spec(c.cluster, rc.compute_gpu[s]).name},
+                        {"gpu_model", gpu_spec(c.cluster, rc.compute_gpu[s]).name}, {"slowest_gpu", t.name(rc.slowest_gpu[s])},
                         {"speed", {{"gemm", rc.speed[s].gemm}, {"attention", rc.speed[s].attention}, {"memory", rc.speed[s].memory}}}});
     }
     const ClassFigures& f = figs[k];
