@@ -135,23 +135,38 @@ void apply_link_factor(Cluster& c, const std::vector<std::string>& names, const 
                                         sel.size() == 1 ? "" : "s", r.factor, list));
 }
 
-/// NCCL's IB port failover: the GPUs that used a failed NIC move to the node's best remaining NIC.
-void apply_nic_failure(Cluster& c, const std::vector<std::string>& names, const LinkRule& r, std::set<DeviceId>& failed) {
-  Topology& t = c.topology;
+/// The NICs `r` names when it fails NICs (a `device:` pattern alone that matches only NICs), else empty.
+std::vector<DeviceId> failed_nics(const Topology& t, const std::vector<std::string>& names, const LinkRule& r) {
   std::vector<DeviceId> nics;
+  if (!r.fail || r.device.empty() || !r.from.empty() || !r.kind.empty()) return nics;
   for (DeviceId d = 0; d < t.num_devices(); ++d) {
     if (!matches(r.device, names[d])) continue;
-    if (t.device(d).kind != DeviceKind::Nic) {
-      throw support::InputError(r.where, r.key + ".device", "a pattern that selects NICs only (fail: true removes a NIC)",
-                                fmt::format("'{}' matches {}", r.device, names[d]),
-                                "a degraded link or switch takes `factor:` instead");
-    }
+    if (t.device(d).kind != DeviceKind::Nic) return {};
     nics.push_back(d);
   }
-  if (nics.empty()) {
-    throw support::InputError(r.where, r.key + ".device", "a pattern that selects at least one NIC", fmt::format("'{}' matches none", r.device),
-                              "NICs are named like node0/nic0; `ccsim topo` lists them");
+  return nics;
+}
+
+/// Both directions of every link `r` selects go down.
+void apply_link_failure(Cluster& c, const std::vector<std::string>& names, const LinkRule& r, std::vector<LinkId>& down) {
+  Topology& t = c.topology;
+  const std::vector<LinkId> sel = select_links(t, names, r);
+  std::set<LinkId> cables;
+  for (LinkId id : sel) cables.insert(id & ~1U);
+  std::vector<std::string> shown;
+  for (LinkId id : cables) {
+    t.fail_link(id);
+    t.fail_link(Topology::reverse(id));
+    down.push_back(id);
+    shown.push_back(names[t.link_source(id)] + " <-> " + names[t.link_target(id)]);
   }
+  c.perturbations.push_back(fmt::format("{} ({}): {} link{} down: {}", r.key, selectors(r), cables.size(), cables.size() == 1 ? "" : "s", some(shown)));
+}
+
+/// NCCL's IB port failover: the GPUs that used a failed NIC move to the node's best remaining NIC.
+void apply_nic_failure(Cluster& c, const std::vector<std::string>& names, const LinkRule& r, const std::vector<DeviceId>& nics,
+                       std::set<DeviceId>& failed, std::vector<LinkId>& down) {
+  Topology& t = c.topology;
   failed.insert(nics.begin(), nics.end());
   std::vector<std::string> moves;
   std::set<int> touched;
@@ -181,10 +196,61 @@ void apply_nic_failure(Cluster& c, const std::vector<std::string>& names, const 
     }
   }
   for (int node : touched) t.split_node_class(node);
+  // Nothing passes through a failed NIC any more.
+  for (DeviceId nic : nics) {
+    for (LinkId id : t.out_links(nic)) {
+      t.fail_link(id);
+      t.fail_link(Topology::reverse(id));
+      down.push_back(id);
+    }
+  }
   std::vector<std::string> nic_names;
   for (DeviceId nic : nics) nic_names.push_back(names[nic]);
   c.perturbations.push_back(fmt::format("{}: NIC{} failed: {}; GPUs moved: {}", r.key, nics.size() == 1 ? "" : "s", some(nic_names),
                                         moves.empty() ? std::string("none") : some(moves)));
+}
+
+/// Every GPU of a node a failed link touches (an end in the node, or a switch its NICs attach
+/// to) still reaches and is reached by the next GPU of its node and a GPU of another node.
+/// Throws InputError at `rule` (the last failure rule) naming the first pair that cannot.
+void check_connected(const Cluster& c, const std::vector<std::string>& names, const std::vector<LinkId>& down, const LinkRule& rule) {
+  const Topology& t = c.topology;
+  std::set<int> nodes;
+  std::set<DeviceId> switches;
+  for (LinkId id : down) {
+    for (DeviceId d : {t.link_source(id), t.link_target(id)}) {
+      if (t.device(d).node >= 0) nodes.insert(t.device(d).node);
+      if (t.device(d).kind == DeviceKind::NetworkSwitch) switches.insert(d);
+    }
+  }
+  if (!switches.empty()) {
+    for (std::size_t n = 0; n < c.nodes.size(); ++n) {
+      for (DeviceId nic : c.nodes[n].nics) {
+        // Every link of the NIC, down ones included (they still name where it was attached).
+        for (const auto& e : boost::make_iterator_range(boost::out_edges(nic, t.graph())))
+          if (switches.count(t.link_target(t.graph()[e])) != 0U) nodes.insert(static_cast<int>(n));
+      }
+    }
+  }
+  const auto reach = [&](DeviceId a, DeviceId b) {
+    for (const auto& [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
+      try {
+        (void)t.route(x, y, 1);
+      } catch (const std::runtime_error&) {
+        throw support::InputError(rule.where, rule.key, "failures that leave every GPU a path to every other",
+                                  fmt::format("no path from {} to {} after the failed links", names[x], names[y]),
+                                  "fail fewer links, or give the degraded ones a `factor:`");
+      }
+    }
+  };
+  for (int n : nodes) {
+    const auto& gpus = c.nodes[static_cast<std::size_t>(n)].gpus;
+    const int other = n == 0 ? (c.nodes.size() > 1 ? 1 : -1) : 0;
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      if (gpus.size() > 1) reach(gpus[i], gpus[(i + 1) % gpus.size()]);
+      if (other >= 0 && !c.nodes[static_cast<std::size_t>(other)].gpus.empty()) reach(gpus[i], c.nodes[static_cast<std::size_t>(other)].gpus.front());
+    }
+  }
 }
 
 }  // namespace
@@ -206,13 +272,35 @@ void apply_what_if(Cluster& c, const WhatIfSpec& w) {
   std::vector<std::string> names(c.topology.num_devices());
   for (DeviceId d = 0; d < names.size(); ++d) names[d] = c.topology.name(d);
   std::set<DeviceId> failed;
+  std::vector<LinkId> down;
+  const LinkRule* last_failure = nullptr;
   for (const auto& r : w.links) {
-    if (r.fail) {
-      apply_nic_failure(c, names, r, failed);
-    } else {
+    if (!r.fail) {
       apply_link_factor(c, names, r);
+      continue;
+    }
+    last_failure = &r;
+    const std::vector<DeviceId> nics = failed_nics(c.topology, names, r);
+    if (!nics.empty()) {
+      apply_nic_failure(c, names, r, nics, failed, down);
+    } else {
+      const std::size_t before = down.size();
+      apply_link_failure(c, names, r, down);
+      // A NIC whose network port went down is out: its GPUs fail over as for a failed NIC.
+      std::vector<DeviceId> ports;
+      for (std::size_t i = before; i < down.size(); ++i) {
+        for (DeviceId d : {c.topology.link_source(down[i]), c.topology.link_target(down[i])}) {
+          const DeviceId other = d == c.topology.link_source(down[i]) ? c.topology.link_target(down[i]) : c.topology.link_source(down[i]);
+          if (c.topology.device(d).kind == DeviceKind::Nic && c.topology.device(other).kind == DeviceKind::NetworkSwitch &&
+              failed.count(d) == 0U && std::find(ports.begin(), ports.end(), d) == ports.end()) {
+            ports.push_back(d);
+          }
+        }
+      }
+      if (!ports.empty()) apply_nic_failure(c, names, r, ports, failed, down);
     }
   }
+  if (last_failure != nullptr) check_connected(c, names, down, *last_failure);
 }
 
 }  // namespace ccsim::models

@@ -56,7 +56,7 @@ struct StragglerRule {
 /// patterns of the link's two ends (one direction, or both with `both_directions`), `device`
 /// (a pattern: every link with an end at a matching device, both directions: a NIC, a switch,
 /// a GPU) and `kind` (a pattern on the link kind: "nvlink4", "ib-ndr", "pcie-*"). `factor`
-/// multiplies their bandwidth; `fail` removes a NIC (only NICs may fail: see apply_what_if).
+/// multiplies their bandwidth; `fail` takes them down, both directions (see apply_what_if).
 struct LinkRule {
   std::string from, to;
   bool both_directions = false;
@@ -79,13 +79,17 @@ struct WhatIfSpec {
 /// Applies `w` to `c`, rules in order (compute rules and stragglers multiply speeds, link
 /// factors multiply bandwidths): fills c.gpu_speed (one entry per GPU when any rule applies),
 /// scales link bandwidths with Topology::set_bandwidth (which splits the touched nodes' classes)
-/// and moves each GPU of a failed NIC onto the node's NIC with the highest path bandwidth from
-/// it (then the lowest latency, then the lowest index) as NCCL's IB port failover does — the
-/// GPU's traffic then crosses the node's PCIe or CPU links to reach it, so a NIC behind the
-/// host bridge carries it at that path's bandwidth. Appends one line per rule to
-/// c.perturbations. Throws support::InputError at the rule's location when a selector matches
-/// nothing (naming what it was tried on), when `fail` selects a device that is not a NIC, or
-/// when every NIC of a node has failed (its GPUs would have no network).
+/// and takes failed links down with Topology::fail_link (routes and NCCL's ring search go
+/// around them: a failed NVLink of a mesh leaves the rings the others). A failed NIC — a
+/// `device:` pattern that selects only NICs, or a NIC whose network port is down — moves each
+/// GPU that used it onto the node's NIC with the highest path bandwidth from it (then the lowest
+/// latency, then the lowest index) as NCCL's IB port failover does: the GPU's traffic then
+/// crosses the node's PCIe or CPU links to reach it, so a NIC behind the host bridge carries it
+/// at that path's bandwidth. Appends one line per rule to c.perturbations. Throws
+/// support::InputError at the rule's location when a selector matches nothing (naming what it
+/// was tried on), when every NIC of a node has failed (its GPUs would have no network), or when
+/// the failures leave a GPU of a touched node without a path to the next GPU of its node or to
+/// a GPU of another node (at the last failure rule, naming the pair).
 void apply_what_if(Cluster& c, const WhatIfSpec& w);
 
 }  // namespace ccsim::models

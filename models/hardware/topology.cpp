@@ -43,6 +43,7 @@ template <typename IsSource, typename IsSink, typename SourceNode, typename Sink
 bool transit_allowed(const Topology& t, LinkId id, unsigned classes, const IsSource& is_source,
                      const IsSink& is_sink, const SourceNode& source_node, const SinkNode& sink_node) {
   const Link& l = t.link(id);
+  if (l.failed) return false;
   if ((classes & (1U << static_cast<unsigned>(l.link_class))) == 0) return false;
   const DeviceId u = t.link_source(id);
   const DeviceId v = t.link_target(id);
@@ -145,6 +146,15 @@ void Topology::set_bandwidth(LinkId id, double bytes_per_second) {
   if (b >= 0 && b != a) split_node_class(b);
 }
 
+void Topology::fail_link(LinkId id) {
+  if (id >= links_.size()) throw std::invalid_argument("fail_link: no such link");
+  links_[id].failed = true;
+  const int a = device(link_source(id)).node;
+  const int b = device(link_target(id)).node;
+  if (a >= 0) split_node_class(a);
+  if (b >= 0 && b != a) split_node_class(b);
+}
+
 int Topology::class_representative(int cls) const {
   if (cls < 0 || cls >= num_node_classes() || representative_[static_cast<std::size_t>(cls)] < 0) {
     throw std::out_of_range(fmt::format("class_representative: no node class {}", cls));
@@ -214,7 +224,8 @@ LinkId Topology::add_link(DeviceId a, DeviceId b, const LinkAttrs& attrs) {
 
 std::vector<LinkId> Topology::out_links(DeviceId d) const {
   std::vector<LinkId> out;
-  for (const auto& e : boost::make_iterator_range(boost::out_edges(d, graph_))) out.push_back(graph_[e]);
+  for (const auto& e : boost::make_iterator_range(boost::out_edges(d, graph_)))
+    if (!links_[graph_[e]].failed) out.push_back(graph_[e]);
   return out;
 }
 

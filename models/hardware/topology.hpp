@@ -60,6 +60,7 @@ struct Link {
   std::uint16_t lanes = 1;     ///< physical links bundled (18 NVLinks from an H100 to its NVSwitch)
   double bandwidth = 0.0;      ///< bytes per second in this direction, all lanes together
   double latency = 0.0;        ///< seconds
+  bool failed = false;         ///< what-if: down (Topology::fail_link); routes, max-flow and out_links() skip it
 };
 
 /// Attributes of a new physical link; both directions get the same values.
@@ -110,6 +111,11 @@ class Topology {
   /// class of its own (split_node_class), so nothing cached for its old class is used for it.
   /// Throws std::invalid_argument unless > 0 and finite.
   void set_bandwidth(LinkId id, double bytes_per_second);
+  /// What-if: takes one direction of a link down. Routes, max_flow and out_links() no longer see
+  /// it (a route that needed it takes another path or fails), and a node at either end gets a
+  /// class of its own. Throws std::invalid_argument for a link that does not exist. Meant for
+  /// before anything is cached (the router's caches are built on first use).
+  void fail_link(LinkId id);
   DeviceId link_source(LinkId id) const { return ends_[id].first; }
   DeviceId link_target(LinkId id) const { return ends_[id].second; }
   static LinkId reverse(LinkId id) { return id ^ 1U; }
@@ -123,7 +129,7 @@ class Topology {
 
   /// GPUs in creation order; the position is the GPU's global rank.
   const std::vector<DeviceId>& gpus() const { return gpus_; }
-  /// Links leaving a device, in creation order.
+  /// Links leaving a device that are up (not failed), in creation order.
   std::vector<LinkId> out_links(DeviceId d) const;
   /// Number of nodes (servers): one more than the largest Device::node.
   int num_nodes() const { return num_nodes_; }

@@ -125,10 +125,6 @@ LinkRule read_link(const Fields& e) {
     throw support::InputError(r.where, r.key, "one of factor (a bandwidth multiplier) or fail: true",
                               r.fail ? "both" : e.has("fail") ? "fail: false and no factor" : "neither");
   }
-  if (r.fail && (e.has("link") || e.has("kind") || !e.has("device"))) {
-    throw support::InputError(r.where, r.key, "fail: true with device: (the NICs that fail) and no other selector",
-                              e.has("device") ? "another selector beside device" : "no device");
-  }
   if (!r.fail) r.factor = e.number("factor", 0.0);
   return r;
 }

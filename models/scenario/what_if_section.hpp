@@ -15,7 +15,8 @@ namespace ccsim::models {
 ///   links:      list of {link: "A -> B" | "A <-> B", device, kind, factor | fail}
 /// speed is a fraction of nominal (> 0, finite), slowdown its inverse (≥ 1 makes a GPU slower);
 /// ops a list of gemm, attention, memory (default all); factor > 0 multiplies link bandwidth;
-/// `fail: true` only with `device:` (a NIC). Throws InputError (file:line:column, key, expected,
+/// `fail: true` takes the selected links down (a `device:` that selects only NICs fails those
+/// NICs, whose GPUs fail over to another NIC). Throws InputError (file:line:column, key, expected,
 /// found) on an unknown key, a missing or doubled selector, speed and slowdown together, a
 /// value out of range, a `link:` that is not two patterns joined by -> or <->, and an empty list.
 /// Selectors are resolved against the cluster's devices by apply_what_if.
