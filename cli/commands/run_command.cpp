@@ -95,17 +95,22 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
   const planner::WorkloadResult result = runner->run(progress);
   if (shown) std::cerr << "\r\033[K" << std::flush;
   // A perturbed scenario is reported next to the same step without its what_if section.
-  double unperturbed = 0;
+  double unperturbed = 0, unperturbed_ttft = 0, unperturbed_e2e = 0;
   if (!scenario.what_if.empty() && result.feasible) {
     const models::Scenario base = models::without_what_if(scenario);
     const models::Cluster base_cluster = models::build_scenario_cluster(base);
     planner::WorkloadRunner::Detail detail = planner::WorkloadRunner::Detail::StepOnly;
     std::unique_ptr<planner::WorkloadRunner> base_runner = make_runner(base, base_cluster);
     base_runner->set_detail(detail);
-    unperturbed = base_runner->run().step_time;
+    const planner::WorkloadResult base_result = base_runner->run();
+    unperturbed = base_result.step_time;
+    if (base_result.serving) {
+      unperturbed_ttft = base_result.serving->ttft;
+      unperturbed_e2e = base_result.serving->e2e;
+    }
   }
 
-  const planner::RunContext ctx{scenario, cluster, result, engine, unperturbed};
+  const planner::RunContext ctx{scenario, cluster, result, engine, unperturbed, unperturbed_ttft, unperturbed_e2e};
   const std::string summary = planner::run_summary(ctx);
   if (out != nullptr) {
     // report.json last: when it is there, the rest is complete (an old one goes first; a

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <random>
 #include <set>
@@ -23,10 +24,19 @@ std::string some(const std::vector<std::string>& names) {
   return out;
 }
 
-void scale(ComputeSpeed& s, double speed, unsigned ops) {
-  if ((ops & kGemmOps) != 0U) s.gemm *= speed;
-  if ((ops & kAttentionOps) != 0U) s.attention *= speed;
-  if ((ops & kMemoryOps) != 0U) s.memory *= speed;
+/// Rules multiply; their product stays within [1e-6, 1e6] of nominal (a GPU a million times
+/// slower is a failed one, and the step's times must stay finite).
+constexpr double kLowest = 1e-6, kHighest = 1e6;
+
+void scale(ComputeSpeed& s, double speed, unsigned ops, const support::SourceLocation& where, const std::string& key) {
+  for (auto [bit, v] : {std::pair{kGemmOps, &s.gemm}, std::pair{kAttentionOps, &s.attention}, std::pair{kMemoryOps, &s.memory}}) {
+    if ((ops & bit) == 0U) continue;
+    *v *= speed;
+    if (*v < kLowest || *v > kHighest) {
+      throw support::InputError(where, key, "rules whose product leaves every GPU between 1e-6 and 1e6 times its nominal speed",
+                                fmt::format("a speed of {:g} after this rule", *v), "rules on the same GPU multiply");
+    }
+  }
 }
 
 std::vector<ComputeSpeed>& speeds(Cluster& c) {
@@ -67,7 +77,7 @@ std::string gpu_names(const Topology& t, const std::vector<int>& ranks) {
 
 void apply_compute(Cluster& c, const ComputeRule& r) {
   const std::vector<int> sel = select_gpus(c, r);
-  for (int g : sel) scale(speeds(c)[static_cast<std::size_t>(g)], r.speed, r.ops);
+  for (int g : sel) scale(speeds(c)[static_cast<std::size_t>(g)], r.speed, r.ops, r.where, r.key);
   c.perturbations.push_back(fmt::format("{}: {} GPU{} at {:g}× speed ({}): {}", r.key, sel.size(), sel.size() == 1 ? "" : "s", r.speed,
                                         describe_ops(r.ops), gpu_names(c.topology, sel)));
 }
@@ -83,7 +93,7 @@ void apply_stragglers(Cluster& c, const StragglerRule& r) {
   for (std::size_t i = 0; i < static_cast<std::size_t>(r.count); ++i) std::swap(pool[i], pool[i + gen() % (n - i)]);
   std::vector<int> sel(pool.begin(), pool.begin() + r.count);
   std::sort(sel.begin(), sel.end());
-  for (int g : sel) scale(speeds(c)[static_cast<std::size_t>(g)], r.speed, r.ops);
+  for (int g : sel) scale(speeds(c)[static_cast<std::size_t>(g)], r.speed, r.ops, r.where, r.key);
   c.perturbations.push_back(fmt::format("{}: {} GPU{} drawn with seed {} at {:g}× speed ({}): {}", r.key, sel.size(),
                                         sel.size() == 1 ? "" : "s", r.seed, r.speed, describe_ops(r.ops), gpu_names(c.topology, sel)));
 }
@@ -125,7 +135,13 @@ void apply_link_factor(Cluster& c, const std::vector<std::string>& names, const 
   const std::vector<LinkId> sel = select_links(t, names, r);
   std::vector<std::string> shown;
   for (LinkId id : sel) {
-    t.set_bandwidth(id, t.link(id).bandwidth * r.factor);
+    const double now = t.link(id).bandwidth * r.factor;
+    if (!(now >= 1.0) || !std::isfinite(now) || now > 1e18) {
+      throw support::InputError(r.where, r.key, "factors whose product leaves every link between 1 B/s and 1 EB/s",
+                                fmt::format("{:g} B/s on {} -> {} after this rule", now, names[t.link_source(id)], names[t.link_target(id)]),
+                                "rules on the same link multiply");
+    }
+    t.set_bandwidth(id, now);
     if (shown.size() < 4) shown.push_back(names[t.link_source(id)] + " -> " + names[t.link_target(id)]);
   }
   if (sel.size() > shown.size()) shown.push_back(fmt::format("... ({} in all)", sel.size()));
@@ -186,6 +202,7 @@ void apply_nic_failure(Cluster& c, const std::vector<std::string>& names, const 
           best_path = p;
         }
       }
+      if (best == kNoDevice && c.nodes.size() == 1) continue;  // one node: no network to reach
       if (best == kNoDevice) {
         throw support::InputError(r.where, r.key, "a failure that leaves every node at least one NIC",
                                   fmt::format("every NIC of node{} failed", node), "its GPUs would have no network");

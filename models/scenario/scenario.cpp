@@ -41,6 +41,14 @@ void check_across_sections(const support::Fields& root, const Scenario& scenario
                                            "to split in proportion (strategy.dp_micro_batches: proportional)",
                                            w.micro_batch_size, s.dp)));
     }
+    // ZeRO-3 gathers parameters per micro-batch (its DP ops differ with the count), and the
+    // interleaved schedule's rules on the count are Megatron's per step: both stay even.
+    if (s.zero_stage == 3) {
+      throw support::RuleError(root.map("strategy").error("dp_micro_batches", "the even split with zero_stage 3 (its parameter AllGathers run per micro-batch, so replicas with other counts cannot share one DP collective)"));
+    }
+    if (s.pipeline_schedule == "interleaved") {
+      throw support::RuleError(root.map("strategy").error("dp_micro_batches", "the even split with the interleaved schedule (uneven micro-batches are modelled for 1f1b)"));
+    }
     if (s.dp_micro_batches_proportional && s.ep > s.cp) {
       throw support::RuleError(root.map("strategy").error(
           "dp_micro_batches", "a list of counts when an EP group spans several DP replicas (ep > cp): proportional splits one replica at a time"));

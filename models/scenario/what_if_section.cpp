@@ -14,7 +14,7 @@ std::vector<Fields> entries(const Fields& f, std::string_view key, bool single) 
   std::vector<Fields> out;
   if (!value) return out;
   if (single && value->node.IsMap()) {
-    out.emplace_back(std::vector<support::YamlSource>{*value}, f.key_path(key));
+    out.push_back(f.map(key));  // a map merges over the layers (includes, --set), as every map does
     return out;
   }
   if (!value->node.IsSequence() || value->node.size() == 0) {
@@ -32,7 +32,10 @@ double read_speed(const Fields& e) {
     throw support::InputError(e.location(), e.path(), "one of speed (fraction of nominal) or slowdown (its inverse)",
                               speed ? "both" : "neither");
   }
-  return speed ? e.number("speed", 0.0) : 1.0 / e.number("slowdown", 0.0);
+  const char* key = speed ? "speed" : "slowdown";
+  const double v = e.number(key, 0.0);
+  if (v < 1e-6 || v > 1e6) throw e.error(key, "a number from 1e-6 to 1e6");
+  return speed ? v : 1.0 / v;
 }
 
 unsigned read_ops(const Fields& e) {
@@ -125,7 +128,10 @@ LinkRule read_link(const Fields& e) {
     throw support::InputError(r.where, r.key, "one of factor (a bandwidth multiplier) or fail: true",
                               r.fail ? "both" : e.has("fail") ? "fail: false and no factor" : "neither");
   }
-  if (!r.fail) r.factor = e.number("factor", 0.0);
+  if (!r.fail) {
+    r.factor = e.number("factor", 0.0);
+    if (r.factor < 1e-6 || r.factor > 1e6) throw e.error("factor", "a bandwidth factor from 1e-6 to 1e6 (a link that is down takes fail: true)");
+  }
   return r;
 }
 

@@ -48,7 +48,12 @@ std::optional<LayoutProblem> check_uneven_layers(const TransformerConfig& m, con
   if (s.pp < 2 || s.pp < ends) return LayoutProblem{"strategy", key, "pp of at least 2 (the first and last stages are different stages)"};
   const int middle = s.pp - ends;
   const int rest = m.layers - first - last;
-  if (middle == 0 ? rest != 0 : rest < middle || rest % middle != 0) {
+  if (middle == 0 && rest != 0) {
+    return LayoutProblem{"strategy", key,
+                         fmt::format("first and last stage layers adding up to the {} layers of {} when pp = 2 (they add up to {})", m.layers,
+                                     m.name, first + last)};
+  }
+  if (middle > 0 && (rest < middle || rest % middle != 0)) {
     // Megatron-Core asserts the remaining layers divide evenly among the other stages.
     return LayoutProblem{"strategy", key,
                          fmt::format("first/last stage layers leaving the other {} stage{} an equal share of at least 1 of the {} "
@@ -152,7 +157,11 @@ std::optional<LayoutProblem> check_layout(const TransformerConfig& m, const Work
   if (const auto problem = check_uneven_layers(m, s)) return problem;
   // Megatron-Core TransformerConfig: recompute_num_layers between 1 and the layers per pipeline rank.
   if (w.recompute == "full") {
-    const int per_stage = (m.layers + s.pp - 1) / s.pp;
+    int per_stage = (m.layers + s.pp - 1) / s.pp;
+    if (!s.pipeline_layers.empty() || s.decoder_first_pipeline_num_layers > 0 || s.decoder_last_pipeline_num_layers > 0) {
+      per_stage = 0;
+      for (const auto& [first, count] : model_chunks(m, s)) per_stage = std::max(per_stage, count);
+    }
     if (w.recompute_num_layers > per_stage) {
       return LayoutProblem{"workload", "recompute_num_layers",
                            fmt::format("a recompute_num_layers from 1 to the {} layers per pipeline stage of {} over pp = {}",

@@ -339,7 +339,10 @@ Enumeration enumerate_layouts(const models::Scenario& scenario, const models::Cl
                           s.order = order;
                           // A split of the scenario's own layout (per DP replica, per model chunk)
                           // does not carry over to a layout of other sizes.
-                          if (s.dp != s0.dp) s.dp_micro_batches.clear();
+                          // Uneven micro-batches hold for the scenario's own dp, ep, ZeRO stage and
+                          // 1f1b only (the scenario rules); proportional for 1f1b below ZeRO-3.
+                          if (s.dp != s0.dp || s.ep != s0.ep || s.zero_stage != s0.zero_stage || v > 1) s.dp_micro_batches.clear();
+                          if (v > 1 || s.zero_stage == 3 || s.ep > s.cp) s.dp_micro_batches_proportional = false;
                           if (s.pp != s0.pp || s.virtual_stages != s0.virtual_stages) s.pipeline_layers.clear();
                           if (s.pp != s0.pp || s.virtual_stages > 1) s.decoder_first_pipeline_num_layers = s.decoder_last_pipeline_num_layers = 0;
                           if (infer) {

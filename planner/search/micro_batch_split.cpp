@@ -66,6 +66,8 @@ std::optional<MicroBatchSplit> best_micro_batch_split(const models::Scenario& sc
   const models::WorkloadSpec& w = *scenario.workload;
   models::StrategySpec s = *scenario.strategy;
   if (w.global_batch_size <= 0 || w.global_batch_size % w.micro_batch_size != 0) return std::nullopt;
+  // The cases the scenario rules keep even (ZeRO-3, interleaved) and EP groups across replicas.
+  if (s.zero_stage == 3 || s.pipeline_schedule == "interleaved" || s.ep > s.cp) return std::nullopt;
   const Placement placement(s, static_cast<int>(cluster.topology.gpus().size()));
   const std::vector<ReplicaClass> classes = replica_classes(placement, s, cluster);
   if (classes.size() < 2) return std::nullopt;

@@ -105,10 +105,27 @@ std::string replica_summary(const RunContext& c) {
   if (!c.cluster.perturbations.empty()) {
     out += "what-if perturbations:\n";
     for (const auto& line : c.cluster.perturbations) out += "  " + line + "\n";
+    if (!c.cluster.gpu_speed.empty()) {
+      // Rules on one GPU multiply: the lowest resulting speed per op kind.
+      models::ComputeSpeed low;
+      std::size_t slowed = 0;
+      for (const auto& v : c.cluster.gpu_speed) {
+        slowed += v.nominal() ? 0 : 1;
+        low = {std::min(low.gemm, v.gemm), std::min(low.attention, v.attention), std::min(low.memory, v.memory)};
+      }
+      out += fmt::format("  (rules multiply: {} GPU{} off nominal; lowest speed gemm {:.3g}, attention {:.3g}, memory {:.3g})\n", slowed,
+                         slowed == 1 ? "" : "s", low.gemm, low.attention, low.memory);
+    }
     out += "\n";
   }
-  if (c.unperturbed_step_time > 0) {
-    out += fmt::format("step time {} vs {} unperturbed: slowdown {:.3f}x\n\n", seconds(r.step_time), seconds(c.unperturbed_step_time),
+  if (c.unperturbed_e2e > 0 && r.serving) {
+    out += fmt::format("end-to-end latency {} vs {} unperturbed: slowdown {:.3f}x (TTFT {} vs {}, TPOT {} vs {})\n\n", seconds(r.serving->e2e),
+                       seconds(c.unperturbed_e2e), r.serving->e2e / c.unperturbed_e2e, seconds(r.serving->ttft), seconds(c.unperturbed_ttft),
+                       seconds(r.step_time), seconds(c.unperturbed_step_time));
+  } else if (c.unperturbed_step_time > 0) {
+    const auto phase = c.scenario.workload->phase;
+    const char* what = phase == models::WorkloadPhase::Prefill ? "TTFT" : phase == models::WorkloadPhase::Decode ? "TPOT" : "step time";
+    out += fmt::format("{} {} vs {} unperturbed: slowdown {:.3f}x\n\n", what, seconds(r.step_time), seconds(c.unperturbed_step_time),
                        r.step_time / c.unperturbed_step_time);
   }
   const std::vector<ClassFigures> figs = class_figures(r);
@@ -177,6 +194,11 @@ void add_replica_json(const RunContext& c, nlohmann::ordered_json& j) {
   if (c.unperturbed_step_time > 0) {
     j["unperturbed_step_time_s"] = c.unperturbed_step_time;
     j["slowdown"] = r.step_time / c.unperturbed_step_time;
+    if (c.unperturbed_e2e > 0 && r.serving) {
+      j["unperturbed_ttft_s"] = c.unperturbed_ttft;
+      j["unperturbed_e2e_latency_s"] = c.unperturbed_e2e;
+      j["e2e_slowdown"] = r.serving->e2e / c.unperturbed_e2e;
+    }
   }
   const std::vector<ClassFigures> figs = class_figures(r);
   ordered_json classes = ordered_json::array();

@@ -70,6 +70,9 @@ struct CommRow {
 };
 std::vector<CommRow> comm_rows(const WorkloadResult& r) {
   std::map<std::tuple<int, std::string, double>, CommRow> rows;
+  // Instances per replica: counted per class, the largest count kept (classes with more
+  // micro-batches run more of the per-micro-batch ops).
+  std::map<std::tuple<int, std::string, double, int>, int> per_class;
   for (std::size_t i = 0; i < r.program.ops.size(); ++i) {
     if (r.op_comm[i] < 0) continue;
     const auto& op = r.program.ops[i];
@@ -79,8 +82,8 @@ std::vector<CommRow> comm_rows(const WorkloadResult& r) {
     row.dim = op.dim;
     row.collective = coll;
     row.bytes = op.bytes;
-    // Instances per replica: class 0's ops (every class runs the same ops).
-    if (r.program.ranks[static_cast<std::size_t>(r.program.op_rank[i])].replica_class == 0) ++row.count;
+    const int cls = r.program.ranks[static_cast<std::size_t>(r.program.op_rank[i])].replica_class;
+    row.count = std::max(row.count, ++per_class[{static_cast<int>(op.dim), coll, op.bytes, cls}]);
     row.time = std::max(row.time, cost.time);
     row.algorithm = cost.algorithm;
     row.protocol = cost.protocol;
@@ -106,8 +109,10 @@ std::string summary_header(const RunContext& c) {
   const std::vector<int> uneven = replica_micro_batch_counts(r);
   if (w.phase == models::WorkloadPhase::TrainingStep && !uneven.empty()) {
     // Uneven micro-batches: the count of each class's replicas.
+    std::map<int, std::int64_t> replicas_with;  // micro-batches -> replicas
+    for (const auto& rc : r.classes) replicas_with[rc.micro_batches] += static_cast<std::int64_t>(rc.replicas.size());
     std::string per;
-    for (const auto& rc : r.classes) per += fmt::format("{}{} for {}", per.empty() ? "" : ", ", rc.micro_batches, plural(static_cast<std::int64_t>(rc.replicas.size()), "replica"));
+    for (const auto& [mb, n] : replicas_with) per += fmt::format("{}{} for {}", per.empty() ? "" : ", ", mb, plural(n, "replica"));
     out += fmt::format("# layout: {}; micro-batches of {} × {} tokens per DP replica: {}; {}, recompute {}\n", layout(s), w.micro_batch_size,
                        w.sequence_length, per, w.dtype, w.recompute);
   } else if (w.phase == models::WorkloadPhase::TrainingStep) {

@@ -20,6 +20,9 @@ struct RunContext {
   models::EngineKind engine = models::EngineKind::Analytic;
   /// The step time of the same scenario without its what_if section (seconds); 0: not run.
   double unperturbed_step_time = 0;
+  /// Serving: the unperturbed request's TTFT and end-to-end latency (seconds); 0: not run.
+  double unperturbed_ttft = 0;
+  double unperturbed_e2e = 0;
 };
 
 std::string run_summary(const RunContext& c);
