@@ -225,6 +225,7 @@ class Fit {
   }
   Eigen::MatrixXd jacobian(const std::vector<double>& at, const Simulated& sim, std::vector<std::size_t>& active, bool refinements) const;
   std::vector<std::size_t> separable(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active, bool record);
+  std::vector<char> pinned_at_bound(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active) const;
   void levenberg_marquardt();
   bool damped_steps(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active, const std::vector<std::size_t>& free_cols,
                     bool& converged);
@@ -256,6 +257,9 @@ class Fit {
   std::vector<std::string> notes_;
   std::vector<std::set<std::size_t>> moved_;  ///< fitted rows each group moves at the fitted values
   std::vector<char> frozen_;                  ///< held at the table's value (see freeze_unused)
+  /// Second pass of run(): groups pinned at a bound leave the separability test, so that a
+  /// group they shadow is fitted (from the first pass's solution, so it can only lower the loss).
+  bool release_pinned_ = false;
 };
 
 Eigen::VectorXd Fit::residuals(const Simulated& s) const {
@@ -311,14 +315,34 @@ Eigen::MatrixXd Fit::jacobian(const std::vector<double>& at, const Simulated& si
   return J;
 }
 
+/// Columns of `J` whose group sits at a bound of its range with the loss's descent pointing out
+/// of it (an active bound constraint, as in projected Gauss-Newton): such a group cannot move,
+/// so it must not take the place of a group the rows cannot tell from it (a step overhead
+/// clamped at 0 us would otherwise leave the base latency it shadows unfitted).
+std::vector<char> Fit::pinned_at_bound(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active) const {
+  std::vector<char> pinned(active.size(), 0);
+  Eigen::VectorXd wr(static_cast<Eigen::Index>(R_));  // IRLS-weighted residuals: the loss's gradient is Jᵀ·wr
+  for (Eigen::Index j = 0; j < wr.size(); ++j) wr[j] = c2_ == 0.0 ? r_[j] : r_[j] / (1.0 + r_[j] * r_[j] / c2_);
+  for (std::size_t c = 0; c < active.size(); ++c) {
+    const std::size_t g = active[c];
+    const double grad = J.col(static_cast<Eigen::Index>(c)).dot(wr);
+    pinned[c] = (theta_[g] <= groups_[g].lo && grad > 0) || (theta_[g] >= groups_[g].hi && grad < 0) ? 1 : 0;
+  }
+  return pinned;
+}
+
 /// The groups the rows can separate, in priority (group) order: a column is kept when the part
-/// of it the kept columns cannot produce has norm ≥ options.separability (normalised). With
-/// `record`, the groups left out get status NotSeparable and the group they overlap most.
+/// of it the kept columns cannot produce has norm ≥ options.separability (normalised); a group
+/// pinned at a bound (pinned_at_bound) is passed over in the fit's second pass (release_pinned_). With `record` (the report
+/// after the fit), no group is passed over and the groups left out get status NotSeparable and
+/// the group they overlap most (a group the fit moved is reported fitted all the same).
 std::vector<std::size_t> Fit::separable(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active, bool record) {
   std::vector<std::size_t> keep;
   Eigen::MatrixXd basis(static_cast<Eigen::Index>(R_), 0);
+  const std::vector<char> pinned = record || !release_pinned_ ? std::vector<char>(active.size(), 0) : pinned_at_bound(J, active);
   for (std::size_t c = 0; c < active.size(); ++c) {
     const std::size_t g = active[c];
+    if (pinned[c]) continue;
     Eigen::VectorXd col = J.col(static_cast<Eigen::Index>(c));
     const double norm = col.norm();
     // Material only: a typical move (1 us of latency, 10 % of a bandwidth figure) must change
@@ -493,6 +517,9 @@ void Fit::run() {
     c2_ = robust_c2;
     cost_ = loss(r_);
     if (c2_ > 0) levenberg_marquardt();
+    release_pinned_ = true;
+    levenberg_marquardt();
+    release_pinned_ = false;
     return_unpaid_moves();
     if (!options_.only_used_figures) break;
     if (!freeze_unused()) break;
