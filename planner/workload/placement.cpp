@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <tuple>
 #include <stdexcept>
@@ -163,53 +164,53 @@ std::vector<ReplicaClass> replica_classes(const Placement& p, const models::Stra
     if (fresh) blocks.emplace_back();
     blocks[it->second].push_back(d);
   }
-  // GPU models by value (two node groups may carry equal specs under one name or not).
-  std::vector<const models::GpuSpec*> models_seen;
-  const auto model_id = [&](const models::GpuSpec& g) {
-    for (std::size_t i = 0; i < models_seen.size(); ++i)
-      if (*models_seen[i] == g) return i;
-    models_seen.push_back(&g);
-    return models_seen.size() - 1;
-  };
   std::vector<ReplicaClass> out;
-  std::map<std::string, std::size_t> class_of_key;
+  std::map<std::vector<std::uint64_t>, std::size_t> class_of_key;
+  const auto bits = [](double v) {
+    std::uint64_t b = 0;
+    std::memcpy(&b, &v, sizeof b);
+    return b;
+  };
   for (const auto& block : blocks) {
     ReplicaClass rc;
-    std::string key;
+    std::vector<std::uint64_t> key;
     if (!micro_batches.empty()) {
       rc.micro_batches = micro_batches[static_cast<std::size_t>(block.front())];
-      key = fmt::format("mb {};", rc.micro_batches);
+      key.push_back(static_cast<std::uint64_t>(rc.micro_batches));
     }
     for (int stage = 0; stage < s.pp; ++stage) {
       rc.rank.push_back(p.rank({0, 0, block.front(), stage}));
       models::DeviceId slowest = gpus[static_cast<std::size_t>(rc.rank.back())];
       models::ComputeSpeed low = c.speed_of(rc.rank.back());
       models::DeviceId named = slowest;
+      int last_node = topo.device(slowest).node;
       models::ComputeSpeed named_speed = low;
       for (int d : block) {
         for (int cp = 0; cp < s.cp; ++cp) {
           for (int tp = 0; tp < s.tp; ++tp) {
             const int r = p.rank({tp, cp, d, stage});
             const models::DeviceId g = gpus[static_cast<std::size_t>(r)];
-            if (slower(gpu_spec(c, g), gpu_spec(c, slowest))) slowest = g;
+            const int node = topo.device(g).node;
+            // Nodes of one class hold one GPU model (Topology::node_class): compare on a new node only.
+            if (node != last_node && slower(gpu_spec(c, g), gpu_spec(c, slowest))) slowest = g;
+            last_node = node;
             const models::ComputeSpeed v = c.speed_of(r);
             if (std::tie(v.gemm, v.attention, v.memory) < std::tie(named_speed.gemm, named_speed.attention, named_speed.memory)) {
               named = g;
               named_speed = v;
             }
             low = {std::min(low.gemm, v.gemm), std::min(low.attention, v.attention), std::min(low.memory, v.memory)};
-            const int node = topo.device(g).node;
             // A GPU's position counts only on a perturbed node (Topology::node_perturbed).
             const int local = topo.node_perturbed(node) ? topo.device(g).local : -1;
-            key += fmt::format("{}:{}:{}:{:a}:{:a}:{:a},", model_id(gpu_spec(c, g)), topo.node_class(node), local, v.gemm, v.attention,
-                               v.memory);
+            // The node class implies the GPU model (equal NodeSpecs), so the key need not name it.
+            key.insert(key.end(), {static_cast<std::uint64_t>(topo.node_class(node)), static_cast<std::uint64_t>(static_cast<std::int64_t>(local)),
+                                   bits(v.gemm), bits(v.attention), bits(v.memory)});
           }
         }
       }
       rc.compute_gpu.push_back(slowest);
       rc.slowest_gpu.push_back(named);
       rc.speed.push_back(low);
-      key += ';';
     }
     const auto [it, fresh] = class_of_key.emplace(key, out.size());
     if (fresh) {

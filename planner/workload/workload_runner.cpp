@@ -185,8 +185,8 @@ std::vector<double> sync_waits(const models::Program& p, const std::vector<OpTim
   return wait;
 }
 
-/// The chain of ops that ends last, walked back through the dependency or stream predecessor
-/// that ended last (an op starts when that one ends).
+}  // namespace
+
 std::vector<std::uint32_t> critical_path_of(const models::Program& p, const std::vector<OpTiming>& timing,
                                             const std::vector<double>& sync_wait) {
   std::vector<std::uint32_t> path;
@@ -218,8 +218,6 @@ std::vector<std::uint32_t> critical_path_of(const models::Program& p, const std:
   return path;
 }
 
-}  // namespace
-
 WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::size_t)>& progress) {
   const models::WorkloadSpec& w = *scenario_.workload;
   if (w.phase == models::WorkloadPhase::Serving) return run_serving(progress);
@@ -246,7 +244,10 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
   const std::vector<double> duration = op_durations(out, progress);
   out.timing = execute_step(p, duration);
   out.sync_wait = sync_waits(p, out.timing);
-  if (detail_ != Detail::StepOnly) out.critical_path = critical_path_of(p, out.timing, out.sync_wait);
+  // The critical path by class is reported where the replicas differ (replica_report.hpp).
+  if (detail_ != Detail::StepOnly && (out.classes.size() > 1 || !cluster_.perturbations.empty())) {
+    out.critical_path = critical_path_of(p, out.timing, out.sync_wait);
+  }
   for (const auto& t : out.timing) out.step_time = std::max(out.step_time, t.end);
   // Inference: the serving engine's host work between steps (scheduler, input preparation,
   // sampler, output processing), during which the GPU waits: counted in every stage's idle.

@@ -43,7 +43,8 @@ struct WorkloadResult {
   /// Per Program rank: seconds its DP collectives waited for other replica classes (start minus
   /// when the rank itself was ready); 0 with one class.
   std::vector<double> sync_wait;
-  /// Program ops on the critical path, first to last (each starts when the previous ends).
+  /// Program ops on the critical path, first to last (each starts when the previous ends); filled
+  /// when the replicas differ (several classes, or what-if perturbations), else empty.
   std::vector<std::uint32_t> critical_path;
   std::vector<StageBreakdown> stages;
   double step_time = 0;                          ///< seconds (TTFT for prefill, TPOT for decode)
@@ -116,5 +117,12 @@ class WorkloadRunner {
   CommLowering lowering_;
   Detail detail_ = Detail::Full;
 };
+
+/// The chain of Program ops that ends last, first to last, walked back through the dependency
+/// or stream predecessor that ended last (an op starts when that one ends); among equal ends
+/// (the copies of a DP collective) the rank that waited least (`sync_wait`, per Program rank).
+/// WorkloadResult::critical_path where the replicas differ; callable on any run's timing.
+std::vector<std::uint32_t> critical_path_of(const models::Program& p, const std::vector<OpTiming>& timing,
+                                            const std::vector<double>& sync_wait);
 
 }  // namespace ccsim::planner
