@@ -1,9 +1,11 @@
 #include "cli/commands/collective_command.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <iostream>
 #include <string>
 #include <optional>
+#include <random>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 #include "cli/commands/channel_dump.hpp"
 #include "cli/options.hpp"
 #include "support/input_error.hpp"
+#include "support/units.hpp"
 #include "planner/collective/channel_plan.hpp"
 #include "planner/collective/collective_runner.hpp"
 
@@ -47,10 +50,84 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
   c->add_option("--format", o.format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
   c->add_option("--calibration", o.calibration, "calibration table (default: the scenario's simulation.calibration, else scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
+  c->add_option("--skew", o.skew,
+                 "ready-time skew: ranks that call the collective late, 'R:TIME[,R:TIME...]' (3:50us), 'uniform:MAX[:SEED]' "
+                 "or 'exponential:MEAN[:SEED]'; prints the time from the first and the last arrival and each rank's wait");
   c->add_flag("--dump-channels", o.dump_channels,
               "print the channels planned for the ranks (ring orders, node rings, tree pairs and heads; text or json) "
               "and exit without simulating");
   return c;
+}
+
+std::vector<double> parse_skew(const std::string& text, int ranks) {
+  const auto bad = [&](const std::string& expected, const std::string& found) {
+    return InputError({"<command line>", 0, 0}, "--skew", expected, found);
+  };
+  const auto duration = [&](const std::string& t) {
+    try {
+      const double s = support::parse_quantity(t, support::Quantity::Time);
+      if (!(s >= 0)) throw bad("a time of at least 0", "'" + t + "'");
+      return s;
+    } catch (const support::UnitError& e) {
+      throw bad("a time with its unit (50us, 1.5ms, 0s)", "'" + t + "' (" + e.what() + ")");
+    }
+  };
+  const auto split = [](const std::string& s, char sep) {
+    std::vector<std::string> parts;
+    std::size_t from = 0;
+    for (std::size_t at; (at = s.find(sep, from)) != std::string::npos; from = at + 1) parts.push_back(s.substr(from, at - from));
+    parts.push_back(s.substr(from));
+    return parts;
+  };
+  std::vector<double> ready(static_cast<std::size_t>(ranks), 0.0);
+  const std::vector<std::string> head = split(text, ':');
+  if (head.front() == "uniform" || head.front() == "exponential") {
+    if (head.size() < 2 || head.size() > 3) throw bad("'" + head.front() + ":TIME' or '" + head.front() + ":TIME:SEED'", "'" + text + "'");
+    const double scale = duration(head[1]);
+    std::uint64_t seed = 1;
+    if (head.size() == 3) {
+      std::size_t used = 0;
+      try {
+        seed = std::stoull(head[2], &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != head[2].size() || head[2].front() == '-') throw bad("a seed (an integer of at least 0)", "'" + head[2] + "'");
+    }
+    std::mt19937_64 gen(seed);
+    for (double& t : ready) {
+      if (head.front() == "uniform") {
+        t = std::uniform_real_distribution<double>(0.0, scale)(gen);
+      } else {
+        t = scale > 0 ? std::exponential_distribution<double>(1.0 / scale)(gen) : 0.0;
+      }
+    }
+    const double first = *std::min_element(ready.begin(), ready.end());
+    for (double& t : ready) t -= first;
+    return ready;
+  }
+  std::vector<char> named(ready.size(), 0);
+  for (const std::string& item : split(text, ',')) {
+    const std::vector<std::string> kv = split(item, ':');
+    if (kv.size() != 2 || kv[0].empty() || !std::isdigit(static_cast<unsigned char>(kv[0].front()))) {
+      throw bad("'RANK:TIME[,RANK:TIME...]' (3:50us), 'uniform:MAX[:SEED]' or 'exponential:MEAN[:SEED]'", "'" + item + "'");
+    }
+    std::size_t used = 0;
+    long r = -1;
+    try {
+      r = std::stol(kv[0], &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != kv[0].size() || r < 0 || r >= ranks) throw bad(fmt::format("a rank from 0 to {}", ranks - 1), "'" + kv[0] + "' in '" + item + "'");
+    if (named[static_cast<std::size_t>(r)]) throw bad("each rank named once", fmt::format("rank {} twice", r));
+    named[static_cast<std::size_t>(r)] = 1;
+    ready[static_cast<std::size_t>(r)] = duration(kv[1]);
+  }
+  // The first arrival is the collective's start.
+  const double first = *std::min_element(ready.begin(), ready.end());
+  for (double& t : ready) t -= first;
+  return ready;
 }
 
 namespace {
@@ -64,7 +141,46 @@ struct TableContext {
   std::uint64_t unit;     ///< bytes of one element, times the ranks for per-rank sizes
   int channels;           ///< ring channels of the runner
   std::string costs;      ///< the cost table's source and note
+  const std::vector<double>& rank_ready;  ///< --skew (seconds per rank); empty: none
 };
+
+/// One size's figures under --skew, in microseconds: the per-rank wait is the rank's own time
+/// (arrival to its last op's end) minus the collective's time without skew.
+struct SkewFigures {
+  double from_first = 0, from_last = 0, mean_wait = 0, max_wait = 0;
+  int max_rank = 0;
+  std::vector<double> wait;
+};
+
+SkewFigures skew_figures(const planner::CollectiveResult& r) {
+  SkewFigures f;
+  const planner::SkewResult& s = *r.skew;
+  f.from_first = s.from_first * 1e6;
+  f.from_last = s.from_last * 1e6;
+  for (std::size_t k = 0; k < s.rank_time.size(); ++k) {
+    const double w = (s.rank_time[k] - r.time) * 1e6;
+    f.wait.push_back(w);
+    f.mean_wait += w / static_cast<double>(s.rank_time.size());
+    if (k == 0 || w > f.max_wait) f.max_wait = w, f.max_rank = static_cast<int>(k);
+  }
+  return f;
+}
+
+/// "rank 3 50.00 us late" for up to 4 late ranks, else how many and the latest.
+std::string describe_skew(const std::vector<double>& ready) {
+  std::vector<std::size_t> late;
+  for (std::size_t r = 0; r < ready.size(); ++r)
+    if (ready[r] > 0) late.push_back(r);
+  if (late.empty()) return "every rank arrives together";
+  if (late.size() <= 4) {
+    std::string s;
+    for (std::size_t r : late) s += fmt::format("{}rank {} {} us late", s.empty() ? "" : ", ", r, format_time_us(ready[r] * 1e6));
+    return s;
+  }
+  const auto last = std::max_element(ready.begin(), ready.end());
+  return fmt::format("{} of {} ranks late, the last (rank {}) {} us after the first", late.size(), ready.size(),
+                     last - ready.begin(), format_time_us(*last * 1e6));
+}
 
 /// Runs every size of the sweep, notes on stderr the candidates skipped as too large and a
 /// --granularity phase that the chosen algorithm cannot honour (once each).
@@ -132,17 +248,34 @@ void print_table(const TableContext& c, const std::vector<planner::CollectiveRes
                            {"granularity", std::string(models::to_string(t.r->granularity))},
                            {"bound_us", t.bound_us}, {"bound_reached_pct", t.reached}});
     }
+    if (!c.rank_ready.empty()) {
+      nlohmann::json ready = nlohmann::json::array();
+      for (double t : c.rank_ready) ready.push_back(t * 1e6);
+      j["skew"] = {{"spec", o.skew}, {"rank_ready_us", ready}};
+      for (std::size_t i = 0; i < table.size(); ++i) {
+        const SkewFigures f = skew_figures(*table[i].r);
+        j["rows"][i]["skew"] = {{"from_first_us", f.from_first}, {"from_last_us", f.from_last}, {"mean_wait_us", f.mean_wait},
+                                {"max_wait_us", f.max_wait}, {"max_wait_rank", f.max_rank}, {"rank_wait_us", f.wait}};
+      }
+    }
     j["avg_busbw_GBps"] = avg_busbw;
     if (!c.cluster.perturbations.empty()) j["perturbations"] = c.cluster.perturbations;
     std::cout << j.dump(2) << "\n";
     return;
   }
   if (o.format == "csv") {
-    std::cout << "size_B,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,algorithm,protocol,granularity,bound_us,bound_reached_pct\n";
+    const bool skewed = !c.rank_ready.empty();
+    std::cout << "size_B,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,algorithm,protocol,granularity,bound_us,bound_reached_pct"
+              << (skewed ? ",skew_from_first_us,skew_from_last_us,skew_mean_wait_us,skew_max_wait_us,skew_max_wait_rank" : "") << "\n";
     for (const auto& t : table) {
-      std::cout << fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.6g},{},{},{},{:.6g},{:.4g}\n", t.bytes, t.count, o.datatype, redop, root,
+      std::cout << fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.6g},{},{},{},{:.6g},{:.4g}", t.bytes, t.count, o.datatype, redop, root,
                                t.us, t.algbw, t.busbw, planner::to_string(t.r->algorithm), planner::to_string(t.r->protocol),
                                models::to_string(t.r->granularity), t.bound_us, t.reached);
+      if (skewed) {
+        const SkewFigures f = skew_figures(*t.r);
+        std::cout << fmt::format(",{:.6g},{:.6g},{:.6g},{:.6g},{}", f.from_first, f.from_last, f.mean_wait, f.max_wait, f.max_rank);
+      }
+      std::cout << "\n";
     }
     return;
   }
@@ -164,6 +297,21 @@ void print_table(const TableContext& c, const std::vector<planner::CollectiveRes
                              models::to_string(t.r->granularity), format_time_us(t.bound_us), t.reached);
   }
   std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n", avg_busbw);
+  if (c.rank_ready.empty()) return;
+  // The same algorithm with the ranks arriving late: the time from the first and from the last
+  // arrival, and each rank's wait (its own time, arrival to its last op's end, minus the time
+  // above without skew; negative when others' progress shortened it).
+  std::cout << "#\n# skew (--skew " << o.skew << "): " << describe_skew(c.rank_ready)
+            << "; the algorithm and protocol are the ones chosen without skew\n";
+  std::cout << fmt::format("#{:>11}  {:>8}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}\n", "size", "no skew", "from first", "from last",
+                           "mean wait", "max wait", "max rank");
+  std::cout << fmt::format("#{:>11}  {:>8}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}\n", "(B)", "(us)", "(us)", "(us)", "(us)", "(us)", "");
+  for (const auto& t : table) {
+    const SkewFigures f = skew_figures(*t.r);
+    std::cout << fmt::format("{:>12}  {:>8}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}\n", t.bytes, format_time_us(t.us),
+                             format_time_us(f.from_first), format_time_us(f.from_last), format_time_us(f.mean_wait),
+                             format_time_us(f.max_wait), f.max_rank);
+  }
 }
 
 /// The note printed before a direct AlltoAll that hashed ECMP makes slow to simulate.
@@ -225,6 +373,10 @@ int run_collective(const CollectiveCliOptions& o) {
   opts.gpus = select_gpus(cluster, o.ranks, o.group);
   const int n = static_cast<int>(opts.gpus.size());
   if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
+  if (!o.skew.empty() && o.dump_channels) {
+    throw InputError({"<command line>", 0, 0}, "--skew", "no --skew with --dump-channels (nothing is simulated)", "'" + o.skew + "'");
+  }
+  if (!o.skew.empty()) opts.rank_ready = parse_skew(o.skew, n);
   if (o.dump_channels) {
     const planner::ChannelPlan plan = planner::plan_channels(cluster, opts.gpus, opts.channels);
     std::cout << (o.format == "json" ? channel_dump_json(cluster, opts.gpus, plan) : channel_dump_text(cluster, opts.gpus, plan));
@@ -238,7 +390,8 @@ int run_collective(const CollectiveCliOptions& o) {
   note_slow_alltoall(o, *collective, n, scenario.cluster);
   const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, *collective, opts.element_size, n);
   const std::vector<planner::CollectiveResult> rows = simulate_sizes(runner, sizes.sizes, o.algo);
-  print_table({o, *collective, n, cluster, sizes.unit, runner.channels(), costs.source() + cost_table.note("--calibration", "calibration")},
+  print_table({o, *collective, n, cluster, sizes.unit, runner.channels(), costs.source() + cost_table.note("--calibration", "calibration"),
+               opts.rank_ready},
               rows);
   return 0;
 }

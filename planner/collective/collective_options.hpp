@@ -43,6 +43,20 @@ struct CollectiveOptions {
   /// protocol, time, ties to the earlier candidate) is the same as with every candidate
   /// simulated; false simulates them all (the reference the tests compare with).
   bool prune = true;
+  /// Ready-time skew (`ccsim collective --skew`): seconds after the first arrival at which
+  /// rank r calls the collective, one entry per rank of `gpus` (concurrent groups arrive alike);
+  /// empty: no skew. The algorithm is chosen as without skew (NCCL's tuner does not see it),
+  /// then run once more with these arrivals: CollectiveResult::skew.
+  std::vector<double> rank_ready;
+};
+
+/// The chosen algorithm run with CollectiveOptions::rank_ready.
+struct SkewResult {
+  double from_first = 0;  ///< seconds from the first arrival to the last op's end
+  double from_last = 0;   ///< seconds from the last arrival to the last op's end
+  /// Per rank: seconds from its own arrival to the end of its last op (what the rank's own
+  /// timer would read); compare with CollectiveResult::time, the same collective without skew.
+  std::vector<double> rank_time;
 };
 
 struct CollectiveResult {
@@ -61,6 +75,8 @@ struct CollectiveResult {
   /// Set when --granularity phase was asked for and the chosen algorithm has none, so it ran
   /// at step granularity: the reason ("ring chains have no phase granularity"). Empty otherwise.
   std::string granularity_note;
+  /// With CollectiveOptions::rank_ready: the chosen algorithm under that skew.
+  std::optional<SkewResult> skew;
 };
 
 }  // namespace ccsim::planner

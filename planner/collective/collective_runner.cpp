@@ -136,8 +136,13 @@ sim::Plan CollectiveRunner::bound_plan(Algorithm a, Protocol p, const models::Sc
 
 double CollectiveRunner::candidate_bound(Algorithm a, Protocol p, std::uint64_t bytes) { return choice_.bound(a, p, bytes, *this); }
 
-sim::Timeline CollectiveRunner::run_schedule(const models::Schedule& one, Algorithm a, Protocol p, sim::Engine& engine) const {
+sim::Timeline CollectiveRunner::run_schedule(const models::Schedule& one, Algorithm a, Protocol p, sim::Engine& engine,
+                                             bool skewed) const {
   sim::Plan plan;
+  if (skewed) {
+    for (std::size_t copy = 0; copy <= options_.concurrent.size(); ++copy)
+      plan.rank_ready.insert(plan.rank_ready.end(), options_.rank_ready.begin(), options_.rank_ready.end());
+  }
   plan.rank_gpu = options_.gpus;
   for (const auto& group : options_.concurrent) {
     if (group.size() != options_.gpus.size()) throw std::invalid_argument("concurrent groups must have the same size");
@@ -174,6 +179,25 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
     best.time = tl.makespan;
     best.transfers = tl.transfers;
     best.links = std::move(tl.links);
+  }
+  if (!options_.rank_ready.empty()) {
+    if (options_.rank_ready.size() != options_.gpus.size()) {
+      throw std::invalid_argument(fmt::format("a skew for {} ranks given for {}", options_.rank_ready.size(), options_.gpus.size()));
+    }
+    const models::Schedule one = schedule(best.algorithm, best.protocol, bytes, best.granularity);
+    const sim::Timeline tl = run_schedule(one, best.algorithm, best.protocol, engine_ ? *engine_ : *analytic_, true);
+    SkewResult skew;
+    const double last = *std::max_element(options_.rank_ready.begin(), options_.rank_ready.end());
+    skew.from_first = tl.makespan;
+    skew.from_last = tl.makespan - last;
+    // A rank's own time: its arrival to its last op's end (the first group's ranks).
+    const std::size_t n = options_.gpus.size();
+    skew.rank_time.assign(n, 0.0);
+    std::vector<double> end(n, 0.0);
+    for (const sim::OpRecord& op : tl.ops)
+      if (static_cast<std::size_t>(op.rank) < n) end[static_cast<std::size_t>(op.rank)] = std::max(end[static_cast<std::size_t>(op.rank)], op.end);
+    for (std::size_t r = 0; r < n; ++r) skew.rank_time[r] = std::max(0.0, end[r] - options_.rank_ready[r]);
+    best.skew = std::move(skew);
   }
   costs_.warn_missing_efficiency(cluster_.topology, best.links, arch_);
   if (!options_.check_bound) return best;

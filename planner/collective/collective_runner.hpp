@@ -65,7 +65,8 @@ class CollectiveRunner : private CandidateSource {
   AlgorithmRequest request(Algorithm a, Protocol p, std::uint64_t bytes, models::Granularity g) const override;
   /// Runs a given Schedule of (a, p) for this runner's ranks (and concurrent groups) on
   /// `engine` with this cluster's costs: the same schedule can be timed on a changed cluster.
-  sim::Timeline run_schedule(const models::Schedule& one, Algorithm a, Protocol p, sim::Engine& engine) const;
+  /// `skewed`: with CollectiveOptions::rank_ready (repeated for each concurrent group).
+  sim::Timeline run_schedule(const models::Schedule& one, Algorithm a, Protocol p, sim::Engine& engine, bool skewed = false) const;
   /// The Step-granularity Schedule of (a, p) at `bytes` for one group (no concurrent copies):
   /// data-exact, what `ccsim replay` executes on hardware. Throws what run() throws for that
   /// candidate (ScheduleTooLarge, std::invalid_argument).

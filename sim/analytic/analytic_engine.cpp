@@ -1,5 +1,6 @@
 #include "sim/analytic/analytic_engine.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -28,10 +29,15 @@ AnalyticRun::AnalyticRun(const Plan& plan, models::Router& router)
       now_(plan.cost.base_latency),
       remaining_(g_.transfers.size(), 0.0),
       op_start_(g_.op_count(), -1.0),
-      op_end_(g_.op_count(), -1.0) {}
+      op_end_(g_.op_count(), -1.0),
+      held_(held_ranks(plan)) {
+  for (std::size_t r = 0; r < held_.size(); ++r)
+    if (held_[r]) arrivals_.emplace_back(now_ + plan.rank_ready[r], r);
+  std::sort(arrivals_.begin(), arrivals_.end());
+}
 
 void AnalyticRun::start_dag() {
-  dag_.start(ev_);
+  dag_.start(ev_, held_);
   handle();
 }
 
@@ -76,6 +82,10 @@ void AnalyticRun::flow(std::uint32_t t) {
 void AnalyticRun::complete(std::uint32_t t) { dag_.transfer_done(t, ev_); }
 
 void AnalyticRun::expire_latencies() {
+  while (next_arrival_ < arrivals_.size() && arrivals_[next_arrival_].first <= now_ * (1.0 + kCoalesce)) {
+    dag_.arrive(arrivals_[next_arrival_++].second, ev_);
+    handle();
+  }
   while (!latencies_.empty() && latencies_.top().time <= now_ * (1.0 + kCoalesce)) {
     const std::uint32_t t = latencies_.top().transfer;
     latencies_.pop();
@@ -85,7 +95,8 @@ void AnalyticRun::expire_latencies() {
 }
 
 double AnalyticRun::next_latency() const {
-  return latencies_.empty() ? std::numeric_limits<double>::infinity() : latencies_.top().time;
+  const double arrival = next_arrival_ < arrivals_.size() ? arrivals_[next_arrival_].first : kInf;
+  return std::min(arrival, latencies_.empty() ? kInf : latencies_.top().time);
 }
 
 Timeline AnalyticRun::timeline() const {

@@ -37,6 +37,10 @@ struct Plan {
   const models::Schedule* schedule = nullptr;
   std::vector<models::DeviceId> rank_gpu;  ///< GPU of each rank
   CostParams cost;
+  /// Ready-time skew: seconds after the collective's start (after base_latency) at which rank r
+  /// calls the collective; none of its ops start before. Empty: every rank at 0. Entries must
+  /// be finite and ≥ 0, one per rank (engines throw std::invalid_argument otherwise).
+  std::vector<double> rank_ready;
 };
 
 /// What an engine returns. Times in seconds from the collective's start.

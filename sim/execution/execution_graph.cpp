@@ -310,12 +310,38 @@ bool DagState::latency_elapsed(std::uint32_t t) {
   return false;
 }
 
-void DagState::start(Events& out) {
+void DagState::start(Events& out, const std::vector<char>& held) {
   // Collect first: readying one op can cascade into later ops reaching zero dependencies.
   std::vector<std::uint32_t> initial;
-  for (std::uint32_t op = 0; op < g_.op_count(); ++op)
+  for (std::uint32_t op = 0; op < g_.op_count(); ++op) {
+    if (g_.dag.dependency_counts()[op] != 0) continue;
+    if (!held.empty() && held[static_cast<std::size_t>(g_.rank_of(op))]) continue;
+    initial.push_back(op);
+  }
+  for (std::uint32_t op : initial) ready(op, out);
+}
+
+void DagState::arrive(std::size_t r, Events& out) {
+  std::vector<std::uint32_t> initial;
+  for (std::uint32_t op = g_.rank_first_op(r); op < g_.rank_first_op(r + 1); ++op)
     if (g_.dag.dependency_counts()[op] == 0) initial.push_back(op);
   for (std::uint32_t op : initial) ready(op, out);
+}
+
+std::vector<char> held_ranks(const Plan& plan) {
+  std::vector<char> held;
+  if (plan.rank_ready.empty()) return held;
+  const std::size_t n = plan.schedule->ranks.size();
+  if (plan.rank_ready.size() != n) {
+    throw std::invalid_argument(fmt::format("rank_ready has {} entries for {} ranks", plan.rank_ready.size(), n));
+  }
+  held.assign(n, 0);
+  for (std::size_t r = 0; r < n; ++r) {
+    const double t = plan.rank_ready[r];
+    if (!std::isfinite(t) || t < 0) throw std::invalid_argument(fmt::format("rank {} ready at {} s: expected a finite time >= 0", r, t));
+    held[r] = t > 0 ? 1 : 0;
+  }
+  return held;
 }
 
 void DagState::ready(std::uint32_t op, Events& out) {

@@ -57,6 +57,9 @@ class ExecutionGraph {
   std::int32_t rank_of(std::uint32_t op) const { return op_rank_[op]; }
   std::uint32_t local_index(std::uint32_t op) const { return op - rank_first_op_[static_cast<std::size_t>(op_rank_[op])]; }
   const models::Op& op(std::uint32_t id) const;
+  /// Global ids of rank r's ops: [rank_first_op(r), rank_first_op(r + 1)).
+  std::uint32_t rank_first_op(std::size_t r) const { return rank_first_op_[r]; }
+  std::size_t rank_count() const { return rank_first_op_.size() - 1; }
 
   std::vector<Transfer> transfers;
   std::vector<models::LinkId> path_links;
@@ -88,8 +91,11 @@ class DagState {
     std::vector<std::uint32_t> flowable;
     bool empty() const { return startable.empty() && finished.empty() && flowable.empty(); }
   };
-  /// Ops with no dependencies become ready.
-  void start(Events& out);
+  /// Ops with no dependencies become ready, on every rank whose `held` entry is 0 (empty: all).
+  void start(Events& out, const std::vector<char>& held = {});
+  /// Rank r calls the collective late (Plan::rank_ready): its ops with no dependencies become
+  /// ready now.
+  void arrive(std::size_t r, Events& out);
   /// Transfer t's latency has elapsed. Returns true when its data may flow now; false when an
   /// earlier transfer on its connection is still in flight (t is then reported in
   /// Events::flowable when that one is done).
@@ -113,5 +119,10 @@ class DagState {
   std::uint32_t done_count_ = 0;
   std::vector<std::uint32_t> stack_;
 };
+
+/// Per rank of `plan`: 1 when Plan::rank_ready holds it back past the start (empty when nobody
+/// is). Throws std::invalid_argument when rank_ready has not one entry per rank or an entry is
+/// negative or not finite.
+std::vector<char> held_ranks(const Plan& plan);
 
 }  // namespace ccsim::sim::detail

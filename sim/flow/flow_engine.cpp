@@ -292,7 +292,17 @@ void FlowRun::install_callbacks() {
 }
 
 void FlowRun::run() {
-  dag_.start(ev_);
+  const std::vector<char> held = detail::held_ranks(plan_);
+  dag_.start(ev_, held);
+  // Late ranks (Plan::rank_ready): a kernel timer each, at the SimGrid clock of its arrival.
+  for (std::size_t r = 0; r < held.size(); ++r) {
+    if (!held[r]) continue;
+    simgrid::kernel::timer::Timer::set(plan_.rank_ready[r], [this, r]() {
+      dag_.arrive(r, ev_);
+      handle();
+      flush();
+    });
+  }
   handle();
   flush();
   engine_.run();
@@ -511,6 +521,7 @@ void FlowRun::write_results(int fd) const {
 
 Timeline FlowEngine::run(const Plan& plan) {
   ExecutionGraph g(plan, router_);  // built in the parent: bad plans fail here, not in the child
+  (void)detail::held_ranks(plan);   // the same for a bad Plan::rank_ready
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("flow engine: pipe: ") + std::strerror(errno));
   std::fflush(nullptr);  // the child must not replay the parent's buffered output

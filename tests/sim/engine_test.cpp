@@ -246,3 +246,33 @@ TEST_CASE("engines: a per-transfer rate cap bounds a lone transfer", "[engine]")
     CHECK(tl.makespan == Approx(0.6e-6 + 450e6 / 45e9).epsilon(1e-9));
   }
 }
+
+TEST_CASE("engines: a late rank starts at its ready time and the shared port stays work-conserving", "[engine][skew]") {
+  // fan_in: ranks 1 and 2 each send S = 450 MB to rank 0 through its NVSwitch downlink
+  // (B = 450 GB/s, α = 0.6 us). Rank 2 calls the collective d = 0.5 ms late.
+  //   rank 1's flow: alone from α to d + α at B (moves B·d = 225 MB), then shares the
+  //     downlink at B/2 for its other 225 MB: 1 ms; it ends at d + α + 1 ms = 1.5006 ms;
+  //   rank 2's send starts at d; its flow moves 225 MB at B/2 meanwhile, then 225 MB alone at
+  //     B: 0.5 ms; it ends at α + 2S/B = 2.0006 ms (the downlink is busy from α to the end).
+  const models::Schedule s = fan_in(450000000);
+  const double alpha = 0.6e-6, bw = 450e9, d = 0.5e-3, S = 450e6;
+  for (const char* engine : {"analytic", "flow"}) {
+    INFO(engine);
+    sim::Plan plan = plan_for(h100_node(), s);
+    plan.rank_ready = {0.0, 0.0, d};
+    const auto tl = sim::make_engine(engine, h100_node())->run(plan);
+    CHECK(tl.makespan == Approx(alpha + 2 * S / bw).epsilon(1e-9));
+    for (const auto& op : tl.ops) {
+      if (op.rank == 2) CHECK(op.start == Approx(d).epsilon(1e-9));
+      if (op.rank == 1) CHECK(op.end == Approx(d + alpha + S / bw).epsilon(1e-9));
+    }
+    // Zero skew is no skew.
+    plan.rank_ready = {0.0, 0.0, 0.0};
+    CHECK(sim::make_engine(engine, h100_node())->run(plan).makespan == Approx(alpha + 2 * S / bw).epsilon(1e-12));
+    // One entry per rank, each finite and >= 0.
+    plan.rank_ready = {0.0, 0.0};
+    CHECK_THROWS_AS(sim::make_engine(engine, h100_node())->run(plan), std::invalid_argument);
+    plan.rank_ready = {0.0, -1e-6, 0.0};
+    CHECK_THROWS_AS(sim::make_engine(engine, h100_node())->run(plan), std::invalid_argument);
+  }
+}

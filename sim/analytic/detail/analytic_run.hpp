@@ -57,9 +57,10 @@ class AnalyticRun {
   /// Transfer t has delivered its bytes: its ops finish (handled by the next handle()).
   void complete(std::uint32_t t);
   /// Takes every latency that elapses now (within kCoalesce): its transfer flows, or waits for
-  /// its connection.
+  /// its connection; and every late rank that arrives now (Plan::rank_ready): its first ops
+  /// become ready.
   void expire_latencies();
-  /// The next latency expiry (+inf when none is queued).
+  /// The next latency expiry or late rank's arrival (+inf when none is due).
   double next_latency() const;
   /// Nothing is left of transfer t up to rounding, with `left` bytes to go.
   bool drained(std::uint32_t t, double left) const { return left <= 1e-12 * g_.transfers[t].bytes + 1e-9; }
@@ -79,6 +80,9 @@ class AnalyticRun {
   std::vector<std::uint32_t> startable_, flowable_;
   BatchQueue<LatencyEvent> latencies_;
   std::uint64_t seq_ = 0;
+  std::vector<char> held_;                           ///< per rank: arrives after the start (held_ranks)
+  std::vector<std::pair<double, std::size_t>> arrivals_;  ///< (time, rank) of the late ranks, by time
+  std::size_t next_arrival_ = 0;
   std::vector<double> op_start_, op_end_;
 };
 
