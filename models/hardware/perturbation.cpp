@@ -134,6 +134,10 @@ void apply_link_factor(Cluster& c, const std::vector<std::string>& names, const 
   Topology& t = c.topology;
   const std::vector<LinkId> sel = select_links(t, names, r);
   std::vector<std::string> shown;
+  if (r.factor == 1.0) {  // a link that is up and unchanged (factor 1, or fail: false): nothing splits
+    c.perturbations.push_back(fmt::format("{} ({}): {} link direction{} unchanged", r.key, selectors(r), sel.size(), sel.size() == 1 ? "" : "s"));
+    return;
+  }
   for (LinkId id : sel) {
     const double now = t.link(id).bandwidth * r.factor;
     if (!(now >= 1.0) || !std::isfinite(now) || now > 1e18) {

@@ -124,12 +124,12 @@ LinkRule read_link(const Fields& e) {
                               "none");
   }
   r.fail = e.boolean("fail", false);
-  if (r.fail == e.has("factor")) {
-    throw support::InputError(r.where, r.key, "one of factor (a bandwidth multiplier) or fail: true",
-                              r.fail ? "both" : e.has("fail") ? "fail: false and no factor" : "neither");
+  // `fail: false` alone is a link that is up (factor 1): what a sweep over fail=false,true needs.
+  if (r.fail ? e.has("factor") : !e.has("factor") && !e.has("fail")) {
+    throw support::InputError(r.where, r.key, "one of factor (a bandwidth multiplier), fail: true (down) or fail: false (up)", r.fail ? "both" : "neither");
   }
   if (!r.fail) {
-    r.factor = e.number("factor", 0.0);
+    r.factor = e.number("factor", 0.0, 1.0);
     if (r.factor < 1e-6 || r.factor > 1e6) throw e.error("factor", "a bandwidth factor from 1e-6 to 1e6 (a link that is down takes fail: true)");
   }
   return r;

@@ -22,6 +22,18 @@ scripts/plot "$work/two/sweep.csv" --y cost_per_mtok --out "$work/lines" || exit
 check "$work/lines"
 scripts/plot "$work/two/sweep.csv" --y tokens_per_s --kind heatmap --out "$work/heat" || exit 1
 check "$work/heat"
+# A sweep over perturbations (what_if keys): a failed NIC (fail=false,true) and a slow node
+# (speed 1, 0.5) on 2 × DGX H100, Llama-3-8B TP8 DP2. Each perturbation can only lengthen the
+# step: a failure at equal speed, and a slower node at equal failure.
+printf 'include: %s/tests/data/what-if/dgx-h100-2node-slow-node.yaml\nwhat_if: {links: [{device: node0/nic0, fail: false}]}\n' \
+  "$PWD" > "$work/whatif.yaml"
+"$ccsim" sweep "$work/whatif.yaml" --set 'what_if.links[0].fail=false,true' --set 'what_if.compute[0].speed=1,0.5' \
+  --out "$work/whatif" >/dev/null || exit 1
+awk -F, 'NR > 1 { t[$2 "," $3] = $8 } END {
+  if (!(t["true,1"] > t["false,1"] && t["true,0.5"] > t["false,0.5"] && t["false,0.5"] > t["false,1"] && t["true,0.5"] > t["true,1"])) {
+    print "perturbations did not lengthen the step:"; for (k in t) print k, t[k]; exit 1 } }' "$work/whatif/sweep.csv" || exit 1
+scripts/plot "$work/whatif/sweep.csv" --out "$work/whatif-lines" || exit 1
+check "$work/whatif-lines"
 # Bad input: not a sweep file, exit 2.
 scripts/plot "$scen" --out "$work/bad" 2>"$work/bad.err"; rc=$?
 [ $rc -eq 2 ] || { echo "expected exit 2 for a non-sweep file, got $rc"; exit 1; }
