@@ -42,8 +42,8 @@ constexpr std::array<Unit, 25> kBandwidthUnits{{
     {"GiBps", 1073741824.0},
 }};
 
-constexpr std::array<Unit, 7> kTimeUnits{{
-    {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"\xC2\xB5s", 1e-6}, {"ns", 1e-9}, {"ps", 1e-12},
+constexpr std::array<Unit, 8> kTimeUnits{{
+    {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"\xC2\xB5s", 1e-6}, {"\xCE\xBCs", 1e-6}, {"ns", 1e-9}, {"ps", 1e-12},
     {"min", 60.0},
 }};
 

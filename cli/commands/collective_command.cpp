@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <iostream>
 #include <string>
 #include <optional>
@@ -63,27 +64,42 @@ std::vector<double> parse_skew(const std::string& text, int ranks) {
   const auto bad = [&](const std::string& expected, const std::string& found) {
     return InputError({"<command line>", 0, 0}, "--skew", expected, found);
   };
+  for (const char ch : text) {
+    if (std::iscntrl(static_cast<unsigned char>(ch))) throw bad("printable text", "a control character in the spec");
+  }
+  // Past an hour the analytic engine's event coalescing (relative to the clock) would merge
+  // events microseconds apart; a late rank is milliseconds to seconds.
+  constexpr double kMaxSkew = 3600.0;
   const auto duration = [&](const std::string& t) {
     try {
       const double s = support::parse_quantity(t, support::Quantity::Time);
       if (!(s >= 0)) throw bad("a time of at least 0", "'" + t + "'");
+      if (s > kMaxSkew) throw bad("a time of at most 1 hour (3600s)", "'" + t + "'");
       return s;
     } catch (const support::UnitError& e) {
       throw bad("a time with its unit (50us, 1.5ms, 0s)", "'" + t + "' (" + e.what() + ")");
     }
   };
-  const auto split = [](const std::string& s, char sep) {
+  const auto trim = [](std::string s) {
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    std::size_t lead = 0;
+    while (lead < s.size() && s[lead] == ' ') ++lead;
+    return s.substr(lead);
+  };
+  const auto split = [&](const std::string& s, char sep) {  // fields with the spaces around them removed
     std::vector<std::string> parts;
     std::size_t from = 0;
-    for (std::size_t at; (at = s.find(sep, from)) != std::string::npos; from = at + 1) parts.push_back(s.substr(from, at - from));
-    parts.push_back(s.substr(from));
+    for (std::size_t at; (at = s.find(sep, from)) != std::string::npos; from = at + 1) parts.push_back(trim(s.substr(from, at - from)));
+    parts.push_back(trim(s.substr(from)));
     return parts;
   };
+  if (trim(text).empty()) throw bad("'RANK:TIME[,RANK:TIME...]' (3:50us), 'uniform:MAX[:SEED]' or 'exponential:MEAN[:SEED]'", "an empty spec");
   std::vector<double> ready(static_cast<std::size_t>(ranks), 0.0);
   const std::vector<std::string> head = split(text, ':');
   if (head.front() == "uniform" || head.front() == "exponential") {
     if (head.size() < 2 || head.size() > 3) throw bad("'" + head.front() + ":TIME' or '" + head.front() + ":TIME:SEED'", "'" + text + "'");
     const double scale = duration(head[1]);
+    if (head.front() == "exponential" && scale > 60.0) throw bad("a mean of at most 60s (draws reach 20 means and more)", "'" + head[1] + "'");
     std::uint64_t seed = 1;
     if (head.size() == 3) {
       std::size_t used = 0;
@@ -103,7 +119,10 @@ std::vector<double> parse_skew(const std::string& text, int ranks) {
       }
     }
     const double first = *std::min_element(ready.begin(), ready.end());
-    for (double& t : ready) t -= first;
+    for (double& t : ready) {
+      t -= first;
+      if (t > kMaxSkew) throw bad("draws of at most 1 hour (3600s)", fmt::format("{:g} s drawn", t));
+    }
     return ready;
   }
   std::vector<char> named(ready.size(), 0);
@@ -145,7 +164,7 @@ struct TableContext {
 };
 
 /// One size's figures under --skew, in microseconds: the per-rank wait is the rank's own time
-/// (arrival to its last op's end) minus the collective's time without skew.
+/// (arrival to its last op's end) minus the same rank's time without skew.
 struct SkewFigures {
   double from_first = 0, from_last = 0, mean_wait = 0, max_wait = 0;
   int max_rank = 0;
@@ -158,11 +177,13 @@ SkewFigures skew_figures(const planner::CollectiveResult& r) {
   f.from_first = s.from_first * 1e6;
   f.from_last = s.from_last * 1e6;
   for (std::size_t k = 0; k < s.rank_time.size(); ++k) {
-    const double w = (s.rank_time[k] - r.time) * 1e6;
+    double w = (s.rank_time[k] - s.rank_time_unskewed[k]) * 1e6;
+    if (std::fabs(w) < 1e-6 * std::max(1.0, s.rank_time_unskewed[k] * 1e6)) w = 0.0;  // rounding, not a wait (no "-0.00")
     f.wait.push_back(w);
     f.mean_wait += w / static_cast<double>(s.rank_time.size());
     if (k == 0 || w > f.max_wait) f.max_wait = w, f.max_rank = static_cast<int>(k);
   }
+  if (std::fabs(f.mean_wait) < 1e-9) f.mean_wait = 0.0;
   return f;
 }
 
@@ -251,7 +272,7 @@ void print_table(const TableContext& c, const std::vector<planner::CollectiveRes
     if (!c.rank_ready.empty()) {
       nlohmann::json ready = nlohmann::json::array();
       for (double t : c.rank_ready) ready.push_back(t * 1e6);
-      j["skew"] = {{"spec", o.skew}, {"rank_ready_us", ready}};
+      j["skew"] = {{"spec", *o.skew}, {"rank_ready_us", ready}};
       for (std::size_t i = 0; i < table.size(); ++i) {
         const SkewFigures f = skew_figures(*table[i].r);
         j["rows"][i]["skew"] = {{"from_first_us", f.from_first}, {"from_last_us", f.from_last}, {"mean_wait_us", f.mean_wait},
@@ -300,8 +321,8 @@ void print_table(const TableContext& c, const std::vector<planner::CollectiveRes
   if (c.rank_ready.empty()) return;
   // The same algorithm with the ranks arriving late: the time from the first and from the last
   // arrival, and each rank's wait (its own time, arrival to its last op's end, minus the time
-  // above without skew; negative when others' progress shortened it).
-  std::cout << "#\n# skew (--skew " << o.skew << "): " << describe_skew(c.rank_ready)
+  // same rank without skew; negative when others' progress shortened it).
+  std::cout << "#\n# skew (--skew " << *o.skew << "): " << describe_skew(c.rank_ready)
             << "; the algorithm and protocol are the ones chosen without skew\n";
   std::cout << fmt::format("#{:>11}  {:>8}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}\n", "size", "no skew", "from first", "from last",
                            "mean wait", "max wait", "max rank");
@@ -373,10 +394,10 @@ int run_collective(const CollectiveCliOptions& o) {
   opts.gpus = select_gpus(cluster, o.ranks, o.group);
   const int n = static_cast<int>(opts.gpus.size());
   if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
-  if (!o.skew.empty() && o.dump_channels) {
-    throw InputError({"<command line>", 0, 0}, "--skew", "no --skew with --dump-channels (nothing is simulated)", "'" + o.skew + "'");
+  if (o.skew && o.dump_channels) {
+    throw InputError({"<command line>", 0, 0}, "--skew", "no --skew with --dump-channels (nothing is simulated)", "'" + *o.skew + "'");
   }
-  if (!o.skew.empty()) opts.rank_ready = parse_skew(o.skew, n);
+  if (o.skew) opts.rank_ready = parse_skew(*o.skew, n);
   if (o.dump_channels) {
     const planner::ChannelPlan plan = planner::plan_channels(cluster, opts.gpus, opts.channels);
     std::cout << (o.format == "json" ? channel_dump_json(cluster, opts.gpus, plan) : channel_dump_text(cluster, opts.gpus, plan));

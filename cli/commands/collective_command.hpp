@@ -3,6 +3,7 @@
 // nccl-tests' table for a simulated collective, with the chosen algorithm and protocol and the
 // lower bound per size.
 
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -29,7 +30,7 @@ struct CollectiveCliOptions {
   std::string calibration;
   std::string catalog;
   bool dump_channels = false;  ///< print the channel plan and exit, without simulating
-  std::string skew;            ///< --skew: ready-time skew (parse_skew); empty: none
+  std::optional<std::string> skew;  ///< --skew: ready-time skew (parse_skew); nullopt: none
 };
 
 CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& options);

@@ -55,8 +55,11 @@ struct SkewResult {
   double from_first = 0;  ///< seconds from the first arrival to the last op's end
   double from_last = 0;   ///< seconds from the last arrival to the last op's end
   /// Per rank: seconds from its own arrival to the end of its last op (what the rank's own
-  /// timer would read); compare with CollectiveResult::time, the same collective without skew.
+  /// timer would read).
   std::vector<double> rank_time;
+  /// Per rank: the same without skew (every rank at 0); rank_time − rank_time_unskewed is what
+  /// the skew cost the rank (its wait).
+  std::vector<double> rank_time_unskewed;
 };
 
 struct CollectiveResult {

@@ -185,17 +185,24 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
       throw std::invalid_argument(fmt::format("a skew for {} ranks given for {}", options_.rank_ready.size(), options_.gpus.size()));
     }
     const models::Schedule one = schedule(best.algorithm, best.protocol, bytes, best.granularity);
-    const sim::Timeline tl = run_schedule(one, best.algorithm, best.protocol, engine_ ? *engine_ : *analytic_, true);
+    sim::Engine& engine = engine_ ? *engine_ : *analytic_;
+    const sim::Timeline tl = run_schedule(one, best.algorithm, best.protocol, engine, true);
+    const sim::Timeline plain = run_schedule(one, best.algorithm, best.protocol, engine, false);
     SkewResult skew;
     const double last = *std::max_element(options_.rank_ready.begin(), options_.rank_ready.end());
     skew.from_first = tl.makespan;
     skew.from_last = tl.makespan - last;
     // A rank's own time: its arrival to its last op's end (the first group's ranks).
     const std::size_t n = options_.gpus.size();
+    const auto ends = [n](const sim::Timeline& t) {
+      std::vector<double> end(n, 0.0);
+      for (const sim::OpRecord& op : t.ops)
+        if (static_cast<std::size_t>(op.rank) < n) end[static_cast<std::size_t>(op.rank)] = std::max(end[static_cast<std::size_t>(op.rank)], op.end);
+      return end;
+    };
+    const std::vector<double> end = ends(tl);
+    skew.rank_time_unskewed = ends(plain);
     skew.rank_time.assign(n, 0.0);
-    std::vector<double> end(n, 0.0);
-    for (const sim::OpRecord& op : tl.ops)
-      if (static_cast<std::size_t>(op.rank) < n) end[static_cast<std::size_t>(op.rank)] = std::max(end[static_cast<std::size_t>(op.rank)], op.end);
     for (std::size_t r = 0; r < n; ++r) skew.rank_time[r] = std::max(0.0, end[r] - options_.rank_ready[r]);
     best.skew = std::move(skew);
   }
