@@ -125,7 +125,7 @@ std::vector<LinkId> select_links(const Topology& t, const std::vector<std::strin
   if (out.empty()) {
     throw support::InputError(r.where, r.key, "selectors that match at least one link", selectors(r) + " matches none",
                               "devices are named like node0/gpu0, node0/nic0, node0/nvswitch, node0/pcie0, node0/cpu0, leaf0, spine0; "
-                              "`ccsim topo` lists them");
+                              "`ccsim topo --dot FILE` lists them");
   }
   return out;
 }
