@@ -95,6 +95,26 @@ std::vector<double> parse_skew(const std::string& text, int ranks) {
   };
   if (trim(text).empty()) throw bad("'RANK:TIME[,RANK:TIME...]' (3:50us), 'uniform:MAX[:SEED]' or 'exponential:MEAN[:SEED]'", "an empty spec");
   std::vector<double> ready(static_cast<std::size_t>(ranks), 0.0);
+  const auto parse_list = [&] {
+    std::vector<char> named(ready.size(), 0);
+    for (const std::string& item : split(text, ',')) {
+      const std::vector<std::string> kv = split(item, ':');
+      if (kv.size() != 2 || kv[0].empty() || !std::isdigit(static_cast<unsigned char>(kv[0].front()))) {
+        throw bad("'RANK:TIME[,RANK:TIME...]' (3:50us), 'uniform:MAX[:SEED]' or 'exponential:MEAN[:SEED]'", "'" + item + "'");
+      }
+      std::size_t used = 0;
+      long r = -1;
+      try {
+        r = std::stol(kv[0], &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != kv[0].size() || r < 0 || r >= ranks) throw bad(fmt::format("a rank from 0 to {}", ranks - 1), "'" + kv[0] + "' in '" + item + "'");
+      if (named[static_cast<std::size_t>(r)]) throw bad("each rank named once", fmt::format("rank {} twice", r));
+      named[static_cast<std::size_t>(r)] = 1;
+      ready[static_cast<std::size_t>(r)] = duration(kv[1]);
+    }
+  };
   const std::vector<std::string> head = split(text, ':');
   if (head.front() == "uniform" || head.front() == "exponential") {
     if (head.size() < 2 || head.size() > 3) throw bad("'" + head.front() + ":TIME' or '" + head.front() + ":TIME:SEED'", "'" + text + "'");
@@ -118,34 +138,15 @@ std::vector<double> parse_skew(const std::string& text, int ranks) {
         t = scale > 0 ? std::exponential_distribution<double>(1.0 / scale)(gen) : 0.0;
       }
     }
-    const double first = *std::min_element(ready.begin(), ready.end());
-    for (double& t : ready) {
-      t -= first;
-      if (t > kMaxSkew) throw bad("draws of at most 1 hour (3600s)", fmt::format("{:g} s drawn", t));
-    }
-    return ready;
-  }
-  std::vector<char> named(ready.size(), 0);
-  for (const std::string& item : split(text, ',')) {
-    const std::vector<std::string> kv = split(item, ':');
-    if (kv.size() != 2 || kv[0].empty() || !std::isdigit(static_cast<unsigned char>(kv[0].front()))) {
-      throw bad("'RANK:TIME[,RANK:TIME...]' (3:50us), 'uniform:MAX[:SEED]' or 'exponential:MEAN[:SEED]'", "'" + item + "'");
-    }
-    std::size_t used = 0;
-    long r = -1;
-    try {
-      r = std::stol(kv[0], &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != kv[0].size() || r < 0 || r >= ranks) throw bad(fmt::format("a rank from 0 to {}", ranks - 1), "'" + kv[0] + "' in '" + item + "'");
-    if (named[static_cast<std::size_t>(r)]) throw bad("each rank named once", fmt::format("rank {} twice", r));
-    named[static_cast<std::size_t>(r)] = 1;
-    ready[static_cast<std::size_t>(r)] = duration(kv[1]);
+  } else {
+    parse_list();
   }
   // The first arrival is the collective's start.
   const double first = *std::min_element(ready.begin(), ready.end());
-  for (double& t : ready) t -= first;
+  for (double& t : ready) {
+    t -= first;
+    if (t > kMaxSkew) throw bad("ready times of at most 1 hour (3600s)", fmt::format("{:g} s", t));
+  }
   return ready;
 }
 
