@@ -29,13 +29,17 @@ std::string table_path(const support::Fields& f, std::string_view key, const std
 }  // namespace
 
 SimulationSpec parse_simulation(const support::Fields& f) {
-  f.reject_unknown({"engine", "granularity", "calibration", "compute_calibration"});
+  f.reject_unknown({"engine", "granularity", "calibration", "compute_calibration", "contention"});
   SimulationSpec spec;
   spec.engine = *parse_engine_kind(f.choice("engine", {"analytic", "flow"}, "analytic"));
   spec.granularity = parse_granularity(f.choice("granularity", {"auto", "step", "phase"}, "auto"));
   spec.calibration = table_path(f, "calibration", "a collective calibration table (like scenarios/calibration/nccl.yaml)");
   spec.compute_calibration =
       table_path(f, "compute_calibration", "a compute calibration table (like scenarios/calibration/compute.yaml)");
+  spec.contention = f.boolean("contention", false);
+  if (spec.contention && spec.engine != EngineKind::Analytic) {
+    throw f.error("contention", "false with engine: flow (cross-dimension contention runs on the analytic engine)");
+  }
   return spec;
 }
 

@@ -3,6 +3,7 @@
 // (CollectiveResult).
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "planner/algorithms/algorithms.hpp"
 #include "planner/algorithms/protocol.hpp"
 #include "sim/engine.hpp"
+#include "sim/execution/plan_merge.hpp"
 
 namespace ccsim::planner {
 
@@ -48,6 +50,9 @@ struct CollectiveOptions {
   /// empty: no skew. The algorithm is chosen as without skew (NCCL's tuner does not see it),
   /// then run once more with these arrivals: CollectiveResult::skew.
   std::vector<double> rank_ready;
+  /// Keep the chosen run's Schedule, GPUs and cost parameters (CollectiveResult::plan), for a
+  /// later run together with other collectives (cross-dimension contention). Off: not kept.
+  bool keep_plan = false;
 };
 
 /// The chosen algorithm run with CollectiveOptions::rank_ready.
@@ -80,6 +85,8 @@ struct CollectiveResult {
   std::string granularity_note;
   /// With CollectiveOptions::rank_ready: the chosen algorithm under that skew.
   std::optional<SkewResult> skew;
+  /// With CollectiveOptions::keep_plan: the chosen run (its schedule, every concurrent group's GPUs, its costs).
+  std::shared_ptr<const sim::PlanPart> plan;
 };
 
 }  // namespace ccsim::planner

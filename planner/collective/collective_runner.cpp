@@ -206,6 +206,16 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
     for (std::size_t r = 0; r < n; ++r) skew.rank_time[r] = std::max(0.0, end[r] - options_.rank_ready[r]);
     best.skew = std::move(skew);
   }
+  if (options_.keep_plan) {
+    auto part = std::make_shared<sim::PlanPart>();
+    auto one = std::make_shared<models::Schedule>(schedule(best.algorithm, best.protocol, bytes, best.granularity));
+    part->cost = cost_params(best.algorithm, best.protocol, *one);
+    part->copies = static_cast<int>(1 + options_.concurrent.size());
+    part->rank_gpu = options_.gpus;
+    for (const auto& group : options_.concurrent) part->rank_gpu.insert(part->rank_gpu.end(), group.begin(), group.end());
+    part->schedule = std::move(one);
+    best.plan = std::move(part);
+  }
   costs_.warn_missing_efficiency(cluster_.topology, best.links, arch_);
   if (!options_.check_bound) return best;
   best.bound = bound_.time(static_cast<double>(bytes));

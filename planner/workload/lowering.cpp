@@ -65,6 +65,15 @@ std::optional<Algorithm> algorithm_choice(const models::StrategySpec& s, models:
   return parse_algorithm(it->second);
 }
 
+/// `plan` as a part of a later merged run: a copy of its schedule (one part, one copy).
+std::shared_ptr<const sim::PlanPart> kept_plan(const sim::Plan& plan) {
+  auto part = std::make_shared<sim::PlanPart>();
+  part->schedule = std::make_shared<models::Schedule>(*plan.schedule);
+  part->rank_gpu = plan.rank_gpu;
+  part->cost = plan.cost;
+  return part;
+}
+
 }  // namespace
 
 CommLowering::CommLowering(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs,
@@ -140,6 +149,7 @@ std::string CommLowering::shared_key(const ProgramOp& op, const Groups& g) const
                                 scenario_.simulation.granularity ? models::to_string(*scenario_.simulation.granularity) : "auto",
                                 models::to_string(engine_));
   for (const auto& [c, a] : scenario_.strategy->algorithms) key += c + "=" + a + ",";
+  if (keep_plans_) key += "plan|";
   // Inside one node, nodes of one class are alike (Topology::node_class): such an op is keyed
   // by the node's class and the GPUs' local indices, so the same TP op on another stage's node
   // is found too, and a perturbed node (a class of its own) is not. Ops that leave the node
@@ -193,6 +203,7 @@ CommCost CommLowering::simulate_p2p(const ProgramOp& op, const std::vector<int>&
   plan.rank_gpu = rank_gpu;
   plan.cost = costs_.params(Algorithm::Direct, Protocol::Simple, topo, gpu_spec(cluster_, plan.rank_gpu.front()).arch);
   const sim::Timeline tl = engine().run(plan);
+  if (keep_plans_) cost.plan = kept_plan(plan);
   cost.time = tl.makespan;
   cost.algorithm = "p2p";
   cost.protocol = "Simple";
@@ -222,6 +233,7 @@ CommCost CommLowering::simulate(const ProgramOp& op, const std::vector<int>& gro
   o.engine = engine_;
   o.granularity = scenario_.simulation.granularity;
   o.check_bound = false;
+  o.keep_plan = keep_plans_;
   CollectiveResult r;
   try {
     CollectiveRunner runner(cluster_, costs_, o, analytic_.get(), chosen_.get());
@@ -253,6 +265,7 @@ CommCost CommLowering::simulate(const ProgramOp& op, const std::vector<int>& gro
   cost.algorithm = std::string(to_string(r.algorithm));
   cost.protocol = std::string(to_string(r.protocol));
   cost.links = r.links;
+  cost.plan = std::move(r.plan);
   return cost;
 }
 
@@ -308,6 +321,7 @@ std::optional<CommCost> CommLowering::lower_vllm_allreduce(const ProgramOp& op, 
   plan.cost.step_latency.fill(serving_.custom_allreduce_stage);
   const sim::Timeline tl = engine().run(plan);
   CommCost cost;
+  if (keep_plans_) cost.plan = kept_plan(plan);
   cost.time = tl.makespan;
   cost.algorithm = std::string(to_string(kind));
   cost.protocol = "LD/ST";

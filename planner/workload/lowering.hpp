@@ -22,6 +22,7 @@
 #include "planner/workload/placement.hpp"
 #include "planner/workload/serving.hpp"
 #include "sim/execution/engine.hpp"
+#include "sim/execution/plan_merge.hpp"
 
 namespace ccsim::planner {
 
@@ -35,6 +36,9 @@ struct CommCost {
   int group_size = 0;
   int concurrent_groups = 0;            ///< other groups simulated alongside
   std::vector<sim::LinkRecord> links;   ///< all simulated groups
+  /// The simulated run (schedule, every group's GPUs, costs) when CommLowering::set_keep_plans
+  /// asked for it (cross-dimension contention runs it again beside other ops); else null.
+  std::shared_ptr<const sim::PlanPart> plan;
 };
 
 /// Lowered communication ops shared between WorkloadRunners of one cluster, cost table and
@@ -71,6 +75,10 @@ class CommLowering {
   const Placement& placement() const { return placement_; }
   /// vLLM's custom all-reduce constants (launch and stage latencies) for lowerings from now on.
   void set_serving(const ServingCalibration& serving) { serving_ = serving; }
+  /// Keep each lowered op's simulated run (CommCost::plan) from now on.
+  void set_keep_plans(bool keep) { keep_plans_ = keep; }
+  /// The analytic engine every lowering shares (its route cache too).
+  sim::Engine& analytic_engine() { return *analytic_; }
   /// Looks lowered ops up in (and adds them to) `cache`; null: none.
   void set_shared(std::shared_ptr<CommCostCache> cache) { shared_ = std::move(cache); }
 
@@ -117,6 +125,7 @@ class CommLowering {
   std::vector<CommCost> costs_list_;
   std::vector<std::vector<int>> node_ranks_;  ///< ranks on each node, ascending (built by the first lowering)
   std::shared_ptr<CommCostCache> shared_;  ///< costs shared with other runners (ccsim plan), or null
+  bool keep_plans_ = false;
 };
 
 }  // namespace ccsim::planner

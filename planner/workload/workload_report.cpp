@@ -96,6 +96,21 @@ std::vector<CommRow> comm_rows(const WorkloadResult& r) {
 }
 
 /// The summary's first lines (`# ...`): scenario, layout, serving engine, model, compute model.
+/// The cross-dimension contention table (simulation.contention).
+std::string contention_summary(const ContentionResult& k, double step) {
+  std::string out = fmt::format("cross-dimension contention: step {} against {} with each op costed alone ({:.3f}×); {} pass{}{}, {} engine run{}\n",
+                                seconds(step), seconds(k.step_alone), k.step_alone > 0 ? step / k.step_alone : 1.0, k.passes,
+                                k.passes == 1 ? "" : "es", k.converged ? ", converged" : " (not converged: the last pass still moved an op)",
+                                k.runs, k.runs == 1 ? "" : "s");
+  support::TextTable t({"dim", "ops", "slowed", "alone", "beside others", "lost"}, {false, true, true, true, true, true});
+  for (const auto& d : k.dims) {
+    t.add_row({d.dim, std::to_string(d.ops), std::to_string(d.slowed), seconds(d.alone), seconds(d.contended), seconds(d.contended - d.alone)});
+  }
+  out += t.render(0);
+  out += "(ops of the representative ranks, summed; lost = time beside the other dimensions' ops on shared links minus time alone)\n\n";
+  return out;
+}
+
 std::string summary_header(const RunContext& c) {
   const auto& sc = c.scenario;
   const auto& w = *sc.workload;
@@ -222,6 +237,7 @@ std::string run_summary(const RunContext& c) {
   }
   out += dims.render(0);
   out += "\n";
+  if (r.contention) out += contention_summary(*r.contention, step);
   support::TextTable ops({"dim", "collective", "size (B)", "per step", "group", "concurrent", "time each*", "algorithm", "protocol"},
                          {false, false, true, true, true, true, true, false, false});
   for (const auto& row : comm_rows(r)) {
@@ -320,6 +336,16 @@ std::string report_json(const RunContext& c) {
     comm[std::string(models::to_string(d))] = {{"time_s", mean_dim(r, false, d)}, {"exposed_s", mean_dim(r, true, d)}};
   }
   j["communication"] = comm;
+  if (r.contention) {
+    const ContentionResult& k = *r.contention;
+    ordered_json dims = ordered_json::array();
+    for (const auto& d : k.dims) {
+      dims.push_back({{"dim", d.dim}, {"ops", d.ops}, {"slowed", d.slowed}, {"alone_s", d.alone}, {"contended_s", d.contended},
+                      {"lost_s", d.contended - d.alone}});
+    }
+    j["contention"] = {{"step_time_alone_s", k.step_alone}, {"passes", k.passes}, {"converged", k.converged}, {"engine_runs", k.runs},
+                       {"dims", dims}};
+  }
   add_replica_json(c, j);
   ordered_json stages = ordered_json::array();
   for (std::size_t i = 0; i < r.stages.size(); ++i) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 
 namespace ccsim::planner {
@@ -241,8 +242,14 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
     out.program = models::join_replica_classes(programs, replicas, s.dp);
   }
   const models::Program& p = out.program;
-  const std::vector<double> duration = op_durations(out, progress);
+  const bool contention = scenario_.simulation.contention;
+  if (contention && engine_ != models::EngineKind::Analytic) {
+    throw std::invalid_argument("simulation.contention runs on the analytic engine, not on the flow engine");
+  }
+  lowering_.set_keep_plans(contention);
+  std::vector<double> duration = op_durations(out, progress);
   out.timing = execute_step(p, duration);
+  if (contention) out.contention = apply_contention(p, out.op_comm, out.comm_costs, lowering_.analytic_engine(), duration, out.timing);
   out.sync_wait = sync_waits(p, out.timing);
   // The critical path by class is reported where the replicas differ (replica_report.hpp).
   if (detail_ != Detail::StepOnly && (out.classes.size() > 1 || !cluster_.perturbations.empty())) {

@@ -18,6 +18,7 @@
 #include "models/workload/program_builder.hpp"
 #include "planner/workload/breakdown.hpp"
 #include "planner/workload/compute_model.hpp"
+#include "planner/workload/contention.hpp"
 #include "planner/workload/link_loads.hpp"
 #include "planner/workload/lowering.hpp"
 #include "planner/workload/placement.hpp"
@@ -58,6 +59,8 @@ struct WorkloadResult {
   ServingCalibration serving_calibration;        ///< inference phases: engine overhead, custom all-reduce constants
   double engine_overhead = 0;                    ///< seconds of host time per step (inference), in step_time and in each stage's idle
   std::optional<ServingResult> serving;          ///< phase serving: the request-level result (the rest describes its middle decode step)
+  /// simulation.contention: what the dimensions lost to each other (timing holds the contended step).
+  std::optional<ContentionResult> contention;
 };
 
 /// The mean of `f` over the GPUs `r` stands for: over its Program ranks, each weighted by the

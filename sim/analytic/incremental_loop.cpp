@@ -62,10 +62,12 @@ class UsedLinks {
 /// connection. Flow t is transfer t over its path's links, then its connection's cap.
 MaxMinProblem sharing_system(const Plan& plan, const models::Topology& topo, const detail::ExecutionGraph& g,
                              const UsedLinks& links) {
-  const bool capped = plan.cost.max_rate < kInf;
+  const bool capped = !g.connection_rate.empty() &&
+                      std::any_of(g.connection_rate.begin(), g.connection_rate.end(), [](double r) { return r < kInf; });
   const std::size_t nlinks = links.ids.size();
   MaxMinProblem system;
-  system.capacity.assign(nlinks + (capped ? g.connections : 0), plan.cost.max_rate);
+  system.capacity.assign(nlinks, 0.0);
+  if (capped) system.capacity.insert(system.capacity.end(), g.connection_rate.begin(), g.connection_rate.end());
   for (std::size_t i = 0; i < nlinks; ++i) system.capacity[i] = detail::link_capacity(topo.link(links.ids[i]), plan.cost);
   system.offsets.reserve(g.transfers.size() + 1);
   system.resources.reserve(g.path_links.size() + (capped ? g.transfers.size() : 0));

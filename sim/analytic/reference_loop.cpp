@@ -86,7 +86,7 @@ Timeline ReferenceLoop::run() {
 // Rates of every flowing transfer, and the links' peaks under them.
 void ReferenceLoop::solve() {
   add_links();
-  if (plan_.cost.max_rate < kInf) add_caps();
+  if (std::any_of(g_.connection_rate.begin(), g_.connection_rate.end(), [](double r) { return r < kInf; })) add_caps();
   const std::vector<double> rates = solve_max_min(problem_);
   std::vector<double> load(touched_.size(), 0.0);
   for (std::size_t f = 0; f < active_.size(); ++f) {
@@ -135,7 +135,7 @@ void ReferenceLoop::add_caps() {
     flow_res_.assign(problem_.resources.begin() + problem_.offsets[f], problem_.resources.begin() + problem_.offsets[f + 1]);
     if (connection_index_[tr.connection] == ~0U) {
       connection_index_[tr.connection] = static_cast<std::uint32_t>(with_caps.capacity.size());
-      with_caps.capacity.push_back(plan_.cost.max_rate);
+      with_caps.capacity.push_back(g_.connection_rate[tr.connection]);
       capped_connections_.push_back(tr.connection);
     }
     flow_res_.push_back(connection_index_[tr.connection]);

@@ -41,6 +41,16 @@ struct Plan {
   /// calls the collective; none of its ops start before. Empty: every rank at 0. Entries must
   /// be finite and ≥ 0, one per rank (engines throw std::invalid_argument otherwise).
   std::vector<double> rank_ready;
+  /// Several collectives in one run (cross-dimension contention; sim/execution/plan_merge.hpp
+  /// builds such plans). Part k holds ranks [part_first_rank[k], part_first_rank[k + 1]) (the
+  /// last part up to the schedule's end); their transfers cost by part_cost[k] (wire factor,
+  /// step latencies, rate cap per connection), and ECMP hashes a rank by its index within its
+  /// part, so each part takes the routes of its own run. Link capacities use Plan::cost's
+  /// efficiencies; Plan::cost.base_latency is paid once and the parts' base_latency is not
+  /// read (the merge folds it into rank_ready). Empty: one part, costed by Plan::cost. The
+  /// analytic engine runs such plans; the flow engine throws std::invalid_argument.
+  std::vector<CostParams> part_cost;
+  std::vector<std::uint32_t> part_first_rank;
 };
 
 /// What an engine returns. Times in seconds from the collective's start.

@@ -28,6 +28,13 @@ std::uint64_t key_of(int src, int dst, int channel) {
   return (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) | static_cast<std::uint64_t>(channel);
 }
 
+/// Whether any part of `plan` caps its connections' rate.
+bool any_capped(const Plan& plan) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (plan.part_cost.empty()) return plan.cost.max_rate < kInf;
+  return std::any_of(plan.part_cost.begin(), plan.part_cost.end(), [](const CostParams& c) { return c.max_rate < kInf; });
+}
+
 /// A send with what its transfer needs of it (steps, latency pool, bytes), so matching a
 /// receive reads the entry the search found rather than the peer's program.
 struct SendEntry {
@@ -47,7 +54,8 @@ class ExecutionGraph::Builder {
  public:
   Builder(ExecutionGraph& g, const Plan& plan, models::Router& router)
       : g_(g), s_(*plan.schedule), plan_(plan), router_(router), topo_(router.topology()),
-        capped_(plan.cost.max_rate < std::numeric_limits<double>::infinity()) {}
+        capped_(any_capped(plan)) {}
+  void number_parts();
   void number_ops();
   void link_dependents();
   void collect_sends();
@@ -58,7 +66,20 @@ class ExecutionGraph::Builder {
  private:
   void add_received(int r, std::size_t i);
   void add_switch_leg(int r, std::size_t i);
-  std::uint32_t add_transfer(Transfer t, const models::Path& path, std::uint32_t steps, std::uint64_t data_bytes);
+  std::uint32_t add_transfer(Transfer t, const models::Path& path, std::uint32_t steps, std::uint64_t data_bytes, int rank);
+  /// The cost parameters of rank r's part.
+  const CostParams& cost_of(int r) const {
+    return plan_.part_cost.empty() ? plan_.cost : plan_.part_cost[g_.rank_part[static_cast<std::size_t>(r)]];
+  }
+  /// Rank r's index within its part (what ECMP hashes).
+  int local_rank(int r) const {
+    return plan_.part_cost.empty() ? r : r - static_cast<int>(plan_.part_first_rank[g_.rank_part[static_cast<std::size_t>(r)]]);
+  }
+  /// A new rate-capped connection of rank r's part.
+  std::uint32_t new_connection(int r) {
+    g_.connection_rate.push_back(cost_of(r).max_rate);
+    return g_.connections++;
+  }
   std::size_t range_of(std::uint64_t key) const;
   models::DeviceId nvswitch_of(int rank) const;
   std::uint32_t op_id(int r, std::size_t i) const { return g_.rank_first_op_[static_cast<std::size_t>(r)] + static_cast<std::uint32_t>(i); }
@@ -75,7 +96,8 @@ class ExecutionGraph::Builder {
   // last_on_connection_[start] is its latest transfer.
   std::vector<SendEntry> sends_;  // sorted by (key, send op)
   std::vector<std::uint32_t> next_, last_on_connection_;
-  std::unordered_map<std::uint64_t, std::uint32_t> connection_ids_;  // (source GPU, destination GPU, channel)
+  // Per part: (source GPU, destination GPU, channel) -> connection.
+  std::vector<std::unordered_map<std::uint64_t, std::uint32_t>> connection_ids_;
 };
 
 ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_(plan) {
@@ -84,12 +106,31 @@ ExecutionGraph::ExecutionGraph(const Plan& plan, models::Router& router) : plan_
     throw std::invalid_argument(fmt::format("plan maps {} ranks to GPUs, schedule has {}", plan.rank_gpu.size(), s.nranks));
   }
   Builder b(*this, plan, router);
+  b.number_parts();
   b.number_ops();
   b.link_dependents();
   b.collect_sends();
   b.add_transfers();
   b.pool_latencies();
   b.check_sends_matched();
+}
+
+// Each rank's part (Plan::part_first_rank).
+void ExecutionGraph::Builder::number_parts() {
+  const auto n = static_cast<std::size_t>(s_.nranks);
+  g_.rank_part.assign(n, 0);
+  connection_ids_.resize(std::max<std::size_t>(1, plan_.part_cost.size()));
+  if (plan_.part_cost.empty() && plan_.part_first_rank.empty()) return;
+  const auto& first = plan_.part_first_rank;
+  if (first.size() != plan_.part_cost.size() || first.front() != 0) {
+    throw std::invalid_argument(fmt::format("plan has {} part costs and {} part starts (the first must be rank 0)",
+                                            plan_.part_cost.size(), first.size()));
+  }
+  for (std::size_t k = 0; k < first.size(); ++k) {
+    const std::size_t end = k + 1 < first.size() ? first[k + 1] : n;
+    if (end < first[k] || end > n) throw std::invalid_argument(fmt::format("plan part {} starts at rank {} past its end {}", k, first[k], end));
+    for (std::size_t r = first[k]; r < end; ++r) g_.rank_part[r] = static_cast<std::uint32_t>(k);
+  }
 }
 
 // Global op ids, rank by rank.
@@ -173,8 +214,9 @@ void ExecutionGraph::Builder::add_received(int r, std::size_t i) {
   const models::DeviceId src = plan_.rank_gpu[static_cast<std::size_t>(op.peer)];
   Transfer t;
   if (capped_) {  // connections matter only for a rate cap
-    const auto [it_conn, fresh] = connection_ids_.try_emplace(key_of(static_cast<int>(src), static_cast<int>(gpu), op.channel), g_.connections);
-    if (fresh) ++g_.connections;
+    auto& ids = connection_ids_[g_.rank_part[static_cast<std::size_t>(r)]];
+    const auto [it_conn, fresh] = ids.try_emplace(key_of(static_cast<int>(src), static_cast<int>(gpu), op.channel), g_.connections);
+    if (fresh) new_connection(r);
     t.connection = it_conn->second;
   }
   t.send_op = send_id;
@@ -186,10 +228,10 @@ void ExecutionGraph::Builder::add_received(int r, std::size_t i) {
   // ECMP: the spine is chosen by a hash of the connection (source rank, destination
   // rank, channel), as a switch hashes a queue pair's header; each channel is its own QP.
   // (With balanced ECMP the router uses the channel and the NICs' leaf ports instead.)
-  const std::uint64_t flow = support::splitmix64(key_of(op.peer, r, op.channel));
+  const std::uint64_t flow = support::splitmix64(key_of(local_rank(op.peer), local_rank(r), op.channel));
   const std::uint32_t tid =
-      src == gpu ? add_transfer(t, models::Path{}, send.steps, send.bytes)
-                 : add_transfer(t, router_.route(src, gpu, flow, static_cast<std::uint32_t>(op.channel)), send.steps, send.bytes);
+      src == gpu ? add_transfer(t, models::Path{}, send.steps, send.bytes, op.peer)
+                 : add_transfer(t, router_.route(src, gpu, flow, static_cast<std::uint32_t>(op.channel)), send.steps, send.bytes, op.peer);
   g_.op_transfer[send_id] = tid;
   g_.op_transfer[id] = tid;
   // Receives of one rank come in op order, and are matched to sends in op order, so
@@ -208,19 +250,20 @@ void ExecutionGraph::Builder::add_switch_leg(int r, std::size_t i) {
   const models::DeviceId gpu = plan_.rank_gpu[static_cast<std::size_t>(r)];
   const models::DeviceId sw = nvswitch_of(r);
   Transfer t;
-  t.connection = g_.connections++;  // in-switch legs are not capped together
+  t.connection = new_connection(r);  // in-switch legs are not capped together
   t.group = op.tag;
   const bool up = op.kind == OpKind::SwitchSend;
   (up ? t.send_op : t.recv_op) = id;
   t.src = up ? gpu : sw;
   t.dst = up ? sw : gpu;
-  const std::uint32_t tid = add_transfer(t, router_.route(t.src, t.dst), op.steps, op.bytes());
+  const std::uint32_t tid = add_transfer(t, router_.route(t.src, t.dst), op.steps, op.bytes(), r);
   g_.op_transfer[id] = tid;
   if (!up) g_.group_receivers[op.tag].push_back(tid);
 }
 
-std::uint32_t ExecutionGraph::Builder::add_transfer(Transfer t, const models::Path& path, std::uint32_t steps, std::uint64_t data_bytes) {
-  const CostParams& cost = plan_.cost;
+std::uint32_t ExecutionGraph::Builder::add_transfer(Transfer t, const models::Path& path, std::uint32_t steps, std::uint64_t data_bytes,
+                                                    int rank) {
+  const CostParams& cost = cost_of(rank);
   models::LinkClass worst = models::LinkClass::ScaleUp;
   for (models::LinkId id : path.links) worst = std::max(worst, topo_.link(id).link_class);
   // Whole bytes, as SimGrid's payloads are: both engines see the same transfer.

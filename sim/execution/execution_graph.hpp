@@ -68,6 +68,10 @@ class ExecutionGraph {
   std::vector<int> group_size;                  ///< contributors per in-switch group
   std::vector<std::vector<std::uint32_t>> group_receivers;  ///< switch -> GPU transfers per group
   std::uint32_t connections = 0;                ///< distinct Transfer::connection values
+  /// Per connection: its rate cap in wire bytes per second (CostParams::max_rate of its part).
+  std::vector<double> connection_rate;
+  /// Per rank: its part (Plan::part_first_rank; all 0 for a one-part plan).
+  std::vector<std::uint32_t> rank_part;
 
  private:
   class Builder;  // the construction steps (execution_graph.cpp)

@@ -520,6 +520,9 @@ void FlowRun::write_results(int fd) const {
 }  // namespace
 
 Timeline FlowEngine::run(const Plan& plan) {
+  if (!plan.part_cost.empty()) {
+    throw std::invalid_argument("the flow engine runs one collective per plan; plans of several parts (cross-dimension contention) run on the analytic engine");
+  }
   ExecutionGraph g(plan, router_);  // built in the parent: bad plans fail here, not in the child
   (void)detail::held_ranks(plan);   // the same for a bad Plan::rank_ready
   int fds[2];

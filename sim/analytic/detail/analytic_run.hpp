@@ -80,10 +80,10 @@ class AnalyticRun {
   std::vector<std::uint32_t> startable_, flowable_;
   BatchQueue<LatencyEvent> latencies_;
   std::uint64_t seq_ = 0;
+  std::vector<double> op_start_, op_end_;
   std::vector<char> held_;                           ///< per rank: arrives after the start (held_ranks)
   std::vector<std::pair<double, std::size_t>> arrivals_;  ///< (time, rank) of the late ranks, by time
   std::size_t next_arrival_ = 0;
-  std::vector<double> op_start_, op_end_;
 };
 
 }  // namespace ccsim::sim::detail

@@ -1,0 +1,202 @@
+#include "planner/workload/contention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "sim/execution/plan_merge.hpp"
+
+namespace ccsim::planner {
+
+namespace {
+
+using models::ParallelDim;
+
+constexpr int kDims = 6;  // ParallelDim's five, then expert data parallel
+constexpr const char* kDimNames[kDims] = {"TP", "PP", "DP", "EP", "CP", "EDP"};
+
+int dimension_of(const models::ProgramOp& op) {
+  if (op.expert && op.dim == ParallelDim::DP) return 5;
+  return static_cast<int>(op.dim);
+}
+
+/// One communication op at its start: the Program ops it stands for (the copies of a DP
+/// collective joined across replica classes are one op).
+struct Instance {
+  int cost = 0;
+  int dim = 0;
+  double start = 0, end = 0;
+  std::vector<std::uint32_t> ops;
+};
+
+bool sorted_intersect(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {
+  auto i = a.begin();
+  auto j = b.begin();
+  while (i != a.end() && j != b.end()) {
+    if (*i == *j) return true;
+    if (*i < *j) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return false;
+}
+
+class Contention {
+ public:
+  Contention(const models::Program& p, const std::vector<int>& op_comm, const std::vector<CommCost>& costs, sim::Engine& engine)
+      : p_(p), op_comm_(op_comm), costs_(costs), engine_(engine), links_(costs.size()), gpus_(costs.size()) {
+    for (std::size_t c = 0; c < costs.size(); ++c) {
+      for (const auto& l : costs[c].links)
+        if (l.bytes > 0) links_[c].push_back(l.link);
+      std::sort(links_[c].begin(), links_[c].end());
+      if (costs[c].plan) {
+        gpus_[c].assign(costs[c].plan->rank_gpu.begin(), costs[c].plan->rank_gpu.end());
+        std::sort(gpus_[c].begin(), gpus_[c].end());
+      }
+    }
+  }
+
+  /// The instances of `timing`, by start.
+  std::vector<Instance> instances(const std::vector<OpTiming>& timing, const std::vector<double>& alone) const {
+    std::map<std::pair<int, double>, std::size_t> index;
+    std::vector<Instance> out;
+    for (std::uint32_t i = 0; i < p_.ops.size(); ++i) {
+      const int c = op_comm_[i];
+      if (c < 0 || !costs_[static_cast<std::size_t>(c)].plan || alone[i] <= 0) continue;
+      const auto [it, fresh] = index.try_emplace({c, timing[i].start}, out.size());
+      if (fresh) out.push_back({c, dimension_of(p_.ops[i]), timing[i].start, timing[i].end, {}});
+      out[it->second].ops.push_back(i);
+    }
+    std::sort(out.begin(), out.end(), [](const Instance& a, const Instance& b) {
+      return a.start != b.start ? a.start < b.start : a.cost < b.cost;
+    });
+    return out;
+  }
+
+  /// Instance k's duration beside the instances of other dimensions that overlap it.
+  double contended(const std::vector<Instance>& in, std::size_t k, double alone, double max_length) {
+    const Instance& me = in[k];
+    const double eps = 1e-12 * std::max(1.0, me.end);
+    // Candidates: every instance whose start is within max_length before my end.
+    std::vector<std::pair<double, std::size_t>> cand;  // (overlap, index)
+    const auto first = std::lower_bound(in.begin(), in.end(), me.start - max_length,
+                                        [](const Instance& a, double t) { return a.start < t; });
+    for (auto it = first; it != in.end() && it->start < me.end - eps; ++it) {
+      const auto j = static_cast<std::size_t>(it - in.begin());
+      if (j == k || it->dim == me.dim || it->end <= me.start + eps) continue;
+      if (!shares_links(me.cost, it->cost)) continue;
+      cand.emplace_back(std::min(me.end, it->end) - std::max(me.start, it->start), j);
+    }
+    if (cand.empty()) return alone;
+    std::sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    std::vector<std::size_t> chosen;
+    for (const auto& [overlap, j] : cand) {
+      bool twin = false;  // the same physical op, seen from another replica class
+      for (std::size_t c : chosen)
+        twin = twin || (in[c].dim == in[j].dim && shares_gpus(in[c].cost, in[j].cost));
+      if (!twin) chosen.push_back(j);
+    }
+    // Offsets from my start, rounded to 1e-4 of my time alone: the key of the run.
+    const double q = 1e-4 * alone;
+    std::vector<std::pair<int, long long>> key{{me.cost, 0}};
+    for (std::size_t j : chosen) key.emplace_back(in[j].cost, std::llround((in[j].start - me.start) / q));
+    std::sort(key.begin() + 1, key.end());
+    if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
+    std::vector<const sim::PlanPart*> parts;
+    std::vector<double> offset;
+    for (const auto& [c, off] : key) {
+      parts.push_back(costs_[static_cast<std::size_t>(c)].plan.get());
+      offset.push_back(static_cast<double>(off) * q);
+    }
+    const double shift = -*std::min_element(offset.begin(), offset.end());
+    for (double& o : offset) o += shift;
+    const auto merged = sim::merge_plans(parts, offset);
+    const sim::Timeline tl = engine_.run(merged->plan);
+    const double t = sim::part_ends(merged->plan, tl).front() - shift;
+    ++runs_;
+    memo_.emplace(std::move(key), t);
+    return t;
+  }
+
+  std::size_t runs() const { return runs_; }
+
+ private:
+  bool shares_links(int a, int b) {
+    const auto k = std::minmax(a, b);
+    const auto [it, fresh] = link_memo_.try_emplace(k, false);
+    if (fresh) it->second = sorted_intersect(links_[static_cast<std::size_t>(a)], links_[static_cast<std::size_t>(b)]);
+    return it->second;
+  }
+  bool shares_gpus(int a, int b) {
+    const auto k = std::minmax(a, b);
+    const auto [it, fresh] = gpu_memo_.try_emplace(k, false);
+    if (fresh) it->second = a == b || sorted_intersect(gpus_[static_cast<std::size_t>(a)], gpus_[static_cast<std::size_t>(b)]);
+    return it->second;
+  }
+
+  const models::Program& p_;
+  const std::vector<int>& op_comm_;
+  const std::vector<CommCost>& costs_;
+  sim::Engine& engine_;
+  std::vector<std::vector<std::uint32_t>> links_;  ///< per cost: links that carried bytes, ascending
+  std::vector<std::vector<std::uint32_t>> gpus_;   ///< per cost: its run's GPUs, ascending
+  std::map<std::pair<int, int>, bool> link_memo_, gpu_memo_;
+  std::map<std::vector<std::pair<int, long long>>, double> memo_;
+  std::size_t runs_ = 0;
+};
+
+}  // namespace
+
+ContentionResult apply_contention(const models::Program& p, const std::vector<int>& op_comm, const std::vector<CommCost>& costs,
+                                  sim::Engine& analytic, std::vector<double>& duration, std::vector<OpTiming>& timing,
+                                  int max_passes) {
+  ContentionResult out;
+  for (const auto& t : timing) out.step_alone = std::max(out.step_alone, t.end);
+  const std::vector<double> alone = duration;
+  Contention c(p, op_comm, costs, analytic);
+  std::vector<Instance> in;
+  std::vector<double> length;  // per instance of the last pass: its contended duration
+  for (out.passes = 0; out.passes < max_passes;) {
+    in = c.instances(timing, alone);
+    double max_length = 0;
+    for (const Instance& i : in) max_length = std::max(max_length, i.end - i.start);
+    std::vector<double> next = alone;
+    length.assign(in.size(), 0.0);
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      const double a = alone[in[k].ops.front()];
+      length[k] = std::max(a, c.contended(in, k, a, max_length));
+      for (std::uint32_t op : in[k].ops) next[op] = length[k];
+    }
+    double change = 0;
+    for (std::size_t i = 0; i < next.size(); ++i)
+      if (next[i] != duration[i]) change = std::max(change, std::abs(next[i] - duration[i]) / std::max(next[i], duration[i]));
+    duration = std::move(next);
+    timing = execute_step(p, duration);
+    ++out.passes;
+    if (change <= 1e-9) {
+      out.converged = true;
+      break;
+    }
+  }
+  out.runs = c.runs();
+  std::vector<DimensionContention> dims(kDims);
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    auto& d = dims[static_cast<std::size_t>(in[k].dim)];
+    const double a = alone[in[k].ops.front()];
+    d.ops += 1;
+    d.alone += a;
+    d.contended += length[k];
+    d.slowed += length[k] > a * (1 + 1e-9) ? 1 : 0;
+  }
+  for (int d = 0; d < kDims; ++d) {
+    if (dims[static_cast<std::size_t>(d)].ops == 0) continue;
+    dims[static_cast<std::size_t>(d)].dim = kDimNames[d];
+    out.dims.push_back(dims[static_cast<std::size_t>(d)]);
+  }
+  return out;
+}
+
+}  // namespace ccsim::planner
