@@ -130,6 +130,20 @@ std::vector<LinkId> select_links(const Topology& t, const std::vector<std::strin
   return out;
 }
 
+std::string time_text(double s) {
+  if (s == 0 || s >= 1) return fmt::format("{:g} s", s);
+  if (s >= 1e-3) return fmt::format("{:g} ms", s * 1e3);
+  return fmt::format("{:g} us", s * 1e6);
+}
+
+/// "at 2.5 s for 500 ms, every 1 s" for a timed rule.
+std::string timing_text(const LinkRule& r) {
+  std::string out = "at " + time_text(r.at);
+  if (std::isfinite(r.duration)) out += " for " + time_text(r.duration);
+  if (r.every > 0) out += ", every " + time_text(r.every);
+  return out;
+}
+
 void apply_link_factor(Cluster& c, const std::vector<std::string>& names, const LinkRule& r) {
   Topology& t = c.topology;
   const std::vector<LinkId> sel = select_links(t, names, r);
@@ -286,6 +300,59 @@ std::string describe_ops(unsigned ops) {
   return out;
 }
 
+namespace {
+
+/// The window of `r` that holds at or after t: [start, end) with end > t (start may be ≤ t), or
+/// start = +inf when none does.
+std::pair<double, double> window_from(const LinkRule& r, double t) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (r.every <= 0) return t < r.at + r.duration ? std::make_pair(r.at, r.at + r.duration) : std::make_pair(kInf, kInf);
+  double k = t <= r.at ? 0.0 : std::floor((t - r.at) / r.every);
+  double start = r.at + k * r.every;
+  if (start + r.duration <= t) start = r.at + (k + 1) * r.every;
+  return {start, start + r.duration};
+}
+
+}  // namespace
+
+bool windows_overlap(const LinkRule& a, const LinkRule& b, double horizon, double& when) {
+  // Walk both window sequences in time order. At t, each rule's current or next window ends
+  // after t; if both hold at the later start they overlap there, else the one that ended first
+  // is behind us: go on from its end (which is after t, so the walk moves on).
+  double t = 0;
+  for (std::size_t guard = 0; guard < 10000000 && t < horizon; ++guard) {
+    const auto [sa, ea] = window_from(a, t);
+    const auto [sb, eb] = window_from(b, t);
+    if (!std::isfinite(sa) || !std::isfinite(sb)) return false;
+    const double start = std::max({sa, sb, t});
+    if (start >= horizon) return false;
+    // Windows that only touch (one ends where the other starts, up to rounding of the decimal
+    // times they were written in) do not overlap.
+    const double tol = 1e-12 * std::max(1.0, start);
+    if (start + tol < ea && start + tol < eb) {
+      when = start;
+      return true;
+    }
+    t = std::min(ea, eb);
+  }
+  return false;
+}
+
+WhatIfSpec with_timed_rules(const WhatIfSpec& w, const std::vector<std::size_t>& timed) {
+  WhatIfSpec out = w;
+  out.links.clear();
+  for (std::size_t i = 0; i < w.links.size(); ++i) {
+    if (!w.links[i].timed()) {
+      out.links.push_back(w.links[i]);
+    } else if (std::find(timed.begin(), timed.end(), i) != timed.end()) {
+      LinkRule r = w.links[i];
+      r.at = -1;
+      out.links.push_back(r);
+    }
+  }
+  return out;
+}
+
 void apply_what_if(Cluster& c, const WhatIfSpec& w) {
   for (const auto& r : w.compute) apply_compute(c, r);
   for (const auto& r : w.stragglers) apply_stragglers(c, r);
@@ -296,6 +363,15 @@ void apply_what_if(Cluster& c, const WhatIfSpec& w) {
   std::vector<LinkId> down;
   const LinkRule* last_failure = nullptr;
   for (const auto& r : w.links) {
+    if (r.timed()) {
+      // Applied by the workload runner while it holds; its selectors are checked here.
+      const std::size_t n = select_links(c.topology, names, r).size();
+      c.perturbations.push_back(fmt::format("{} ({}): {} link direction{} {}, timed: {} (ccsim run applies it to the ops that run "
+                                            "then; the links here are as they are outside it)",
+                                            r.key, selectors(r), n, n == 1 ? "" : "s",
+                                            r.fail ? std::string("down") : fmt::format("at {:g}× bandwidth", r.factor), timing_text(r)));
+      continue;
+    }
     if (!r.fail) {
       apply_link_factor(c, names, r);
       continue;

@@ -13,6 +13,7 @@
 // nodes or ranks sees the perturbed ones as different.
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,15 @@ struct LinkRule {
   std::string kind;
   double factor = 1.0;  ///< > 0
   bool fail = false;
+  /// A timed rule (`at:`) holds during [at, at + duration) seconds from the start of a workload
+  /// step, again every `every` seconds when that is set (a flapping link); duration +inf when
+  /// `for:` is absent. A static rule has at < 0. apply_what_if applies static rules only; the
+  /// workload runner applies timed ones to the ops that run during them
+  /// (planner/workload/link_events.hpp).
+  double at = -1;
+  double duration = std::numeric_limits<double>::infinity();
+  double every = 0;     ///< seconds; 0: once
+  bool timed() const { return at >= 0; }
   support::SourceLocation where;
   std::string key;
 };
@@ -76,7 +86,15 @@ struct WhatIfSpec {
   bool empty() const { return compute.empty() && stragglers.empty() && links.empty(); }
 };
 
-/// Applies `w` to `c`, rules in order (compute rules and stragglers multiply speeds, link
+/// Whether timed link event(s) with timings `a` and `b` (LinkRule::at, duration, every) both
+/// hold at some instant of [0, horizon) seconds; the first such instant in `when`.
+bool windows_overlap(const LinkRule& a, const LinkRule& b, double horizon, double& when);
+
+/// `w` with only its static rules, plus the timed link rules of indices `timed` (into w.links)
+/// made static: the cluster while those events hold.
+WhatIfSpec with_timed_rules(const WhatIfSpec& w, const std::vector<std::size_t>& timed);
+
+/// Applies `w` to `c`, static rules in order (timed link rules are skipped; compute rules and stragglers multiply speeds, link
 /// factors multiply bandwidths): fills c.gpu_speed (one entry per GPU when any rule applies),
 /// scales link bandwidths with Topology::set_bandwidth (which splits the touched nodes' classes)
 /// and takes failed links down with Topology::fail_link (routes and NCCL's ring search go

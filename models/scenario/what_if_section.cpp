@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 namespace ccsim::models {
 namespace {
 
@@ -110,8 +112,33 @@ void read_link_pattern(const Fields& e, LinkRule& r) {
   }
 }
 
+/// `at`, `for` and `every` of a timed link rule (LinkRule::at): times up to a day.
+void read_timing(const Fields& e, LinkRule& r) {
+  constexpr double kDay = 86400;
+  if (!e.has("at")) {
+    for (const char* k : {"for", "every"}) {
+      if (e.has(k)) throw e.error(k, "'at' as well (when the event starts, seconds from the step's start: 'at: 2.5s')", "");
+    }
+    return;
+  }
+  r.at = e.quantity("at", support::Quantity::Time, false);
+  if (r.at > kDay) throw e.error("at", "a start time from 0 to 1 day");
+  if (e.has("for")) {
+    r.duration = e.quantity("for", support::Quantity::Time, true);
+    if (r.duration > kDay) throw e.error("for", "a duration above 0 and up to 1 day");
+  }
+  if (e.has("every")) {
+    if (!e.has("for")) throw e.error("every", "'for' as well (how long each flap lasts: 'for: 50ms, every: 1s')");
+    r.every = e.quantity("every", support::Quantity::Time, true);
+    if (r.every > kDay) throw e.error("every", "a period up to 1 day");
+    if (r.every <= r.duration) {
+      throw e.error("every", fmt::format("a period longer than 'for' ({:g} s): a flap that never ends is a static rule (leave out at, for and every)", r.duration));
+    }
+  }
+}
+
 LinkRule read_link(const Fields& e) {
-  e.reject_unknown({"link", "device", "kind", "factor", "fail"});
+  e.reject_unknown({"link", "device", "kind", "factor", "fail", "at", "for", "every"});
   LinkRule r;
   r.where = e.location();
   r.key = e.path();
@@ -132,6 +159,7 @@ LinkRule read_link(const Fields& e) {
     r.factor = e.number("factor", 0.0, 1.0);
     if (r.factor < 1e-6 || r.factor > 1e6) throw e.error("factor", "a bandwidth factor from 1e-6 to 1e6 (a link that is down takes fail: true)");
   }
+  read_timing(e, r);
   return r;
 }
 

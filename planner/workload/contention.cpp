@@ -44,9 +44,11 @@ bool sorted_intersect(const std::vector<std::uint32_t>& a, const std::vector<std
   return false;
 }
 
-class Contention {
+}  // namespace
+
+class CrossDimensionContention::Impl {
  public:
-  Contention(const models::Program& p, const std::vector<int>& op_comm, const std::vector<CommCost>& costs, sim::Engine& engine)
+  Impl(const models::Program& p, const std::vector<int>& op_comm, const std::vector<CommCost>& costs, sim::Engine& engine)
       : p_(p), op_comm_(op_comm), costs_(costs), engine_(engine), links_(costs.size()), gpus_(costs.size()) {
     for (std::size_t c = 0; c < costs.size(); ++c) {
       for (const auto& l : costs[c].links)
@@ -123,6 +125,10 @@ class Contention {
 
   std::size_t runs() const { return runs_; }
 
+  std::vector<double> alone;   ///< per op: its duration costed alone
+  std::vector<Instance> in;    ///< the last durations() call's instances
+  std::vector<double> length;  ///< and their contended durations
+
  private:
   bool shares_links(int a, int b) {
     const auto k = std::minmax(a, b);
@@ -148,53 +154,47 @@ class Contention {
   std::size_t runs_ = 0;
 };
 
-}  // namespace
+CrossDimensionContention::CrossDimensionContention(const models::Program& p, const std::vector<int>& op_comm,
+                                                   const std::vector<CommCost>& costs, sim::Engine& analytic, std::vector<double> alone)
+    : impl_(std::make_unique<Impl>(p, op_comm, costs, analytic)) {
+  impl_->alone = std::move(alone);
+}
 
-ContentionResult apply_contention(const models::Program& p, const std::vector<int>& op_comm, const std::vector<CommCost>& costs,
-                                  sim::Engine& analytic, std::vector<double>& duration, std::vector<OpTiming>& timing,
-                                  int max_passes) {
-  ContentionResult out;
-  for (const auto& t : timing) out.step_alone = std::max(out.step_alone, t.end);
-  const std::vector<double> alone = duration;
-  Contention c(p, op_comm, costs, analytic);
-  std::vector<Instance> in;
-  std::vector<double> length;  // per instance of the last pass: its contended duration
-  for (out.passes = 0; out.passes < max_passes;) {
-    in = c.instances(timing, alone);
-    double max_length = 0;
-    for (const Instance& i : in) max_length = std::max(max_length, i.end - i.start);
-    std::vector<double> next = alone;
-    length.assign(in.size(), 0.0);
-    for (std::size_t k = 0; k < in.size(); ++k) {
-      const double a = alone[in[k].ops.front()];
-      length[k] = std::max(a, c.contended(in, k, a, max_length));
-      for (std::uint32_t op : in[k].ops) next[op] = length[k];
-    }
-    double change = 0;
-    for (std::size_t i = 0; i < next.size(); ++i)
-      if (next[i] != duration[i]) change = std::max(change, std::abs(next[i] - duration[i]) / std::max(next[i], duration[i]));
-    duration = std::move(next);
-    timing = execute_step(p, duration);
-    ++out.passes;
-    if (change <= 1e-9) {
-      out.converged = true;
-      break;
-    }
+CrossDimensionContention::~CrossDimensionContention() = default;
+
+std::size_t CrossDimensionContention::runs() const { return impl_->runs(); }
+
+std::vector<double> CrossDimensionContention::durations(const std::vector<OpTiming>& timing) {
+  Impl& c = *impl_;
+  c.in = c.instances(timing, c.alone);
+  double max_length = 0;
+  for (const Instance& i : c.in) max_length = std::max(max_length, i.end - i.start);
+  std::vector<double> next = c.alone;
+  c.length.assign(c.in.size(), 0.0);
+  for (std::size_t k = 0; k < c.in.size(); ++k) {
+    const double a = c.alone[c.in[k].ops.front()];
+    c.length[k] = std::max(a, c.contended(c.in, k, a, max_length));
+    for (std::uint32_t op : c.in[k].ops) next[op] = c.length[k];
   }
-  out.runs = c.runs();
+  return next;
+}
+
+std::vector<DimensionContention> CrossDimensionContention::dims() const {
+  const Impl& c = *impl_;
   std::vector<DimensionContention> dims(kDims);
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    auto& d = dims[static_cast<std::size_t>(in[k].dim)];
-    const double a = alone[in[k].ops.front()];
+  for (std::size_t k = 0; k < c.in.size(); ++k) {
+    auto& d = dims[static_cast<std::size_t>(c.in[k].dim)];
+    const double a = c.alone[c.in[k].ops.front()];
     d.ops += 1;
     d.alone += a;
-    d.contended += length[k];
-    d.slowed += length[k] > a * (1 + 1e-9) ? 1 : 0;
+    d.contended += c.length[k];
+    d.slowed += c.length[k] > a * (1 + 1e-9) ? 1 : 0;
   }
+  std::vector<DimensionContention> out;
   for (int d = 0; d < kDims; ++d) {
     if (dims[static_cast<std::size_t>(d)].ops == 0) continue;
     dims[static_cast<std::size_t>(d)].dim = kDimNames[d];
-    out.dims.push_back(dims[static_cast<std::size_t>(d)]);
+    out.push_back(dims[static_cast<std::size_t>(d)]);
   }
   return out;
 }

@@ -17,6 +17,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "models/workload/program.hpp"
@@ -36,20 +38,36 @@ struct DimensionContention {
 };
 
 struct ContentionResult {
-  int passes = 0;             ///< step executions with contended durations
+  int passes = 0;             ///< step executions with contended durations (with timed link events, passes of both)
   bool converged = false;     ///< the last pass changed no duration by more than 1e-9 relative
   double step_alone = 0;      ///< seconds: the step with every op costed alone
   std::size_t runs = 0;       ///< merged engine runs (after sharing between repeated instances)
   std::vector<DimensionContention> dims;  ///< dimensions with communication ops, in ParallelDim order
 };
 
-/// Applies cross-dimension contention to the step of `p`: `duration` (per op, costed alone) and
-/// `timing` (execute_step of it) are replaced by the contended durations and their timing.
-/// `op_comm` and `costs` as WorkloadResult's; costs must hold their plans (CommCost::plan;
-/// ops whose cost has none are left alone). Runs merged plans on `analytic` (an analytic
-/// engine on the cluster). Throws what the engine throws. At most `max_passes` passes.
-ContentionResult apply_contention(const models::Program& p, const std::vector<int>& op_comm, const std::vector<CommCost>& costs,
-                                  sim::Engine& analytic, std::vector<double>& duration, std::vector<OpTiming>& timing,
-                                  int max_passes = 4);
+/// The contended durations of a step's communication ops (the fixed-point loop around it is
+/// the workload runner's: it re-executes the step with these durations and asks again).
+class CrossDimensionContention {
+ public:
+  /// `op_comm` and `costs` as WorkloadResult's, `alone` per op its duration costed alone; costs
+  /// must hold their plans (CommCost::plan; ops whose cost has none are left alone). Merged plans
+  /// run on `analytic` (an analytic engine on the cluster). Keeps references to all but `alone`.
+  CrossDimensionContention(const models::Program& p, const std::vector<int>& op_comm, const std::vector<CommCost>& costs,
+                           sim::Engine& analytic, std::vector<double> alone);
+  ~CrossDimensionContention();
+  CrossDimensionContention(const CrossDimensionContention&) = delete;
+  CrossDimensionContention& operator=(const CrossDimensionContention&) = delete;
+  /// Per op: its duration beside the overlapping ops of other dimensions when the step runs as
+  /// `timing` says (its time alone where nothing overlaps). Throws what the engine throws.
+  std::vector<double> durations(const std::vector<OpTiming>& timing);
+  /// Per dimension, what the last durations() call found.
+  std::vector<DimensionContention> dims() const;
+  /// Merged engine runs so far.
+  std::size_t runs() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace ccsim::planner

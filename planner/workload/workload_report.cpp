@@ -111,6 +111,18 @@ std::string contention_summary(const ContentionResult& k, double step) {
   return out;
 }
 
+/// The timed link events table (what_if links with at:).
+std::string link_events_summary(const LinkEventsResult& e) {
+  std::string out = fmt::format("timed link events: {} op{} ran during them, {} longer in all; {} pass{}{}\n", e.ops, e.ops == 1 ? "" : "s",
+                                seconds(e.lost), e.passes, e.passes == 1 ? "" : "es",
+                                e.converged ? ", converged" : " (not converged: the last pass still moved an op)");
+  support::TextTable t({"rules", "when", "windows in step", "ops during"}, {false, false, true, true});
+  for (const auto& ev : e.events) t.add_row({ev.rules, ev.timing, std::to_string(ev.windows), std::to_string(ev.ops)});
+  out += t.render(0);
+  out += "(communication ops of the representative ranks; an op runs on the cluster as it is while an event holds)\n\n";
+  return out;
+}
+
 std::string summary_header(const RunContext& c) {
   const auto& sc = c.scenario;
   const auto& w = *sc.workload;
@@ -238,6 +250,7 @@ std::string run_summary(const RunContext& c) {
   out += dims.render(0);
   out += "\n";
   if (r.contention) out += contention_summary(*r.contention, step);
+  if (r.link_events) out += link_events_summary(*r.link_events);
   support::TextTable ops({"dim", "collective", "size (B)", "per step", "group", "concurrent", "time each*", "algorithm", "protocol"},
                          {false, false, true, true, true, true, true, false, false});
   for (const auto& row : comm_rows(r)) {
@@ -345,6 +358,12 @@ std::string report_json(const RunContext& c) {
     }
     j["contention"] = {{"step_time_alone_s", k.step_alone}, {"passes", k.passes}, {"converged", k.converged}, {"engine_runs", k.runs},
                        {"dims", dims}};
+  }
+  if (r.link_events) {
+    const LinkEventsResult& e = *r.link_events;
+    ordered_json evs = ordered_json::array();
+    for (const auto& ev : e.events) evs.push_back({{"rules", ev.rules}, {"when", ev.timing}, {"windows", ev.windows}, {"ops", ev.ops}});
+    j["link_events"] = {{"ops", e.ops}, {"lost_s", e.lost}, {"passes", e.passes}, {"converged", e.converged}, {"events", evs}};
   }
   add_replica_json(c, j);
   ordered_json stages = ordered_json::array();

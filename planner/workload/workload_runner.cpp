@@ -1,6 +1,7 @@
 #include "planner/workload/workload_runner.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -219,6 +220,59 @@ std::vector<std::uint32_t> critical_path_of(const models::Program& p, const std:
   return path;
 }
 
+void WorkloadRunner::adapt_to_fixed_point(WorkloadResult& out, std::vector<double>& duration, LinkEventModel& events) {
+  const models::Program& p = out.program;
+  const std::vector<double> alone = duration;
+  double step_alone = 0;
+  for (const auto& t : out.timing) step_alone = std::max(step_alone, t.end);
+  std::optional<CrossDimensionContention> contention;
+  if (scenario_.simulation.contention) contention.emplace(p, out.op_comm, out.comm_costs, lowering_.analytic_engine(), alone);
+  // An op lowered on an event's cluster: with the stage and representative op_durations uses.
+  const auto lower = [&](CommLowering& l, std::uint32_t i) {
+    const ProgramOp& op = p.ops[i];
+    const models::ProgramRank& pr = p.ranks[static_cast<std::size_t>(p.op_rank[i])];
+    const auto stage = static_cast<std::size_t>(pr.stage);
+    const bool shared = models::spans_replica_classes(op) && !op.expert;
+    const ReplicaClass& rc = out.classes[static_cast<std::size_t>(shared ? 0 : pr.replica_class)];
+    return l.costs()[static_cast<std::size_t>(l.cost_index(op, pr.stage, rc.rank[stage]))].time;
+  };
+  constexpr int kMaxPasses = 8;
+  int passes = 0;
+  bool converged = false;
+  while (passes < kMaxPasses) {
+    std::vector<double> next = contention ? contention->durations(out.timing) : alone;
+    if (!events.empty()) events.adjust(p, out.op_comm, alone, next, out.timing, lower);
+    double change = 0;
+    for (std::size_t i = 0; i < next.size(); ++i)
+      if (next[i] != duration[i]) change = std::max(change, std::abs(next[i] - duration[i]) / std::max(next[i], duration[i]));
+    duration = std::move(next);
+    out.timing = execute_step(p, duration);
+    ++passes;
+    if (change <= 1e-9) {
+      converged = true;
+      break;
+    }
+  }
+  double step = 0;
+  for (const auto& t : out.timing) step = std::max(step, t.end);
+  if (contention) {
+    ContentionResult c;
+    c.passes = passes;
+    c.converged = converged;
+    c.step_alone = step_alone;
+    c.runs = contention->runs();
+    c.dims = contention->dims();
+    out.contention = std::move(c);
+  }
+  if (!events.empty()) {
+    events.check_contradictions(step);
+    LinkEventsResult r = events.report(step);
+    r.passes = passes;
+    r.converged = converged;
+    out.link_events = std::move(r);
+  }
+}
+
 WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::size_t)>& progress) {
   const models::WorkloadSpec& w = *scenario_.workload;
   if (w.phase == models::WorkloadPhase::Serving) return run_serving(progress);
@@ -249,7 +303,8 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
   lowering_.set_keep_plans(contention);
   std::vector<double> duration = op_durations(out, progress);
   out.timing = execute_step(p, duration);
-  if (contention) out.contention = apply_contention(p, out.op_comm, out.comm_costs, lowering_.analytic_engine(), duration, out.timing);
+  LinkEventModel events(scenario_, cluster_, costs_, engine_);
+  if (contention || !events.empty()) adapt_to_fixed_point(out, duration, events);
   out.sync_wait = sync_waits(p, out.timing);
   // The critical path by class is reported where the replicas differ (replica_report.hpp).
   if (detail_ != Detail::StepOnly && (out.classes.size() > 1 || !cluster_.perturbations.empty())) {

@@ -19,6 +19,7 @@
 #include "planner/workload/breakdown.hpp"
 #include "planner/workload/compute_model.hpp"
 #include "planner/workload/contention.hpp"
+#include "planner/workload/link_events.hpp"
 #include "planner/workload/link_loads.hpp"
 #include "planner/workload/lowering.hpp"
 #include "planner/workload/placement.hpp"
@@ -61,6 +62,8 @@ struct WorkloadResult {
   std::optional<ServingResult> serving;          ///< phase serving: the request-level result (the rest describes its middle decode step)
   /// simulation.contention: what the dimensions lost to each other (timing holds the contended step).
   std::optional<ContentionResult> contention;
+  /// what_if timed link events: what the ops that ran during them lost (timing holds the step with them).
+  std::optional<LinkEventsResult> link_events;
 };
 
 /// The mean of `f` over the GPUs `r` stands for: over its Program ranks, each weighted by the
@@ -110,6 +113,10 @@ class WorkloadRunner {
   /// op's class representative, compute estimated on the class's compute GPU of the stage at its
   /// speed. Fills out.op_comm, out.op_compute and out.comm_costs.
   std::vector<double> op_durations(WorkloadResult& out, const std::function<void(std::size_t, std::size_t)>& progress);
+  /// Cross-dimension contention (simulation.contention) and timed link events: op durations
+  /// recomputed from the step's timing and the step re-executed, until no duration moves by
+  /// more than 1e-9 relative (at most 8 passes). Fills out.contention and out.link_events.
+  void adapt_to_fixed_point(WorkloadResult& out, std::vector<double>& duration, LinkEventModel& events);
 
   const models::Scenario& scenario_;
   const models::Cluster& cluster_;
