@@ -257,7 +257,13 @@ int run_sweep(const SweepCliOptions& o) {
     const std::size_t mine = n > me ? (n - me + size - 1) / size : 0;
     std::size_t done = 0;
     for (std::size_t i = me; i < n; i += size) {
-      if (p.scenarios[i]) p.result.rows[i] = planner::evaluate_point(*p.scenarios[i], p.point);
+      // A point whose settings break a rule together (failures that cut a node off) is an
+      // infeasible row, as at load.
+      try {
+        if (p.scenarios[i]) p.result.rows[i] = planner::evaluate_point(*p.scenarios[i], p.point);
+      } catch (const support::RuleError& e) {
+        p.result.rows[i] = planner::rule_row(e);
+      }
       payload += planner::encode_row(p.result.rows[i]) + "\n";
       ++done;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -222,7 +222,7 @@ void apply_nic_failure(Cluster& c, const std::vector<std::string>& names, const 
       }
       if (best == kNoDevice && c.nodes.size() == 1) continue;  // one node: no network to reach
       if (best == kNoDevice) {
-        throw support::InputError(r.where, r.key, "a failure that leaves every node at least one NIC",
+        throw support::RuleError(r.where, r.key, "a failure that leaves every node at least one NIC",
                                   fmt::format("every NIC of node{} failed", node), "its GPUs would have no network");
       }
       t.device(gpu).nic = best;
@@ -272,7 +272,7 @@ void check_connected(const Cluster& c, const std::vector<std::string>& names, co
       try {
         (void)t.route(x, y, 1);
       } catch (const std::runtime_error&) {
-        throw support::InputError(rule.where, rule.key, "failures that leave every GPU a path to every other",
+        throw support::RuleError(rule.where, rule.key, "failures that leave every GPU a path to every other",
                                   fmt::format("no path from {} to {} after the failed links", names[x], names[y]),
                                   "fail fewer links, or give the degraded ones a `factor:`");
       }
