@@ -49,6 +49,7 @@ std::string channel_dump_text(const models::Cluster& cluster, const std::vector<
                                 cluster.spec.name, plan.nodes, plural(plan.nodes),
                                 plan.ranks_per_node > 0 ? fmt::format("{} rank{} per node", plan.ranks_per_node, plural(plan.ranks_per_node))
                                                         : std::string("unequal ranks per node"));
+  for (const auto& line : cluster.perturbations) out += "# what-if: " + line + "\n";
   out += fmt::format("# rings: {} channel{} (ring, and ring-based algorithms)\n", plan.channels, plural(plan.channels));
   support::TextTable rings({"channel", "ring order (GPU of each rank)"}, {true, false});
   for (int c = 0; c < plan.channels; ++c) {
@@ -95,6 +96,7 @@ std::string channel_dump_json(const models::Cluster& cluster, const std::vector<
   j["nodes"] = plan.nodes;
   j["ranks_per_node"] = plan.ranks_per_node;
   j["channels"] = plan.channels;
+  if (!cluster.perturbations.empty()) j["perturbations"] = cluster.perturbations;
   j["rings"] = nlohmann::json::array();
   for (int c = 0; c < plan.channels; ++c) {
     const std::vector<int> ring = ring_of(plan, c);

@@ -70,10 +70,6 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
   const planner::ComputeCalibration compute = planner::ComputeCalibration::load_for_cluster(compute_path, cluster);
   // --engine is checked above: empty (nullopt) takes the scenario's.
   const models::EngineKind engine = models::parse_engine_kind(o.engine).value_or(scenario.simulation.engine);
-  if (scenario.simulation.contention && engine != models::EngineKind::Analytic) {
-    throw support::InputError({"<command line>", 0, 0}, "--engine",
-                              "analytic (the scenario sets simulation.contention: true, which runs on the analytic engine)", "'" + o.engine + "'");
-  }
   const auto make_runner = [&](const models::Scenario& sc, const models::Cluster& cl) {
     auto runner = std::make_unique<planner::WorkloadRunner>(sc, cl, costs, compute, engine);
     if (sc.workload->phase != models::WorkloadPhase::TrainingStep) {

@@ -37,9 +37,6 @@ SimulationSpec parse_simulation(const support::Fields& f) {
   spec.compute_calibration =
       table_path(f, "compute_calibration", "a compute calibration table (like scenarios/calibration/compute.yaml)");
   spec.contention = f.boolean("contention", false);
-  if (spec.contention && spec.engine != EngineKind::Analytic) {
-    throw f.error("contention", "false with engine: flow (cross-dimension contention runs on the analytic engine)");
-  }
   return spec;
 }
 

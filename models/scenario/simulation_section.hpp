@@ -27,14 +27,13 @@ struct SimulationSpec {
   std::string compute_calibration;
   /// `contention`: a workload step runs the communication ops of different dimensions that
   /// overlap in time and share links in one engine run (planner/workload/contention.hpp)
-  /// instead of costing each alone. Analytic engine only. Default false.
+  /// instead of costing each alone, on the scenario's engine. Default false.
   bool contention = false;
 };
 
 /// Reads the `simulation` section `f`. Throws InputError on a bad key or value, and on a
 /// calibration / compute_calibration that is not a path or names no readable regular file (at
-/// the key's file, line and column, with the resolved path), and on contention: true with the
-/// flow engine. The tables' contents are checked
+/// the key's file, line and column, with the resolved path). The tables' contents are checked
 /// where they are loaded (planner::CostModel::load, planner::ComputeCalibration::load).
 SimulationSpec parse_simulation(const support::Fields& f);
 

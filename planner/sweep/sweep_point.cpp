@@ -41,10 +41,6 @@ SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& o)
   ComputeCalibration compute = ComputeCalibration::load_for_cluster(
       choose(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path()), cluster);
   const models::EngineKind engine = o.engine.value_or(scenario.simulation.engine);
-  if (scenario.simulation.contention && engine != models::EngineKind::Analytic) {
-    throw support::InputError({"<command line>", 0, 0}, "--engine",
-                              "analytic (the scenario sets simulation.contention: true, which runs on the analytic engine)", "'flow'");
-  }
   WorkloadRunner runner(scenario, cluster, costs, compute, engine);
   const models::WorkloadPhase phase = scenario.workload->phase;
   if (phase != models::WorkloadPhase::TrainingStep) {

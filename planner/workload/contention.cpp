@@ -155,8 +155,8 @@ class CrossDimensionContention::Impl {
 };
 
 CrossDimensionContention::CrossDimensionContention(const models::Program& p, const std::vector<int>& op_comm,
-                                                   const std::vector<CommCost>& costs, sim::Engine& analytic, std::vector<double> alone)
-    : impl_(std::make_unique<Impl>(p, op_comm, costs, analytic)) {
+                                                   const std::vector<CommCost>& costs, sim::Engine& engine, std::vector<double> alone)
+    : impl_(std::make_unique<Impl>(p, op_comm, costs, engine)) {
   impl_->alone = std::move(alone);
 }
 

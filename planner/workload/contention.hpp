@@ -3,7 +3,7 @@
 // (with the other groups of its own op that run beside it, lowering.hpp); here the ops of
 // different parallel dimensions that overlap in time on shared links are run again together,
 // in one engine run each, so that they share those links under the engine's max-min fair
-// sharing (two flows through one NIC each get half of it). The step is re-executed with the
+// sharing (two flows through one NIC each get half of it), on the engine the ops were costed on. The step is re-executed with the
 // longer durations, which moves the overlaps, and the pass repeats to a fixed point.
 //
 // For op instance i (a Program op at its start time), the run holds i's own simulated run and,
@@ -51,9 +51,9 @@ class CrossDimensionContention {
  public:
   /// `op_comm` and `costs` as WorkloadResult's, `alone` per op its duration costed alone; costs
   /// must hold their plans (CommCost::plan; ops whose cost has none are left alone). Merged plans
-  /// run on `analytic` (an analytic engine on the cluster). Keeps references to all but `alone`.
+  /// run on `engine` (the lowering's: analytic or flow). Keeps references to all but `alone`.
   CrossDimensionContention(const models::Program& p, const std::vector<int>& op_comm, const std::vector<CommCost>& costs,
-                           sim::Engine& analytic, std::vector<double> alone);
+                           sim::Engine& engine, std::vector<double> alone);
   ~CrossDimensionContention();
   CrossDimensionContention(const CrossDimensionContention&) = delete;
   CrossDimensionContention& operator=(const CrossDimensionContention&) = delete;

@@ -77,8 +77,8 @@ class CommLowering {
   void set_serving(const ServingCalibration& serving) { serving_ = serving; }
   /// Keep each lowered op's simulated run (CommCost::plan) from now on.
   void set_keep_plans(bool keep) { keep_plans_ = keep; }
-  /// The analytic engine every lowering shares (its route cache too).
-  sim::Engine& analytic_engine() { return *analytic_; }
+  /// The engine lowerings simulate on: the scenario's (analytic, or the flow engine).
+  sim::Engine& simulation_engine() { return engine(); }
   /// Looks lowered ops up in (and adds them to) `cache`; null: none.
   void set_shared(std::shared_ptr<CommCostCache> cache) { shared_ = std::move(cache); }
 

@@ -76,6 +76,12 @@ std::vector<ClassFigures> class_figures(const WorkloadResult& r) {
   return out;
 }
 
+/// The GPU a critical-path segment is named by: its class's slowest GPU of the stage (the one
+/// that held it), not the representative whose groups the communication ran on.
+models::DeviceId slowest_of(const WorkloadResult& r, const models::ProgramRank& pr) {
+  return r.classes[static_cast<std::size_t>(pr.replica_class)].slowest_gpu[static_cast<std::size_t>(pr.stage)];
+}
+
 std::vector<PathSegment> path_segments(const WorkloadResult& r) {
   std::vector<PathSegment> out;
   for (std::uint32_t id : r.critical_path) {
@@ -176,7 +182,7 @@ std::string replica_summary(const RunContext& c) {
       const auto& s = segs[i];
       const auto& pr = r.program.ranks[static_cast<std::size_t>(s.rank)];
       out += fmt::format("  {:>10} - {:>10}  class {} stage {} ({}): compute {}, communication {}, until '{}'\n", seconds(s.start),
-                         seconds(s.end), pr.replica_class, pr.stage, t.name(r.stage_gpu[static_cast<std::size_t>(s.rank)]), seconds(s.compute),
+                         seconds(s.end), pr.replica_class, pr.stage, t.name(slowest_of(r, pr)), seconds(s.compute),
                          seconds(s.comm), s.last_op);
     }
     if (segs.size() > shown) out += fmt::format("  ... {} more segments\n", segs.size() - shown);
@@ -218,7 +224,7 @@ void add_replica_json(const RunContext& c, nlohmann::ordered_json& j) {
   ordered_json path = ordered_json::array();
   for (const auto& s : path_segments(r)) {
     const auto& pr = r.program.ranks[static_cast<std::size_t>(s.rank)];
-    path.push_back({{"replica_class", pr.replica_class}, {"stage", pr.stage}, {"gpu", t.name(r.stage_gpu[static_cast<std::size_t>(s.rank)])},
+    path.push_back({{"replica_class", pr.replica_class}, {"stage", pr.stage}, {"gpu", t.name(slowest_of(r, pr))},
                     {"start_s", s.start}, {"end_s", s.end}, {"compute_s", s.compute}, {"communication_s", s.comm}, {"last_op", s.last_op}});
   }
   j["critical_path"] = path;

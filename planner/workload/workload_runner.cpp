@@ -226,7 +226,7 @@ void WorkloadRunner::adapt_to_fixed_point(WorkloadResult& out, std::vector<doubl
   double step_alone = 0;
   for (const auto& t : out.timing) step_alone = std::max(step_alone, t.end);
   std::optional<CrossDimensionContention> contention;
-  if (scenario_.simulation.contention) contention.emplace(p, out.op_comm, out.comm_costs, lowering_.analytic_engine(), alone);
+  if (scenario_.simulation.contention) contention.emplace(p, out.op_comm, out.comm_costs, lowering_.simulation_engine(), alone);
   // An op lowered on an event's cluster: with the stage and representative op_durations uses.
   const auto lower = [&](CommLowering& l, std::uint32_t i) {
     const ProgramOp& op = p.ops[i];
@@ -297,9 +297,6 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
   }
   const models::Program& p = out.program;
   const bool contention = scenario_.simulation.contention;
-  if (contention && engine_ != models::EngineKind::Analytic) {
-    throw std::invalid_argument("simulation.contention runs on the analytic engine, not on the flow engine");
-  }
   lowering_.set_keep_plans(contention);
   std::vector<double> duration = op_durations(out, progress);
   out.timing = execute_step(p, duration);

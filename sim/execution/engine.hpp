@@ -47,8 +47,8 @@ struct Plan {
   /// step latencies, rate cap per connection), and ECMP hashes a rank by its index within its
   /// part, so each part takes the routes of its own run. Link capacities use Plan::cost's
   /// efficiencies; Plan::cost.base_latency is paid once and the parts' base_latency is not
-  /// read (the merge folds it into rank_ready). Empty: one part, costed by Plan::cost. The
-  /// analytic engine runs such plans; the flow engine throws std::invalid_argument.
+  /// read (the merge folds it into rank_ready). Empty: one part, costed by Plan::cost. Both
+  /// engines run such plans.
   std::vector<CostParams> part_cost;
   std::vector<std::uint32_t> part_first_rank;
 };

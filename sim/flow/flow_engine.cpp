@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -125,8 +126,9 @@ class FlowRun {
   std::vector<std::uint32_t> transfer_path_;
   std::map<std::pair<std::uint64_t, std::uint32_t>, std::uint32_t> host_ids_;  // (connection or ~0, path) -> host
   std::vector<simgrid::s4u::Host*> hosts_;
-  std::vector<simgrid::s4u::Link*> host_cap_;  // each host's cap link (capped only)
+  std::vector<simgrid::s4u::Link*> host_cap_;  // each host's cap link (capped only; null for a connection without a cap)
   std::vector<double> cap_now_;                // its bandwidth now (bytes/s)
+  std::vector<double> host_rate_;              // its connection's cap (Plan parts: each part's own)
   std::vector<std::uint32_t> transfer_host_;
   simgrid::s4u::Host* sink_ = nullptr;
   // Actors path: each host's Comms go through its own mailbox, whose permanent receiver lives
@@ -186,7 +188,8 @@ FlowRun::FlowRun(const SimulationInput& in, simgrid::s4u::Engine& engine)
       g_(in.graph),
       merge_(in.merge),
       actors_(in.actors),
-      capped_(in.plan.cost.max_rate < std::numeric_limits<double>::infinity()),
+      capped_(std::any_of(g_.connection_rate.begin(), g_.connection_rate.end(),
+                          [](double r) { return r < std::numeric_limits<double>::infinity(); })),
       engine_(engine),
       zone_(simgrid::s4u::create_star_zone("ccsim")),
       links_(in.topo.num_links(), nullptr),
@@ -228,9 +231,14 @@ void FlowRun::build_routes() {
     if (fresh) {
       std::vector<simgrid::s4u::LinkInRoute> route;
       if (capped_) {
-        host_cap_.push_back(zone_->create_link("cap" + std::to_string(hosts_.size()), plan_.cost.max_rate)->set_latency(0)->seal());
-        cap_now_.push_back(plan_.cost.max_rate);
-        route.emplace_back(host_cap_.back());
+        // A merged plan can mix capped and uncapped parts: an uncapped connection has no cap link.
+        const double rate = g_.connection_rate[tr.connection];
+        host_rate_.push_back(rate);
+        cap_now_.push_back(rate);
+        host_cap_.push_back(rate < std::numeric_limits<double>::infinity()
+                                ? zone_->create_link("cap" + std::to_string(hosts_.size()), rate)->set_latency(0)->seal()
+                                : nullptr);
+        if (host_cap_.back() != nullptr) route.emplace_back(host_cap_.back());
       }
       for (std::uint32_t k = 0; k < tr.path_count; ++k) {
         const models::LinkId id = g_.path_links[tr.path_begin + k];
@@ -371,10 +379,10 @@ void FlowRun::flush() {
   for (auto& members : classes) {
     const std::uint32_t host = transfer_host_[members.front()];
     const double k = static_cast<double>(members.size());
-    if (capped_ && cap_now_[host] != k * plan_.cost.max_rate) {
+    if (capped_ && host_cap_[host] != nullptr && cap_now_[host] != k * host_rate_[host]) {
       // k connections merged: the first one's cap link carries all k (a connection is a
       // FIFO, so nothing else of it is in flight), at k caps.
-      cap_now_[host] = k * plan_.cost.max_rate;
+      cap_now_[host] = k * host_rate_[host];
       host_cap_[host]->set_bandwidth(cap_now_[host]);
     }
     const std::uint64_t bytes = static_cast<std::uint64_t>(g_.transfers[members.front()].bytes) * members.size();
@@ -520,9 +528,6 @@ void FlowRun::write_results(int fd) const {
 }  // namespace
 
 Timeline FlowEngine::run(const Plan& plan) {
-  if (!plan.part_cost.empty()) {
-    throw std::invalid_argument("the flow engine runs one collective per plan; plans of several parts (cross-dimension contention) run on the analytic engine");
-  }
   ExecutionGraph g(plan, router_);  // built in the parent: bad plans fail here, not in the child
   (void)detail::held_ranks(plan);   // the same for a bad Plan::rank_ready
   int fds[2];

@@ -11,7 +11,6 @@
 #include "models/scenario/scenario.hpp"
 #include "planner/workload/workload_runner.hpp"
 #include "planner/planner_test_support.hpp"
-#include "support/input_error.hpp"
 #include "test_support.hpp"
 
 using namespace ccsim;
@@ -88,15 +87,22 @@ TEST_CASE("contention: a PP send beside a DP bucket on one NIC runs at half rate
   CHECK(shared.result.step_time <= alone.result.step_time + lost_pp + lost_dp + 1e-9);
 }
 
-TEST_CASE("contention: the flow engine is refused", "[workload][contention]") {
-  test::TempDir dir;
-  const std::string base = test::read_text(test::source_path("tests/data/what-if/dgx-h100-4node-dp-pp-contention.yaml"));
-  std::string text = base;
-  text.replace(text.find("simulation: {contention: true}"), 30, "simulation: {contention: true, engine: flow}");
-  CHECK_THROWS_AS(models::load_scenario(dir.write("s.yaml", text), test::shipped_catalog()), support::InputError);
-  // Off: no table, the same step as before.
-  text = base;
-  text.replace(text.find("simulation: {contention: true}"), 30, "simulation: {contention: false}");
-  const auto off = models::load_scenario(dir.write("t.yaml", text), test::shipped_catalog());
-  CHECK_FALSE(off.simulation.contention);
+TEST_CASE("contention: the flow engine runs the merged plans too", "[workload][contention][flow]") {
+  // The same PP send beside the DP bucket on SimGrid: the send again loses S·w/B, within the
+  // engines' agreement on a lone transfer (their suites compare them to 1e-9 on the closed forms).
+  const std::string path = test::source_path("tests/data/what-if/dgx-h100-4node-dp-pp-contention.yaml");
+  Run r{models::load_scenario(path, test::shipped_catalog()), {}, {}};
+  r.cluster = models::build_scenario_cluster(r.scenario);
+  const auto compute = planner::ComputeCalibration::load(planner::ComputeCalibration::default_path(), "H100-SXM5");
+  planner::WorkloadRunner flow(r.scenario, r.cluster, test::shipped_costs(r.cluster), compute, models::EngineKind::Flow);
+  const planner::WorkloadResult f = flow.run();
+  const Run analytic = run(path, true);
+  REQUIRE(f.contention.has_value());
+  const auto& pf = dim(*f.contention, "PP");
+  const auto& pa = dim(*analytic.result.contention, "PP");
+  CHECK(pf.slowed == pa.slowed);
+  CHECK(pf.contended - pf.alone == Approx(pa.contended - pa.alone).epsilon(1e-6));
+  // The step grows by the same on both (their steps alone differ by a few microseconds).
+  CHECK(f.step_time - f.contention->step_alone ==
+        Approx(analytic.result.step_time - analytic.result.contention->step_alone).epsilon(1e-6));
 }
