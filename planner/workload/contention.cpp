@@ -78,8 +78,10 @@ class CrossDimensionContention::Impl {
     return out;
   }
 
-  /// Instance k's duration beside the instances of other dimensions that overlap it.
-  double contended(const std::vector<Instance>& in, std::size_t k, double alone, double max_length) {
+  /// Instance k's duration beside the instances of other dimensions that overlap it; `partners`
+  /// gets the bit set of those dimensions.
+  double contended(const std::vector<Instance>& in, std::size_t k, double alone, double max_length, unsigned& partners) {
+    partners = 0;
     const Instance& me = in[k];
     const double eps = 1e-12 * std::max(1.0, me.end);
     // Candidates: every instance whose start is within max_length before my end.
@@ -101,6 +103,7 @@ class CrossDimensionContention::Impl {
         twin = twin || (in[c].dim == in[j].dim && shares_gpus(in[c].cost, in[j].cost));
       if (!twin) chosen.push_back(j);
     }
+    for (std::size_t j : chosen) partners |= 1U << in[j].dim;
     // Offsets from my start, rounded to 1e-4 of my time alone: the key of the run.
     const double q = 1e-4 * alone;
     std::vector<std::pair<int, long long>> key{{me.cost, 0}};
@@ -128,6 +131,7 @@ class CrossDimensionContention::Impl {
   std::vector<double> alone;   ///< per op: its duration costed alone
   std::vector<Instance> in;    ///< the last durations() call's instances
   std::vector<double> length;  ///< and their contended durations
+  std::vector<unsigned> partners;  ///< and the dimensions they ran beside (bit set)
 
  private:
   bool shares_links(int a, int b) {
@@ -171,9 +175,10 @@ std::vector<double> CrossDimensionContention::durations(const std::vector<OpTimi
   for (const Instance& i : c.in) max_length = std::max(max_length, i.end - i.start);
   std::vector<double> next = c.alone;
   c.length.assign(c.in.size(), 0.0);
+  c.partners.assign(c.in.size(), 0);
   for (std::size_t k = 0; k < c.in.size(); ++k) {
     const double a = c.alone[c.in[k].ops.front()];
-    c.length[k] = std::max(a, c.contended(c.in, k, a, max_length));
+    c.length[k] = std::max(a, c.contended(c.in, k, a, max_length, c.partners[k]));
     for (std::uint32_t op : c.in[k].ops) next[op] = c.length[k];
   }
   return next;
@@ -189,12 +194,22 @@ std::vector<DimensionContention> CrossDimensionContention::dims() const {
     d.alone += a;
     d.contended += c.length[k];
     d.slowed += c.length[k] > a * (1 + 1e-9) ? 1 : 0;
+    // The loss split evenly over the dimensions it ran beside.
+    const int n = __builtin_popcount(c.partners[k]);
+    if (n == 0 || c.length[k] <= a) continue;
+    if (d.lost_to.empty()) d.lost_to.assign(kDims, 0.0);
+    for (int other = 0; other < kDims; ++other)
+      if ((c.partners[k] >> other) & 1U) d.lost_to[static_cast<std::size_t>(other)] += (c.length[k] - a) / n;
   }
   std::vector<DimensionContention> out;
   for (int d = 0; d < kDims; ++d) {
     if (dims[static_cast<std::size_t>(d)].ops == 0) continue;
-    dims[static_cast<std::size_t>(d)].dim = kDimNames[d];
-    out.push_back(dims[static_cast<std::size_t>(d)]);
+    DimensionContention& x = dims[static_cast<std::size_t>(d)];
+    x.dim = kDimNames[d];
+    for (std::size_t o = 0; o < x.lost_to.size(); ++o)
+      if (x.lost_to[o] > 0) x.to.emplace_back(kDimNames[o], x.lost_to[o]);
+    x.lost_to.clear();
+    out.push_back(std::move(x));
   }
   return out;
 }

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/workload/program.hpp"
@@ -35,6 +36,10 @@ struct DimensionContention {
   std::size_t slowed = 0;     ///< of them, those that ran longer beside other dimensions
   double alone = 0;           ///< seconds: Σ their durations costed alone
   double contended = 0;       ///< seconds: Σ their durations beside the others
+  /// What was lost, by the dimension it was lost to (an op beside several splits its loss
+  /// evenly between them), seconds; dimensions with a loss only, in the order of `dim` names.
+  std::vector<std::pair<std::string, double>> to;
+  std::vector<double> lost_to;  ///< (working storage)
 };
 
 struct ContentionResult {

@@ -102,9 +102,12 @@ std::string contention_summary(const ContentionResult& k, double step) {
                                 seconds(step), seconds(k.step_alone), k.step_alone > 0 ? step / k.step_alone : 1.0, k.passes,
                                 k.passes == 1 ? "" : "es", k.converged ? ", converged" : " (not converged: the last pass still moved an op)",
                                 k.runs, k.runs == 1 ? "" : "s");
-  support::TextTable t({"dim", "ops", "slowed", "alone", "beside others", "lost"}, {false, true, true, true, true, true});
+  support::TextTable t({"dim", "ops", "slowed", "alone", "beside others", "lost", "lost to"}, {false, true, true, true, true, true, false});
   for (const auto& d : k.dims) {
-    t.add_row({d.dim, std::to_string(d.ops), std::to_string(d.slowed), seconds(d.alone), seconds(d.contended), seconds(d.contended - d.alone)});
+    std::string to;
+    for (const auto& [dim, s] : d.to) to += (to.empty() ? "" : ", ") + dim + " " + seconds(s);
+    t.add_row({d.dim, std::to_string(d.ops), std::to_string(d.slowed), seconds(d.alone), seconds(d.contended), seconds(d.contended - d.alone),
+               to.empty() ? "-" : to});
   }
   out += t.render(0);
   out += "(ops of the representative ranks, summed; lost = time beside the other dimensions' ops on shared links minus time alone)\n\n";
@@ -353,8 +356,10 @@ std::string report_json(const RunContext& c) {
     const ContentionResult& k = *r.contention;
     ordered_json dims = ordered_json::array();
     for (const auto& d : k.dims) {
+      ordered_json to = ordered_json::object();
+      for (const auto& [dim, s] : d.to) to[dim] = s;
       dims.push_back({{"dim", d.dim}, {"ops", d.ops}, {"slowed", d.slowed}, {"alone_s", d.alone}, {"contended_s", d.contended},
-                      {"lost_s", d.contended - d.alone}});
+                      {"lost_s", d.contended - d.alone}, {"lost_to_s", to}});
     }
     j["contention"] = {{"step_time_alone_s", k.step_alone}, {"passes", k.passes}, {"converged", k.converged}, {"engine_runs", k.runs},
                        {"dims", dims}};

@@ -79,6 +79,12 @@ TEST_CASE("contention: a PP send beside a DP bucket on one NIC runs at half rate
   const double lost_pp = pp.contended - pp.alone, lost_dp = dp.contended - dp.alone;
   CHECK(lost_pp == Approx(static_cast<double>(pp.slowed) * t_pp).epsilon(1e-6));
   CHECK(lost_dp == Approx(lost_pp).epsilon(1e-6));
+  // All of it lost to the other: PP to DP, DP to PP.
+  REQUIRE(pp.to.size() == 1);
+  CHECK(pp.to.front().first == "DP");
+  CHECK(pp.to.front().second == Approx(lost_pp).epsilon(1e-12));
+  REQUIRE(dp.to.size() == 1);
+  CHECK(dp.to.front().first == "PP");
   // TP stays on NVLink: nothing to share with the NIC traffic.
   CHECK(dim(c, "TP").slowed == 0);
   // Each op at least as long as alone; the step no shorter, and longer by no more than was lost.
