@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "support/units.hpp"
+
 namespace ccsim::models {
 namespace {
 
@@ -130,19 +132,16 @@ std::vector<LinkId> select_links(const Topology& t, const std::vector<std::strin
   return out;
 }
 
-std::string time_text(double s) {
-  if (s == 0 || s >= 1) return fmt::format("{:g} s", s);
-  if (s >= 1e-3) return fmt::format("{:g} ms", s * 1e3);
-  return fmt::format("{:g} us", s * 1e6);
-}
+}  // namespace
 
-/// "at 2.5 s for 500 ms, every 1 s" for a timed rule.
-std::string timing_text(const LinkRule& r) {
-  std::string out = "at " + time_text(r.at);
-  if (std::isfinite(r.duration)) out += " for " + time_text(r.duration);
-  if (r.every > 0) out += ", every " + time_text(r.every);
+std::string describe_timing(const LinkRule& r) {
+  std::string out = "at " + support::format_time(r.at);
+  if (std::isfinite(r.duration)) out += " for " + support::format_time(r.duration);
+  if (r.every > 0) out += ", every " + support::format_time(r.every);
   return out;
 }
+
+namespace {
 
 void apply_link_factor(Cluster& c, const std::vector<std::string>& names, const LinkRule& r) {
   Topology& t = c.topology;
@@ -369,7 +368,7 @@ void apply_what_if(Cluster& c, const WhatIfSpec& w) {
       c.perturbations.push_back(fmt::format("{} ({}): {} link direction{} {}, timed: {} (ccsim run applies it to the ops that run "
                                             "then; the links here are as they are outside it)",
                                             r.key, selectors(r), n, n == 1 ? "" : "s",
-                                            r.fail ? std::string("down") : fmt::format("at {:g}× bandwidth", r.factor), timing_text(r)));
+                                            r.fail ? std::string("down") : fmt::format("at {:g}× bandwidth", r.factor), describe_timing(r)));
       continue;
     }
     if (!r.fail) {

@@ -86,6 +86,9 @@ struct WhatIfSpec {
   bool empty() const { return compute.empty() && stragglers.empty() && links.empty(); }
 };
 
+/// "at 2.5 s for 500 ms, every 1 s": the timing of a timed rule.
+std::string describe_timing(const LinkRule& r);
+
 /// Whether timed link event(s) with timings `a` and `b` (LinkRule::at, duration, every) both
 /// hold at some instant of [0, horizon) seconds; the first such instant in `when`.
 bool windows_overlap(const LinkRule& a, const LinkRule& b, double horizon, double& when);

@@ -16,11 +16,6 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr std::size_t kMaxEvents = 16;
 
-std::string seconds_text(double s) {
-  if (s == 0 || s >= 1) return fmt::format("{:g} s", s);
-  if (s >= 1e-3) return fmt::format("{:g} ms", s * 1e3);
-  return fmt::format("{:g} us", s * 1e6);
-}
 
 /// The index of the window of `e` that most recently started at or before t (−1: none yet),
 /// up to rounding: callers look at its neighbours too.
@@ -60,10 +55,11 @@ std::size_t LinkEvent::windows_before(double end) const {
 }
 
 std::string LinkEvent::describe() const {
-  std::string out = "at " + seconds_text(at);
-  if (std::isfinite(duration)) out += " for " + seconds_text(duration);
-  if (every > 0) out += ", every " + seconds_text(every);
-  return out;
+  models::LinkRule r;
+  r.at = at;
+  r.duration = duration;
+  r.every = every;
+  return models::describe_timing(r);
 }
 
 std::vector<LinkEvent> link_events(const models::WhatIfSpec& w) {
