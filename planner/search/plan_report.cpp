@@ -22,7 +22,9 @@ constexpr std::array<models::ParallelDim, models::kParallelDims> kDims{models::P
 
 bool inference(models::WorkloadPhase phase) { return phase != models::WorkloadPhase::TrainingStep; }
 
-std::string seconds(double s) { return support::format_time(s); }
+/// A time in the table; below a picosecond it is rounding noise of a sum of op times (a bubble
+/// of 5.6e-17 s), shown as 0.
+std::string seconds(double s) { return support::format_time(std::fabs(s) < 1e-12 ? 0.0 : s); }
 
 std::string thousands(std::size_t n) {
   std::string s = std::to_string(n);
