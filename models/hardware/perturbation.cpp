@@ -363,8 +363,16 @@ void apply_what_if(Cluster& c, const WhatIfSpec& w) {
   const LinkRule* last_failure = nullptr;
   for (const auto& r : w.links) {
     if (r.timed()) {
-      // Applied by the workload runner while it holds; its selectors are checked here.
-      const std::size_t n = select_links(c.topology, names, r).size();
+      // Applied by the workload runner while it holds; its selectors are checked here, and the
+      // nodes it touches get classes of their own now (no hidden symmetry: the replicas on them
+      // are not the same as the others' while it holds, so they need their own representatives).
+      const std::vector<LinkId> sel = select_links(c.topology, names, r);
+      const std::size_t n = sel.size();
+      std::set<int> touched;
+      for (LinkId id : sel)
+        for (DeviceId d : {c.topology.link_source(id), c.topology.link_target(id)})
+          if (c.topology.device(d).node >= 0) touched.insert(c.topology.device(d).node);
+      for (int node : touched) c.topology.split_node_class(node);
       c.perturbations.push_back(fmt::format("{} ({}): {} link direction{} {}, timed: {} (ccsim run applies it to the ops that run "
                                             "then; the links here are as they are outside it)",
                                             r.key, selectors(r), n, n == 1 ? "" : "s",

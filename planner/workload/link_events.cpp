@@ -115,49 +115,48 @@ double LinkEventModel::next_change(double t) const {
   return n;
 }
 
-void LinkEventModel::adjust(const models::Program& p, const std::vector<int>& op_comm, const std::vector<double>& alone,
-                            std::vector<double>& duration, const std::vector<OpTiming>& timing, const Lower& lower) {
+void LinkEventModel::begin_pass() {
   event_ops_.assign(events_.size(), 0);
   ops_ = 0;
   lost_ = 0;
-  for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
-    if (op_comm[i] < 0 || alone[i] <= 0 || duration[i] <= 0) continue;
-    const double s = timing[i].start;
-    const double d = duration[i];
-    if (mask_at(s) == 0 && next_change(s) >= s + d) continue;
-    // Walk the op's run from window to window: `left` is the fraction of its work still to do.
-    double t = s, left = 1;
-    unsigned seen = 0;
-    bool changed = false;
-    for (std::size_t guard = 0;; ++guard) {
-      if (guard > 10000000) throw std::logic_error("link events: an op's run crosses more than 10^7 event windows");
-      const unsigned m = mask_at(t);
-      seen |= m;
-      double scale = 1;
-      if (m != 0) {
-        State& st = state(m);
-        auto it = st.time.find(i);
-        if (it == st.time.end()) it = st.time.emplace(i, lower(*st.lowering, i)).first;
-        scale = it->second / alone[i];
-        changed = changed || scale != 1;
-      }
-      const double need = left * d * scale;
-      const double until = next_change(t);
-      if (t + need <= until) {
-        t += need;
-        break;
-      }
-      left -= (until - t) / (d * scale);
-      t = until;
+}
+
+double LinkEventModel::duration_at(std::uint32_t i, double s, double d, double alone, const Lower& lower, bool counted) {
+  if (alone <= 0 || d <= 0) return d;
+  if (mask_at(s) == 0 && next_change(s) >= s + d) return d;
+  // Walk the op's run from window to window: `left` is the fraction of its work still to do.
+  double t = s, left = 1;
+  unsigned seen = 0;
+  bool changed = false;
+  for (std::size_t guard = 0;; ++guard) {
+    if (guard > 10000000) throw std::logic_error("link events: an op's run crosses more than 10^7 event windows");
+    const unsigned m = mask_at(t);
+    seen |= m;
+    double scale = 1;
+    if (m != 0) {
+      State& st = state(m);
+      auto it = st.time.find(i);
+      if (it == st.time.end()) it = st.time.emplace(i, lower(*st.lowering, i)).first;
+      scale = it->second / alone;
+      changed = changed || scale != 1;
     }
-    if (seen == 0) continue;
-    ++ops_;
-    for (std::size_t e = 0; e < events_.size(); ++e)
-      if ((seen >> e) & 1U) ++event_ops_[e];
-    if (!changed) continue;  // its cluster is the same while the events hold
-    lost_ += (t - s) - d;
-    duration[i] = t - s;
+    const double need = left * d * scale;
+    const double until = next_change(t);
+    if (t + need <= until) {
+      t += need;
+      break;
+    }
+    left -= (until - t) / (d * scale);
+    t = until;
   }
+  if (seen == 0) return d;
+  if (!counted) return changed ? t - s : d;
+  ++ops_;
+  for (std::size_t e = 0; e < events_.size(); ++e)
+    if ((seen >> e) & 1U) ++event_ops_[e];
+  if (!changed) return d;  // its cluster is the same while the events hold
+  lost_ += (t - s) - d;
+  return t - s;
 }
 
 const std::vector<models::LinkId>& LinkEventModel::touched(std::size_t e) {

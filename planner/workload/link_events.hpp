@@ -75,16 +75,19 @@ class LinkEventModel {
 
   /// How to lower Program op `op` on a lowering (the runner's choice of stage and representative).
   using Lower = std::function<double(CommLowering&, std::uint32_t op)>;
-  /// `duration` (per op, without events) made the duration with events for every communication
-  /// op (op_comm ≥ 0) that runs during a window, starting at timing[op].start. `alone`: per op,
-  /// its time alone on the static cluster. Throws what building an event's cluster throws
-  /// (support::InputError: a selector that matches nothing, failures that disconnect).
-  void adjust(const models::Program& p, const std::vector<int>& op_comm, const std::vector<double>& alone,
-              std::vector<double>& duration, const std::vector<OpTiming>& timing, const Lower& lower);
+  /// Starts a step execution: the report counts the ops of the calls from here on.
+  void begin_pass();
+  /// The duration with events of communication op `op` that starts at `start` and takes `d`
+  /// seconds without them (`alone`: its time alone on the static cluster); `d` when no window
+  /// meets its run or its cluster is the same while they hold. Throws what building an event's
+  /// cluster throws (support::InputError: a selector that matches nothing, failures that
+  /// disconnect). `counted`: whether the report counts it (false for the other classes' copies
+  /// of a DP collective joined across replica classes, which are one op).
+  double duration_at(std::uint32_t op, double start, double d, double alone, const Lower& lower, bool counted = true);
   /// Throws support::InputError when two events that change a common link hold at one instant
   /// of [0, step_time).
   void check_contradictions(double step_time);
-  /// What the last adjust() did, for a step of `step_time` seconds.
+  /// What the calls since begin_pass() did, for a step of `step_time` seconds.
   LinkEventsResult report(double step_time) const;
 
  private:
@@ -107,7 +110,7 @@ class LinkEventModel {
   std::vector<LinkEvent> events_;
   std::map<unsigned, State> states_;
   std::map<std::size_t, std::vector<models::LinkId>> touched_;
-  std::vector<std::size_t> event_ops_;  ///< last adjust(): op instances per event
+  std::vector<std::size_t> event_ops_;  ///< since begin_pass(): op instances per event
   std::size_t ops_ = 0;
   double lost_ = 0;
 };

@@ -7,7 +7,10 @@
 
 namespace ccsim::planner {
 
-std::vector<OpTiming> execute_step(const models::Program& p, std::span<const double> duration) {
+namespace {
+
+/// The Program's DAG: each op's dependencies, then its stream predecessor.
+sim::Dag step_dag(const models::Program& p) {
   const std::size_t n = p.ops.size();
   constexpr std::uint32_t kNone = ~0U;
   std::vector<std::uint32_t> stream_pred(n, kNone);
@@ -31,10 +34,22 @@ std::vector<OpTiming> execute_step(const models::Program& p, std::span<const dou
     if (stream_pred[i] != kNone) preds.push_back(stream_pred[i]);
     pred_begin[i + 1] = static_cast<std::uint32_t>(preds.size());
   }
-  const sim::Dag dag(pred_begin, preds);
-  sim::DagSchedule s = sim::earliest_start(dag, duration);
+  return sim::Dag(pred_begin, preds);
+}
+
+std::vector<OpTiming> checked(sim::DagSchedule s, std::size_t n) {
   if (s.scheduled != n) throw std::logic_error("the workload program deadlocks (a cycle between streams and dependencies)");
   return std::move(s.timing);
+}
+
+}  // namespace
+
+std::vector<OpTiming> execute_step(const models::Program& p, std::span<const double> duration) {
+  return checked(sim::earliest_start(step_dag(p), duration), p.ops.size());
+}
+
+std::vector<OpTiming> execute_step(const models::Program& p, const std::function<double(std::uint32_t, double)>& duration) {
+  return checked(sim::earliest_start(step_dag(p), duration), p.ops.size());
 }
 
 }  // namespace ccsim::planner

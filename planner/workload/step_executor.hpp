@@ -3,6 +3,8 @@
 // starts when its dependencies and its stream predecessor have ended (sim's DAG schedule,
 // sim/execution/dag.hpp).
 
+#include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -20,5 +22,7 @@ using OpTiming = sim::NodeTiming;
 /// std::invalid_argument when duration has not one entry per op, std::logic_error when the
 /// program deadlocks (a cycle between streams and dependencies).
 std::vector<OpTiming> execute_step(const models::Program& program, std::span<const double> duration);
+/// The same with each op's duration chosen when it starts: duration(op, start) seconds.
+std::vector<OpTiming> execute_step(const models::Program& program, const std::function<double(std::uint32_t, double)>& duration);
 
 }  // namespace ccsim::planner

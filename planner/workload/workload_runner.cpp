@@ -239,20 +239,38 @@ void WorkloadRunner::adapt_to_fixed_point(WorkloadResult& out, std::vector<doubl
   constexpr int kMaxPasses = 8;
   int passes = 0;
   bool converged = false;
+  // Contention depends on which ops overlap, so it is iterated; timed events depend only on
+  // when each op starts, so the step execution applies them as it goes (exact in one pass).
+  std::vector<double> base = alone;  // per op: its duration without events (contended when on)
   while (passes < kMaxPasses) {
     std::vector<double> next = contention ? contention->durations(out.timing) : alone;
-    if (!events.empty()) events.adjust(p, out.op_comm, alone, next, out.timing, lower);
     double change = 0;
     for (std::size_t i = 0; i < next.size(); ++i)
-      if (next[i] != duration[i]) change = std::max(change, std::abs(next[i] - duration[i]) / std::max(next[i], duration[i]));
-    duration = std::move(next);
-    out.timing = execute_step(p, duration);
+      if (next[i] != base[i]) change = std::max(change, std::abs(next[i] - base[i]) / std::max(next[i], base[i]));
+    if (passes > 0 && change <= 1e-9) {
+      converged = true;
+      break;
+    }
+    base = std::move(next);
+    if (events.empty()) {
+      out.timing = execute_step(p, base);
+    } else {
+      events.begin_pass();
+      out.timing = execute_step(p, [&](std::uint32_t i, double start) {
+        if (out.op_comm[i] < 0) return base[i];
+        const ProgramOp& op = p.ops[i];
+        const bool copy = models::spans_replica_classes(op) && !op.expert &&
+                          p.ranks[static_cast<std::size_t>(p.op_rank[i])].replica_class != 0;
+        return events.duration_at(i, start, base[i], alone[i], lower, !copy);
+      });
+    }
     ++passes;
-    if (change <= 1e-9) {
+    if (!contention) {
       converged = true;
       break;
     }
   }
+  for (std::size_t i = 0; i < duration.size(); ++i) duration[i] = out.timing[i].end - out.timing[i].start;
   double step = 0;
   for (const auto& t : out.timing) step = std::max(step, t.end);
   if (contention) {

@@ -57,4 +57,27 @@ DagSchedule earliest_start(const Dag& dag, std::span<const double> duration) {
   return out;
 }
 
+DagSchedule earliest_start(const Dag& dag, const std::function<double(std::uint32_t, double)>& duration) {
+  const std::uint32_t n = dag.size();
+  DagSchedule out;
+  out.timing.assign(n, {});
+  std::vector<std::uint32_t> pending = dag.dependency_counts();
+  std::vector<double> ready(n, 0.0);
+  std::vector<std::uint32_t> stack;
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (pending[i] == 0) stack.push_back(i);
+  while (!stack.empty()) {
+    const std::uint32_t i = stack.back();
+    stack.pop_back();
+    ++out.scheduled;
+    out.timing[i].start = ready[i];
+    out.timing[i].end = ready[i] + duration(i, ready[i]);
+    for (std::uint32_t j : dag.successors(i)) {
+      ready[j] = std::max(ready[j], out.timing[i].end);
+      if (--pending[j] == 0) stack.push_back(j);
+    }
+  }
+  return out;
+}
+
 }  // namespace ccsim::sim

@@ -6,6 +6,7 @@
 // not what they stand for.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -58,5 +59,8 @@ struct DagSchedule {
 /// (DagSchedule::scheduled < size()). Throws std::invalid_argument when duration has not one
 /// entry per node.
 DagSchedule earliest_start(const Dag& dag, std::span<const double> duration);
+/// The same with each node's duration chosen when it starts: duration(node, start) seconds
+/// (a node whose cost depends on when it runs, such as an op during a timed link event).
+DagSchedule earliest_start(const Dag& dag, const std::function<double(std::uint32_t, double)>& duration);
 
 }  // namespace ccsim::sim

@@ -104,6 +104,16 @@ TEST_CASE("link events: an event that holds from the start for ever is the stati
   CHECK(from_zero.step_time == Approx(fixed.step_time).epsilon(1e-12));
   REQUIRE(from_zero.link_events.has_value());
   CHECK_FALSE(fixed.link_events.has_value());
+  // The same on the other node, whose replica is not the representative of the symmetric
+  // cluster: the timed rule gives node1 a class of its own as the static one does.
+  const std::string other = "what_if:\n  links:\n    - {device: 'node1/gpu*', factor: 0.5";
+  const auto fixed1 = run(kTwoNodes + other + "}\n");
+  const auto from_zero1 = run(kTwoNodes + other + ", at: 0s}\n");
+  CHECK(fixed1.step_time == Approx(fixed.step_time).epsilon(1e-9));  // either node slow: the same step
+  CHECK(from_zero1.step_time == Approx(fixed1.step_time).epsilon(1e-12));
+  CHECK(from_zero1.classes.size() == 2);
+  CHECK(from_zero1.link_events->converged);
+  CHECK(from_zero1.link_events->passes == 1);
 }
 
 TEST_CASE("link events: a window inside a bandwidth-bound op costs W (1 − T/T_e)", "[workload][link-events]") {
