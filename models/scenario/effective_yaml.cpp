@@ -72,7 +72,10 @@ std::string effective_yaml(const Scenario& sc) {
     n["zero_stage"] = s.zero_stage;
     n["pipeline_schedule"] = s.pipeline_schedule;
     n["virtual_stages"] = s.virtual_stages;
-    if (s.pipeline_schedule == "interleaved") n["microbatch_group_size_per_vp_stage"] = s.microbatch_group_size_per_vp_stage;
+    // 0 is "not set" (Megatron's default, pp): written only when set, as the key accepts 1 and up.
+    if (s.pipeline_schedule == "interleaved" && s.microbatch_group_size_per_vp_stage > 0) {
+      n["microbatch_group_size_per_vp_stage"] = s.microbatch_group_size_per_vp_stage;
+    }
     n["order"] = s.order;
     n["tp_comm_overlap"] = s.tp_comm_overlap;
     n["overlap_grad_reduce"] = s.overlap_grad_reduce;

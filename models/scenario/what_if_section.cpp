@@ -115,6 +115,7 @@ void read_link_pattern(const Fields& e, LinkRule& r) {
 /// `at`, `for` and `every` of a timed link rule (LinkRule::at): times up to a day.
 void read_timing(const Fields& e, LinkRule& r) {
   constexpr double kDay = 86400;
+  constexpr double kFinest = 1e-6;  // an event window is at least a microsecond: an op's run crosses few
   if (!e.has("at")) {
     for (const char* k : {"for", "every"}) {
       if (e.has(k)) throw e.error(k, "'at' as well (when the event starts, seconds from the step's start: 'at: 2.5s')", "");
@@ -125,12 +126,14 @@ void read_timing(const Fields& e, LinkRule& r) {
   if (r.at > kDay) throw e.error("at", "a start time from 0 to 1 day");
   if (e.has("for")) {
     r.duration = e.quantity("for", support::Quantity::Time, true);
-    if (r.duration > kDay) throw e.error("for", "a duration above 0 and up to 1 day");
+    if (r.duration > kDay || r.duration < kFinest) {
+      throw e.error("for", "a duration from 1 us to 1 day (a flap faster than that is a static rule at its mean factor)");
+    }
   }
   if (e.has("every")) {
     if (!e.has("for")) throw e.error("every", "'for' as well (how long each flap lasts: 'for: 50ms, every: 1s')");
     r.every = e.quantity("every", support::Quantity::Time, true);
-    if (r.every > kDay) throw e.error("every", "a period up to 1 day");
+    if (r.every > kDay || r.every < kFinest) throw e.error("every", "a period from 1 us to 1 day");
     if (r.every <= r.duration) {
       throw e.error("every", fmt::format("a period longer than 'for' ({:g} s): a flap that never ends is a static rule (leave out at, for and every)", r.duration));
     }

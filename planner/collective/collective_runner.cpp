@@ -184,7 +184,21 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
     if (options_.rank_ready.size() != options_.gpus.size()) {
       throw std::invalid_argument(fmt::format("a skew for {} ranks given for {}", options_.rank_ready.size(), options_.gpus.size()));
     }
-    const models::Schedule one = schedule(best.algorithm, best.protocol, bytes, best.granularity);
+    // The phase-granularity tree is the fluid limit of a deep pipeline: every edge carries its
+    // data up and down at once, with no order between a rank's receive from below and its send
+    // down, so a late rank would not hold the others back. Under skew the tree runs at step
+    // granularity (every chunk's reduce before its broadcast) where its schedule fits.
+    Granularity g = best.granularity;
+    if (best.algorithm == Algorithm::Tree && g == Granularity::Phase) {
+      try {
+        (void)schedule(best.algorithm, best.protocol, bytes, Granularity::Step);
+        g = Granularity::Step;
+      } catch (const ScheduleTooLarge&) {
+        best.notes.push_back("--skew: the tree's schedule is too large at step granularity; its phase form does not order a rank's "
+                             "broadcast after the late ranks' data, so the waits are a lower bound");
+      }
+    }
+    const models::Schedule one = schedule(best.algorithm, best.protocol, bytes, g);
     sim::Engine& engine = engine_ ? *engine_ : *analytic_;
     const sim::Timeline tl = run_schedule(one, best.algorithm, best.protocol, engine, true);
     const sim::Timeline plain = run_schedule(one, best.algorithm, best.protocol, engine, false);

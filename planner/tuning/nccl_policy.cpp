@@ -21,6 +21,18 @@ NcclGroup nccl_group(const models::Cluster& cluster, const std::vector<models::D
     const auto& node = cluster.nodes[static_cast<std::size_t>(node_index)];
     group.nvls_all_nodes = group.nvls_all_nodes && node.nvswitch != models::kNoDevice && t.device(node.nvswitch).nvls;
   }
+  // NVLS needs every rank's NVLinks to the switch up (a what-if failure takes one down; NCCL then
+  // has no NVLS for the communicator).
+  for (models::DeviceId g : gpus) {
+    bool up = false, down = false;
+    for (models::LinkId id : t.out_links(g)) {
+      const models::DeviceId sw = t.link_target(id);
+      if (t.device(sw).kind != models::DeviceKind::NvSwitch) continue;
+      up = true;
+      for (models::LinkId back : t.out_links(sw)) down = down || t.link_target(back) == g;
+    }
+    group.nvls_all_nodes = group.nvls_all_nodes && up && down;
+  }
   group.nvls_one_domain = nodes.size() == 1 && group.nvls_all_nodes;
   return group;
 }

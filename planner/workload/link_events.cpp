@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "support/input_error.hpp"
+#include "support/units.hpp"
 
 namespace ccsim::planner {
 
@@ -129,7 +130,16 @@ double LinkEventModel::duration_at(std::uint32_t i, double s, double d, double a
   unsigned seen = 0;
   bool changed = false;
   for (std::size_t guard = 0;; ++guard) {
-    if (guard > 10000000) throw std::logic_error("link events: an op's run crosses more than 10^7 event windows");
+    if (guard > 10000000) {
+      // The fastest flap, named: its windows are far shorter than the op.
+      std::size_t fastest = 0;
+      for (std::size_t e = 1; e < events_.size(); ++e)
+        if (events_[e].every > 0 && (events_[fastest].every <= 0 || events_[e].every < events_[fastest].every)) fastest = e;
+      const auto& r = scenario_.what_if.links[events_[fastest].rules.front()];
+      throw support::InputError(r.where, r.key,
+                                "a flap whose windows an op crosses fewer than 10^7 times (a longer period, or a static rule at its mean factor)",
+                                fmt::format("an op of {} crossing more than 10^7 windows of the events", support::format_time(d)));
+    }
     const unsigned m = mask_at(t);
     seen |= m;
     double scale = 1;

@@ -242,6 +242,22 @@ void WorkloadRunner::adapt_to_fixed_point(WorkloadResult& out, std::vector<doubl
   // Contention depends on which ops overlap, so it is iterated; timed events depend only on
   // when each op starts, so the step execution applies them as it goes (exact in one pass).
   std::vector<double> base = alone;  // per op: its duration without events (contended when on)
+  const auto execute = [&](const std::vector<double>& d) {
+    if (events.empty()) return execute_step(p, d);
+    events.begin_pass();
+    return execute_step(p, [&](std::uint32_t i, double start) {
+      if (out.op_comm[i] < 0) return d[i];
+      const ProgramOp& op = p.ops[i];
+      const bool copy = models::spans_replica_classes(op) && !op.expert &&
+                        p.ranks[static_cast<std::size_t>(p.op_rank[i])].replica_class != 0;
+      return events.duration_at(i, start, d[i], alone[i], lower, !copy);
+    });
+  };
+  // With events, contention's reference is the step with the events and every op alone.
+  if (contention && !events.empty()) {
+    step_alone = 0;
+    for (const auto& t : execute(alone)) step_alone = std::max(step_alone, t.end);
+  }
   while (passes < kMaxPasses) {
     std::vector<double> next = contention ? contention->durations(out.timing) : alone;
     double change = 0;
@@ -252,18 +268,7 @@ void WorkloadRunner::adapt_to_fixed_point(WorkloadResult& out, std::vector<doubl
       break;
     }
     base = std::move(next);
-    if (events.empty()) {
-      out.timing = execute_step(p, base);
-    } else {
-      events.begin_pass();
-      out.timing = execute_step(p, [&](std::uint32_t i, double start) {
-        if (out.op_comm[i] < 0) return base[i];
-        const ProgramOp& op = p.ops[i];
-        const bool copy = models::spans_replica_classes(op) && !op.expert &&
-                          p.ranks[static_cast<std::size_t>(p.op_rank[i])].replica_class != 0;
-        return events.duration_at(i, start, base[i], alone[i], lower, !copy);
-      });
-    }
+    out.timing = execute(base);
     ++passes;
     if (!contention) {
       converged = true;
@@ -331,6 +336,7 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
   if (w.phase == models::WorkloadPhase::Prefill) out.engine_overhead = serving_.prefill_step_overhead;
   if (w.phase == models::WorkloadPhase::Decode) out.engine_overhead = serving_.decode_step_overhead;
   out.step_time += out.engine_overhead;
+  if (out.contention) out.contention->step_alone += out.engine_overhead;  // the same step, each op alone
 
   if (detail_ == Detail::StepOnly) {
     out.mfu = p.model_flops / (out.step_time * out.world * out.peak_flops);

@@ -76,3 +76,27 @@ TEST_CASE("skew: all ranks equally late is no skew; a skew of the wrong size is 
   o.rank_ready.assign(3, 0.0);
   CHECK_THROWS_AS(planner::CollectiveRunner(c, costs, o).run(1 << 20), std::invalid_argument);
 }
+
+TEST_CASE("skew: no rank finishes an AllReduce before the late rank has arrived, whatever the algorithm", "[collective][skew]") {
+  // Every rank's result holds every rank's data, so its last op ends after the late rank's
+  // arrival d (plus at least one hop). The phase-granularity tree (the fluid limit of a deep
+  // pipeline, with no order between a rank's receive from below and its send down) would let
+  // ranks off the late rank's path finish early: under skew the tree runs at step granularity.
+  const models::Cluster c = test::shipped_cluster("dgx-h100-1node.yaml");
+  const planner::CostModel& costs = test::shipped_costs(c);
+  for (const auto a : {planner::Algorithm::Ring, planner::Algorithm::Tree}) {
+    for (const std::uint64_t bytes : {std::uint64_t{8192}, std::uint64_t{1} << 20}) {
+      INFO(planner::to_string(a) << " at " << bytes << " B");
+      planner::CollectiveOptions o;
+      o.collective = models::Collective::AllReduce;
+      o.algorithm = a;
+      o.gpus.assign(c.topology.gpus().begin(), c.topology.gpus().end());
+      const double d = 50e-6;
+      o.rank_ready.assign(o.gpus.size(), 0.0);
+      o.rank_ready[3] = d;
+      const planner::CollectiveResult r = planner::CollectiveRunner(c, costs, o).run(bytes);
+      REQUIRE(r.skew);
+      for (std::size_t k = 0; k < o.gpus.size(); ++k) CHECK(r.skew->rank_time[k] + o.rank_ready[k] > d);
+    }
+  }
+}

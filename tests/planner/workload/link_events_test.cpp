@@ -180,3 +180,16 @@ TEST_CASE("link events: overlapping events on a common link are refused", "[work
                     "    - {device: node0/nic0, factor: 0.5, at: 100ms, for: 50ms}\n"
                     "    - {device: node1/nic0, factor: 0.8, at: 120ms, for: 50ms}\n"));
 }
+
+TEST_CASE("link events: a GPU's NVLink to the NVSwitch down takes NVLS away, for a while or for good", "[workload][link-events]") {
+  // node0/gpu0 <-> node0/nvswitch down: NCCL has no NVLS for the TP group (every rank needs its
+  // NVLinks to the switch), the TP AllReduces fall back to a ring through PCIe and the step is
+  // slower; for 10 ms from the start, slower by less.
+  const auto base = run(kTwoNodes);
+  const std::string rule = "what_if:\n  links:\n    - {link: 'node0/gpu0 <-> node0/nvswitch', fail: true";
+  const auto down = run(kTwoNodes + rule + "}\n");
+  const auto blip = run(kTwoNodes + rule + ", at: 0s, for: 10ms}\n");
+  CHECK(down.step_time > 1.5 * base.step_time);
+  CHECK(blip.step_time > base.step_time);
+  CHECK(blip.step_time < down.step_time);
+}
