@@ -33,31 +33,12 @@ Dag::Dag(std::span<const std::uint32_t> pred_begin, std::span<const std::uint32_
     for (std::uint32_t e = pred_begin[i]; e < pred_begin[i + 1]; ++e) succ_[fill[preds[e]]++] = i;
 }
 
-DagSchedule earliest_start(const Dag& dag, std::span<const double> duration) {
-  const std::uint32_t n = dag.size();
-  if (duration.size() != n) throw std::invalid_argument(fmt::format("DAG schedule: {} durations for {} nodes", duration.size(), n));
-  DagSchedule out;
-  out.timing.assign(n, {});
-  std::vector<std::uint32_t> pending = dag.dependency_counts();
-  std::vector<double> ready(n, 0.0);
-  std::vector<std::uint32_t> stack;
-  for (std::uint32_t i = 0; i < n; ++i)
-    if (pending[i] == 0) stack.push_back(i);
-  while (!stack.empty()) {
-    const std::uint32_t i = stack.back();
-    stack.pop_back();
-    ++out.scheduled;
-    out.timing[i].start = ready[i];
-    out.timing[i].end = ready[i] + duration[i];
-    for (std::uint32_t j : dag.successors(i)) {
-      ready[j] = std::max(ready[j], out.timing[i].end);
-      if (--pending[j] == 0) stack.push_back(j);
-    }
-  }
-  return out;
-}
+namespace {
 
-DagSchedule earliest_start(const Dag& dag, const std::function<double(std::uint32_t, double)>& duration) {
+/// Kahn's order from the nodes without predecessors: each node starts at the latest end of its
+/// predecessors and lasts duration(node, start).
+template <class Duration>
+DagSchedule schedule(const Dag& dag, const Duration& duration) {
   const std::uint32_t n = dag.size();
   DagSchedule out;
   out.timing.assign(n, {});
@@ -78,6 +59,19 @@ DagSchedule earliest_start(const Dag& dag, const std::function<double(std::uint3
     }
   }
   return out;
+}
+
+}  // namespace
+
+DagSchedule earliest_start(const Dag& dag, std::span<const double> duration) {
+  if (duration.size() != dag.size()) {
+    throw std::invalid_argument(fmt::format("DAG schedule: {} durations for {} nodes", duration.size(), dag.size()));
+  }
+  return schedule(dag, [&](std::uint32_t i, double) { return duration[i]; });
+}
+
+DagSchedule earliest_start(const Dag& dag, const std::function<double(std::uint32_t, double)>& duration) {
+  return schedule(dag, duration);
 }
 
 }  // namespace ccsim::sim
