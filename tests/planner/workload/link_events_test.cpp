@@ -49,6 +49,26 @@ std::uint32_t dp_allreduce(const planner::WorkloadResult& r) {
   return 0;
 }
 
+/// The DP AllReduce of the base step and of the step with `rule` (a what_if link rule body,
+/// "device: X, factor: F") static and timed 20 ms from 10 ms into that op: its time T, its
+/// time T_e on the cluster with the rule, and the timed run.
+struct Window {
+  planner::WorkloadResult base, timed;
+  double T = 0, Te = 0;
+};
+
+Window window_inside_dp(const std::string& rule) {
+  Window w;
+  w.base = run(kTwoNodes);
+  const auto ruled = run(kTwoNodes + "what_if:\n  links:\n    - {" + rule + "}\n");
+  const std::uint32_t op = dp_allreduce(w.base);
+  w.T = w.base.timing[op].end - w.base.timing[op].start;
+  w.Te = ruled.comm_costs[static_cast<std::size_t>(ruled.op_comm[op])].time;
+  const double at = w.base.timing[op].start + 0.01;
+  w.timed = run(kTwoNodes + fmt::format("what_if:\n  links:\n    - {{{}, at: {:.17g}s, for: 20ms}}\n", rule, at));
+  return w;
+}
+
 models::LinkRule timed(double at, double duration, double every) {
   models::LinkRule r;
   r.at = at;
@@ -123,38 +143,26 @@ TEST_CASE("link events: a window inside a bandwidth-bound op costs W (1 − T/T_
   // bandwidth (both from their own runs). A window of W = 20 ms that starts 10 ms into it: the op
   // progresses at 1/T_e instead of 1/T for W, so it has W (1/T − 1/T_e) of its work left over,
   // done at 1/T: it ends W (1 − T/T_e) later; the step, which ends with it, too.
-  const auto base = run(kTwoNodes);
-  const auto halved = run(kTwoNodes + "what_if:\n  links:\n    - {device: 'node0/nic*', factor: 0.5}\n");
-  const std::uint32_t op = dp_allreduce(base);
-  const double T = base.timing[op].end - base.timing[op].start;
-  const double Te = halved.comm_costs[static_cast<std::size_t>(halved.op_comm[op])].time;
-  REQUIRE(Te > 1.5 * T);
-  REQUIRE(T > 0.04);  // the window fits inside it
+  const Window w = window_inside_dp("device: 'node0/nic*', factor: 0.5");
+  REQUIRE(w.Te > 1.5 * w.T);
+  REQUIRE(w.T > 0.04);  // the window fits inside it
   const double W = 0.02;
-  const double at = base.timing[op].start + 0.01;
-  const auto flapped = run(kTwoNodes + fmt::format("what_if:\n  links:\n    - {{device: 'node0/nic*', factor: 0.5, at: {:.17g}s, for: 20ms}}\n", at));
-  REQUIRE(flapped.link_events.has_value());
-  const double expected = W * (1 - T / Te);
-  CHECK(flapped.link_events->lost == Approx(expected).epsilon(1e-9));
-  CHECK(flapped.step_time - base.step_time == Approx(expected).epsilon(1e-6));
-  CHECK(flapped.link_events->converged);
+  REQUIRE(w.timed.link_events.has_value());
+  const double expected = W * (1 - w.T / w.Te);
+  CHECK(w.timed.link_events->lost == Approx(expected).epsilon(1e-9));
+  CHECK(w.timed.step_time - w.base.step_time == Approx(expected).epsilon(1e-6));
+  CHECK(w.timed.link_events->converged);
   // A window that ends before the op starts changes nothing.
   const auto early = run(kTwoNodes + "what_if:\n  links:\n    - {device: 'node0/nic*', factor: 0.5, at: 1ms, for: 1ms}\n");
-  CHECK(early.step_time == Approx(base.step_time).epsilon(1e-12));
+  CHECK(early.step_time == Approx(w.base.step_time).epsilon(1e-12));
 }
 
 TEST_CASE("link events: a NIC that fails for a while fails over meanwhile", "[workload][link-events]") {
   // node0/nic0 down for 20 ms inside the DP AllReduce: GPU 0 fails over to another NIC of the
   // node (as the static rule does), the ring slows to T_e for that time: W (1 − T/T_e) again.
-  const auto base = run(kTwoNodes);
-  const auto down = run(kTwoNodes + "what_if:\n  links:\n    - {device: node0/nic0, fail: true}\n");
-  const std::uint32_t op = dp_allreduce(base);
-  const double T = base.timing[op].end - base.timing[op].start;
-  const double Te = down.comm_costs[static_cast<std::size_t>(down.op_comm[op])].time;
-  REQUIRE(Te > T);
-  const double at = base.timing[op].start + 0.01;
-  const auto flapped = run(kTwoNodes + fmt::format("what_if:\n  links:\n    - {{device: node0/nic0, fail: true, at: {:.17g}s, for: 20ms}}\n", at));
-  CHECK(flapped.link_events->lost == Approx(0.02 * (1 - T / Te)).epsilon(1e-9));
+  const Window w = window_inside_dp("device: node0/nic0, fail: true");
+  REQUIRE(w.Te > w.T);
+  CHECK(w.timed.link_events->lost == Approx(0.02 * (1 - w.T / w.Te)).epsilon(1e-9));
 }
 
 TEST_CASE("link events: overlapping events on a common link are refused", "[workload][link-events]") {
