@@ -27,6 +27,12 @@ models::Scenario load_scenario_file(const std::string& path, const std::string& 
                                {.algorithm_names = planner::algorithm_names(), .layout_rules = layout_rules});
 }
 
+models::Scenario load_cluster_scenario_file(const std::string& path, const std::string& catalog_dir) {
+  const models::Catalog catalog = models::Catalog::load(catalog_dir.empty() ? models::Catalog::default_dir() : catalog_dir);
+  return models::load_scenario(models::load_scenario_layers(path), path, catalog,
+                               {.algorithm_names = planner::algorithm_names(), .cluster_only = true});
+}
+
 std::string TableChoice::note(const std::string& option, const std::string& scenario_key) const {
   switch (origin) {
     case TableOrigin::CommandLine: return fmt::format(" (table {}, from {})", path, option);

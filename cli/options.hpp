@@ -17,6 +17,10 @@ namespace ccsim::cli {
 
 /// Loads the catalog (`catalog_dir`, or the default) and the scenario. Throws InputError.
 models::Scenario load_scenario_file(const std::string& path, const std::string& catalog_dir, bool layout_rules = true);
+/// load_scenario_file for the commands that simulate only the cluster (topo, collective, compare,
+/// replay): the workload and strategy (or jobs) are read and checked but need not fit the
+/// cluster (models::ScenarioChecks::cluster_only).
+models::Scenario load_cluster_scenario_file(const std::string& path, const std::string& catalog_dir);
 
 /// Where the calibration table a command loads comes from, in the order it is looked for.
 enum class TableOrigin : std::uint8_t { CommandLine, Scenario, Default };

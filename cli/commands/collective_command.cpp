@@ -381,7 +381,7 @@ int run_collective(const CollectiveCliOptions& o) {
   opts.granularity = granularity_option(o.granularity);
   opts.root = o.root;
 
-  models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  models::Scenario scenario = load_cluster_scenario_file(o.scenario, o.catalog);
   if (!o.ecmp.empty()) {
     if (scenario.cluster.fabric.kind != models::FabricKind::FatTree) {
       throw InputError({"<command line>", 0, 0}, "--ecmp", "a scenario with a fat-tree fabric (spines to choose among)",

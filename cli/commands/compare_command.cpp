@@ -56,7 +56,7 @@ int run_compare(const CompareCliOptions& o) {
   std::istringstream in(support::read_input_file(o.log, {"an nccl-tests log file"}));
   auto tests = validate::parse_nccl_tests_log(in, o.log);
   name_collective(tests, o.op);
-  const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  const models::Scenario scenario = load_cluster_scenario_file(o.scenario, o.catalog);
   const models::Cluster cluster = models::build_scenario_cluster(scenario);
   const TableChoice table = collective_table(o.calibration, scenario, cluster);
   const planner::CostModel costs = planner::CostModel::load(table.path);

@@ -367,7 +367,7 @@ int report(const ReplayCliOptions& o, const replay::LogInfo& info, const Replaye
 
 int run_replay(const ReplayCliOptions& o) {
   const ReplayInputs in = check_inputs(o);
-  models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  models::Scenario scenario = load_cluster_scenario_file(o.scenario, o.catalog);
   const models::Cluster cluster = models::build_scenario_cluster(scenario);
 
   // --out is checked (and created) before the backend starts: under mpirun only rank 0 writes,

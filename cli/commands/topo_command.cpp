@@ -24,7 +24,7 @@ CLI::App* add_topo_command(CLI::App& app, TopoOptions& options) {
 int run_topo(const TopoOptions& options) {
   const models::Catalog catalog =
       models::Catalog::load(options.catalog.empty() ? models::Catalog::default_dir() : options.catalog);
-  const models::Scenario scenario = models::load_scenario(options.scenario, catalog, {.algorithm_names = planner::algorithm_names()});
+  const models::Scenario scenario = models::load_scenario(options.scenario, catalog, {.algorithm_names = planner::algorithm_names(), .cluster_only = true});
   const models::Cluster cluster = models::build_scenario_cluster(scenario);
   const models::TopologySummary summary = models::summarize(cluster);
   if (!options.dot.empty()) {

@@ -97,6 +97,7 @@ Scenario load_scenario(const std::string& path, const Catalog& catalog, const Sc
 Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std::string& path, const Catalog& catalog,
                        const ScenarioChecks& checks) {
   const bool layout_rules = checks.layout_rules;
+
   const support::Fields root(layers, "");
   root.reject_unknown({"include", "name", "description", "cluster", "workload", "strategy", "simulation", "what_if"});
 
@@ -109,7 +110,7 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
   if (const auto w = root.optional_map("workload")) scenario.workload = parse_workload(*w);
   if (const auto s = root.optional_map("strategy")) {
     try {
-      scenario.strategy = parse_strategy(*s, scenario.cluster.total_gpus(), checks.algorithm_names);
+      scenario.strategy = parse_strategy(*s, checks.cluster_only ? 0 : scenario.cluster.total_gpus(), checks.algorithm_names);
     } catch (const support::RuleError&) {
       // A layout search replaces the layout: one that does not fit the cluster is dropped.
       if (layout_rules) throw;
@@ -120,7 +121,8 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
   if (scenario.workload) {
     scenario.model = load_workload_model(root.map("workload"), scenario.workload->model);
     if (!scenario.strategy) {
-      scenario.strategy = parse_strategy(support::Fields({}, "strategy"), scenario.cluster.total_gpus(), checks.algorithm_names);
+      scenario.strategy = parse_strategy(support::Fields({}, "strategy"), checks.cluster_only ? 0 : scenario.cluster.total_gpus(),
+                                         checks.algorithm_names);
     }
   }
   check_across_sections(root, scenario, layout_rules);

@@ -52,6 +52,10 @@ struct ScenarioChecks {
   /// is replaced by the default one (every setting at its default, dp = GPUs), and the
   /// global-batch and model divisibility rules (check_layout) are left to the search.
   bool layout_rules = true;
+  /// True (`ccsim topo`, `collective`, `compare`, `replay`, which simulate only the cluster): the
+  /// workload and strategy are read and checked as usual except against the cluster's GPU count
+  /// (tp·pp·cp·dp need not equal or divide it; an absent dp is 1).
+  bool cluster_only = false;
 };
 
 /// Loads and checks a scenario file against `catalog`. Throws InputError on any bad input,

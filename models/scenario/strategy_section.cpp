@@ -53,10 +53,12 @@ StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::spa
   const std::int64_t model_parallel = static_cast<std::int64_t>(spec.tp) * spec.pp * spec.cp;
   if (s.has("dp")) {
     spec.dp = s.count("dp", 1, kMaxGpus);
-    if (model_parallel * spec.dp != cluster_gpus) {
+    if (cluster_gpus > 0 && model_parallel * spec.dp != cluster_gpus) {
       throw support::RuleError(s.error("dp", fmt::format("tp·pp·cp·dp equal to the cluster's {} GPUs (tp·pp·cp·dp = {}·{}·{}·{} = {})",
                                                          cluster_gpus, spec.tp, spec.pp, spec.cp, spec.dp, model_parallel * spec.dp)));
     }
+  } else if (cluster_gpus <= 0) {
+    spec.dp = 1;  // no GPU count to fit (a cluster-only command): the strategy is not run
   } else {
     if (cluster_gpus % model_parallel != 0) {
       throw support::RuleError(s.error("tp", fmt::format("tp·pp·cp dividing the cluster's {} GPUs (tp·pp·cp = {}·{}·{} = {})", cluster_gpus,
@@ -64,7 +66,7 @@ StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::spa
     }
     spec.dp = static_cast<int>(cluster_gpus / model_parallel);
   }
-  if ((static_cast<std::int64_t>(spec.dp) * spec.cp) % spec.ep != 0) {
+  if ((cluster_gpus > 0 || s.has("dp")) && (static_cast<std::int64_t>(spec.dp) * spec.cp) % spec.ep != 0) {
     throw support::RuleError(s.error("ep", fmt::format("an expert-parallel size dividing dp·cp = {}", spec.dp * spec.cp)));
   }
   spec.sequence_parallel = s.boolean("sequence_parallel", false);

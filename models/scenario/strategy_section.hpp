@@ -20,6 +20,8 @@ namespace ccsim::models {
 /// dividing dp·cp, sequence_parallel or tp_comm_overlap with tp 1, interleaved with pp 1.
 /// `algorithm_names`: what a strategy.algorithms value may be besides "auto" (see
 /// ScenarioChecks); empty: the values are read as strings, unchecked.
+/// `cluster_gpus` 0: no GPU count to fit (ScenarioChecks::cluster_only): the rules on tp·pp·cp·dp
+/// against the count are skipped and an absent dp is 1.
 StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::span<const std::string_view> algorithm_names);
 
 }  // namespace ccsim::models
