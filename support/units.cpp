@@ -47,6 +47,11 @@ constexpr std::array<Unit, 8> kTimeUnits{{
     {"min", 60.0},
 }};
 
+constexpr std::array<Unit, 8> kDurationUnits{{
+    {"ms", 1e-3}, {"s", 1.0}, {"min", 60.0}, {"h", 3600.0}, {"d", 86400.0}, {"w", 604800.0}, {"y", 31536000.0},
+    {"days", 86400.0},
+}};
+
 constexpr std::array<Unit, 10> kFlopUnits{{
     {"FLOPS", 1.0}, {"FLOP/s", 1.0},
     {"GFLOPS", 1e9}, {"GFLOP/s", 1e9},
@@ -74,6 +79,7 @@ const Unit* lookup(Quantity q, std::string_view name) {
     case Quantity::Bandwidth: return find_unit(kBandwidthUnits, name);
     case Quantity::Time: return find_unit(kTimeUnits, name);
     case Quantity::FlopRate: return find_unit(kFlopUnits, name);
+    case Quantity::Duration: return find_unit(kDurationUnits, name);
   }
   return nullptr;
 }
@@ -126,7 +132,7 @@ double parse_quantity(std::string_view text, Quantity q) {
   }
   const Unit* u = lookup(q, unit);
   if (u == nullptr) {
-    for (Quantity other : {Quantity::Bytes, Quantity::Bandwidth, Quantity::Time, Quantity::FlopRate}) {
+    for (Quantity other : {Quantity::Bytes, Quantity::Bandwidth, Quantity::Time, Quantity::FlopRate, Quantity::Duration}) {
       if (other != q && lookup(other, unit) != nullptr) {
         throw UnitError("unit '" + std::string(unit) + "' is not a unit of this kind of quantity");
       }
@@ -138,13 +144,17 @@ double parse_quantity(std::string_view text, Quantity q) {
   const double magnitude = std::fabs(si);
   if (!std::isfinite(si) || (magnitude != 0.0 && (magnitude < range.min || magnitude > range.max))) {
     // The value in plain SI (it may be far beyond any prefix); the range as reports print it.
-    const char* si_unit = q == Quantity::Bytes ? "B" : q == Quantity::Bandwidth ? "B/s" : q == Quantity::Time ? "s" : "FLOP/s";
+    const char* si_unit = q == Quantity::Bytes       ? "B"
+                          : q == Quantity::Bandwidth ? "B/s"
+                          : q == Quantity::Time || q == Quantity::Duration ? "s"
+                                                                          : "FLOP/s";
     const auto show = [&](double v) {
       switch (q) {
         case Quantity::Bytes: return format_bytes(v);
         case Quantity::Bandwidth: return format_bandwidth(v);
         case Quantity::Time: return v >= 86400.0 ? std::string("1 day") : format_time(v);
         case Quantity::FlopRate: return format_flops(v);
+        case Quantity::Duration: return v >= 3.1536e9 ? std::string("100 y") : format_duration(v);
       }
       return fmt::format("{:g}", v);
     };
@@ -160,6 +170,7 @@ QuantityRange physical_range(Quantity q) {
     case Quantity::Bandwidth: return {1e3, 1e15};
     case Quantity::Time: return {1e-12, 86400.0};
     case Quantity::FlopRate: return {1e6, 1e18};
+    case Quantity::Duration: return {1e-3, 3.1536e9};
   }
   return {0.0, 0.0};
 }
@@ -170,6 +181,7 @@ std::string describe_quantity(Quantity q) {
     case Quantity::Bandwidth: return "a bandwidth such as 400Gbps, 50GB/s or 25GBps";
     case Quantity::Time: return "a time such as 1.5us, 700ns or 2ms";
     case Quantity::FlopRate: return "a compute rate such as 989TFLOPS";
+    case Quantity::Duration: return "a duration such as 30s, 10min, 3h or 54d";
   }
   return "a quantity";
 }
@@ -191,6 +203,14 @@ std::string format_time(double seconds) {
     if (std::fabs(seconds) >= scale) return fmt::format("{:.4g} {}", seconds / scale, name);
   }
   return fmt::format("{:.4g} ps", seconds / 1e-12);
+}
+
+std::string format_duration(double seconds) {
+  static const std::pair<double, const char*> scales[] = {{86400.0, "d"}, {3600.0, "h"}, {60.0, "min"}};
+  for (const auto& [scale, name] : scales) {
+    if (std::fabs(seconds) >= scale) return fmt::format("{:.3g} {}", seconds / scale, name);
+  }
+  return format_time(seconds);
 }
 
 std::string format_flops(double flop_per_second) {

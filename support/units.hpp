@@ -18,6 +18,7 @@ enum class Quantity {
   Bandwidth,  ///< `400Gbps`, `50GB/s`, `25GBps` → bytes per second
   Time,       ///< `1.5us`, `700ns`, `2ms`, `1s` → seconds
   FlopRate,   ///< `989TFLOPS`, `1.2PFLOP/s` → FLOP per second
+  Duration,   ///< `30s`, `10min`, `3h`, `54d`, `1y` (365 days) → seconds: spans of a training run
 };
 
 /// Thrown by parse_quantity; the scenario loader adds file, line and key.
@@ -29,7 +30,8 @@ class UnitError : public std::invalid_argument {
 /// The physical range of a nonzero quantity of dimension `q`, SI units. Far wider than any
 /// real hardware (the widest real values: HBM3e 8 TB/s, 288 GB per GPU, 20 PFLOP/s FP4 per
 /// GPU, link latencies in ns to ms), so only typos and corrupt files fall outside:
-///   Bytes 1 B .. 1 PiB; Bandwidth 1 kB/s .. 1 PB/s; Time 1 ps .. 1 day; FlopRate 1 MFLOP/s .. 1 EFLOP/s.
+///   Bytes 1 B .. 1 PiB; Bandwidth 1 kB/s .. 1 PB/s; Time 1 ps .. 1 day; FlopRate 1 MFLOP/s .. 1 EFLOP/s;
+///   Duration 1 ms .. 100 years (a training run, its checkpoint interval and restart times).
 struct QuantityRange {
   double min = 0.0;  ///< smallest nonzero value
   double max = 0.0;  ///< largest value
@@ -52,5 +54,6 @@ std::string format_bandwidth(double bytes_per_second);  ///< "450 GB/s"
 std::string format_bytes(double bytes);                 ///< "80 GB"
 std::string format_time(double seconds);                ///< "1.5 us"
 std::string format_flops(double flop_per_second);       ///< "989 TFLOP/s"
+std::string format_duration(double seconds);            ///< "45 s", "12.5 min", "3.1 h", "54 d"
 
 }  // namespace ccsim::support

@@ -99,7 +99,7 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
   const bool layout_rules = checks.layout_rules;
 
   const support::Fields root(layers, "");
-  root.reject_unknown({"include", "name", "description", "cluster", "workload", "strategy", "simulation", "what_if"});
+  root.reject_unknown({"include", "name", "description", "cluster", "workload", "strategy", "simulation", "what_if", "reliability"});
 
   Scenario scenario;
   scenario.layers = layers;
@@ -118,6 +118,7 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
   }
   if (const auto sim = root.optional_map("simulation")) scenario.simulation = parse_simulation(*sim);
   if (const auto wi = root.optional_map("what_if")) scenario.what_if = parse_what_if(*wi);
+  if (const auto r = root.optional_map("reliability")) scenario.reliability = parse_reliability(*r);
   if (scenario.workload) {
     scenario.model = load_workload_model(root.map("workload"), scenario.workload->model);
     if (!scenario.strategy) {

@@ -18,6 +18,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "models/hardware/cluster.hpp"
+#include "models/scenario/reliability_section.hpp"
 #include "models/scenario/scenario_layers.hpp"
 #include "models/scenario/simulation_section.hpp"
 #include "models/scenario/what_if_section.hpp"
@@ -36,6 +37,7 @@ struct Scenario {
   std::optional<StrategySpec> strategy;
   SimulationSpec simulation;
   WhatIfSpec what_if;                      ///< the `what_if:` perturbations (empty: none)
+  ReliabilitySpec reliability;             ///< the `reliability:` section (enabled false: none)
   std::optional<TransformerConfig> model;  ///< the workload's model, loaded and checked against the strategy
   std::vector<support::YamlSource> layers;          ///< the file and its includes, most specific first
 };
