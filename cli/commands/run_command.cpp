@@ -14,7 +14,9 @@
 #include "support/atomic_file.hpp"
 #include "support/input_error.hpp"
 #include "support/output_dir.hpp"
+#include "planner/cluster/run_reliability.hpp"
 #include "planner/workload/workload_report.hpp"
+#include "support/units.hpp"
 #include "planner/workload/workload_runner.hpp"
 
 namespace ccsim::cli {
@@ -35,6 +37,8 @@ CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   c->add_option("--serving-calibration", o.serving_calibration,
                 "serving engine table for inference phases (default: scenarios/calibration/serving.yaml)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
+  c->add_option("--horizon", o.horizon,
+                "simulate failures over a run of this wall time (30d, 720h) with the scenario's reliability section or its defaults");
   return c;
 }
 
@@ -42,10 +46,27 @@ int run_run(const RunCliOptions& o) {
   if (!o.engine.empty() && o.engine != "analytic" && o.engine != "flow") {
     throw support::InputError({"<command line>", 0, 0}, "--engine", "analytic or flow", "'" + o.engine + "'");
   }
-  const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  if (!o.horizon.empty()) {
+    try {
+      scenario.reliability.duration = support::parse_quantity(o.horizon, support::Quantity::Duration);
+    } catch (const support::UnitError& e) {
+      throw support::InputError({"<command line>", 0, 0}, "--horizon", support::describe_quantity(support::Quantity::Duration),
+                                "'" + o.horizon + "' (" + e.what() + ")");
+    }
+    if (!(scenario.reliability.duration > 0)) {
+      throw support::InputError({"<command line>", 0, 0}, "--horizon", "a positive duration such as 30d", "'" + o.horizon + "'");
+    }
+    scenario.reliability.enabled = true;
+  }
   if (!scenario.workload) {
     throw support::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim run",
                               "a scenario without one (use ccsim topo or ccsim collective for cluster-only scenarios)");
+  }
+  if (scenario.reliability.enabled && scenario.workload->phase != models::WorkloadPhase::TrainingStep) {
+    throw support::InputError(o.horizon.empty() ? support::Fields(scenario.layers, "").location("reliability") : support::SourceLocation{"<command line>", 0, 0},
+                              o.horizon.empty() ? "reliability" : "--horizon", "a training-step workload (failures over a run are modelled for training)",
+                              "a workload of another phase");
   }
   if (o.report_only && o.out.empty()) {
     throw support::InputError({"<command line>", 0, 0}, "--report-only", "--out DIR as well (it selects the files --out writes)", "no --out");
@@ -111,7 +132,22 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
   }
 
   const planner::RunContext ctx{scenario, cluster, result, engine, unperturbed, unperturbed_ttft, unperturbed_e2e};
-  const std::string summary = planner::run_summary(ctx);
+  std::string summary = planner::run_summary(ctx);
+  std::string report = planner::report_json(ctx);
+  if (scenario.reliability.enabled && result.feasible) {
+    // The step at a reduced DP (shrink) runs as this step does, without links or ops detail.
+    const auto step_time_of = [&](const models::Scenario& sc) {
+      const models::Cluster cl = models::build_scenario_cluster(sc);
+      std::unique_ptr<planner::WorkloadRunner> r = make_runner(sc, cl);
+      r->set_detail(planner::WorkloadRunner::Detail::StepOnly);
+      return r->run().step_time;
+    };
+    const planner::ReliabilityReport rel = planner::run_reliability(scenario, cluster, result, step_time_of);
+    summary += planner::reliability_text(rel);
+    nlohmann::json j = nlohmann::json::parse(report);
+    j["reliability"] = planner::reliability_json(rel);
+    report = j.dump(2) + "\n";
+  }
   if (out != nullptr) {
     // report.json last: when it is there, the rest is complete (an old one goes first; a
     // symbolic link, device or FIFO in its place stays and is written through at the end).
@@ -122,7 +158,7 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
       out->write("links.csv", planner::links_csv(ctx));
       out->write("trace.json", planner::trace_json(ctx));
     }
-    out->write("report.json", planner::report_json(ctx));
+    out->write("report.json", report);
   }
   std::cout << summary;
   return result.feasible ? 0 : 3;

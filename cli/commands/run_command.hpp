@@ -1,6 +1,8 @@
 #pragma once
-// `ccsim run SCENARIO [--engine analytic|flow] [--out DIR [--report-only]]`: simulate one step of the
-// scenario's LLM workload (training step, prefill or decode) and report where the time goes.
+// `ccsim run SCENARIO [--engine analytic|flow] [--out DIR [--report-only]] [--horizon 30d]`: simulate one
+// step of the scenario's LLM workload (training step, prefill or decode) and report where the time
+// goes; with a `reliability:` section or --horizon, also the whole run under failures
+// (planner/cluster/run_reliability.hpp).
 // Exit codes: 0 simulated, 2 bad input, 3 the layout does not fit in GPU memory (reported,
 // not simulated).
 
@@ -19,6 +21,7 @@ struct RunCliOptions {
   std::string compute_calibration;
   std::string serving_calibration;  ///< empty: scenarios/calibration/serving.yaml (inference phases)
   std::string catalog;
+  std::string horizon;  ///< --horizon: a duration (30d); turns on the reliability simulation for that wall time
 };
 
 CLI::App* add_run_command(CLI::App& app, RunCliOptions& options);

@@ -34,8 +34,12 @@ class StepTimes {
   double operator()(const std::vector<int>& dead) {
     auto it = cache_.find(dead);
     if (it != cache_.end()) return it->second;
-    const double t = job_.step_time(dead);
-    if (!(t > 0) || !std::isfinite(t)) throw std::invalid_argument("reliability: the engine gave a step time that is not positive");
+    double t = job_.step_time(dead);
+    if (t == 0) t = std::numeric_limits<double>::infinity();  // the job does not run at this size
+    if (!(t > 0) || std::isnan(t)) throw std::invalid_argument("reliability: the engine gave a negative step time");
+    if (std::isinf(t) && std::all_of(dead.begin(), dead.end(), [](int d) { return d == 0; })) {
+      throw std::invalid_argument("reliability: the full job does not run (step time 0)");
+    }
     return cache_.emplace(dead, t).first->second;
   }
   std::size_t size() const { return cache_.size(); }
@@ -70,9 +74,10 @@ class Sampler {
       bool failed = false;
       while (!failed && t_ < horizon && done_ < budget) {
         // Whole failure-free checkpoint cycles at once (none when a shrunk job may grow back at a checkpoint).
-        if (cs_ == 0 && !growth_pending()) {
+        if (cs_ == 0 && growth_blocked_until() > t_) {
           const double cycle = s_.interval + s_.save;
           double k = std::floor(gap / cycle);
+          k = std::min(k, std::floor((growth_blocked_until() - t_) / cycle) - 1);
           k = std::min(k, std::floor((budget - done_) / (rate_ * s_.interval)) - 1);
           k = std::min(k, std::floor((horizon - t_) / cycle) - 1);
           if (k >= 1) {
@@ -120,7 +125,7 @@ class Sampler {
         gap -= s_.save;
         ckpt_ = done_;
         cs_ = 0;
-        if (s_.shrink && grow()) break;  // the restart ends this failure-free stretch: a fresh draw
+        if (s_.shrink && growth_blocked_until() <= t_ && grow()) break;  // the restart ends this failure-free stretch: a fresh draw
       }
     }
     out_.wall = std::min(t_, horizon);
@@ -137,6 +142,8 @@ class Sampler {
     free_spares_ = s_.spare_nodes;
     returns_ = {};
     node_failed_.assign(static_cast<std::size_t>(job_.nodes), 0);
+    failed_nodes_.clear();
+    replica_failed_nodes_.assign(static_cast<std::size_t>(job_.dp), 0);
     replica_cause_.assign(static_cast<std::size_t>(job_.dp), -1);
     dead_.assign(static_cast<std::size_t>(classes_), 0);
     dead_total_ = 0;
@@ -189,25 +196,42 @@ class Sampler {
     return at - t_;
   }
 
-  bool growth_pending() const { return dead_total_ > 0; }
+  /// Until when no checkpoint can grow the job back: forever when no replica is dropped, the
+  /// first repair's return when the spares are used up, now otherwise.
+  double growth_blocked_until() {
+    if (dead_total_ == 0) return std::numeric_limits<double>::infinity();
+    if (free_spares_ != 0) return t_;
+    collect_returns();
+    if (free_spares_ != 0) return t_;
+    return returns_.empty() ? std::numeric_limits<double>::infinity() : returns_.top();
+  }
+
+  void fail_node(int node) {
+    if (node_failed_[static_cast<std::size_t>(node)]) return;
+    node_failed_[static_cast<std::size_t>(node)] = 1;
+    failed_nodes_.push_back(node);
+    for (int r : job_.node_replicas[static_cast<std::size_t>(node)]) ++replica_failed_nodes_[static_cast<std::size_t>(r)];
+  }
+
+  void heal_node(std::size_t index) {
+    const int node = failed_nodes_[index];
+    node_failed_[static_cast<std::size_t>(node)] = 0;
+    for (int r : job_.node_replicas[static_cast<std::size_t>(node)]) --replica_failed_nodes_[static_cast<std::size_t>(r)];
+    failed_nodes_[index] = failed_nodes_.back();
+    failed_nodes_.pop_back();
+  }
 
   /// At a checkpoint (or a restart), failed nodes take spares and whole replicas rejoin; a growth
   /// costs restart + load, charged to the classes that dropped the replicas. True when it grew.
   bool grow(int charge_to = -1, bool restarting = false) {
     if (dead_total_ == 0) return false;
-    for (std::size_t n = 0; n < node_failed_.size(); ++n) {
-      if (node_failed_[n] && take_node(false) >= 0) node_failed_[n] = 0;
+    for (std::size_t i = failed_nodes_.size(); i-- > 0;) {
+      if (take_node(false) < 0) break;
+      heal_node(i);
     }
     std::vector<int> causes;
     for (std::size_t r = 0; r < replica_cause_.size(); ++r) {
-      if (replica_cause_[r] < 0) continue;
-      bool whole = true;
-      for (std::size_t n = 0; n < job_.node_replicas.size() && whole; ++n) {
-        if (!node_failed_[n]) continue;
-        for (int x : job_.node_replicas[n])
-          if (x == static_cast<int>(r)) whole = false;
-      }
-      if (!whole) continue;
+      if (replica_cause_[r] < 0 || replica_failed_nodes_[r] > 0) continue;
       causes.push_back(replica_cause_[r]);
       replica_cause_[r] = -1;
       --dead_[static_cast<std::size_t>(job_.replica_class.empty() ? 0 : job_.replica_class[r])];
@@ -251,12 +275,15 @@ class Sampler {
           if (replica_cause_[static_cast<std::size_t>(r)] < 0) live = true;
         if (live) break;
       }
-      node_failed_[static_cast<std::size_t>(node)] = 1;
+      fail_node(node);
       if (free_spares_ >= 0) returns_.push(t_ + s_.repair);
       int leaving = 0;
       for (int r : job_.node_replicas[static_cast<std::size_t>(node)])
         if (replica_cause_[static_cast<std::size_t>(r)] < 0) ++leaving;
-      if (dead_total_ + leaving < job_.dp) {
+      std::vector<int> after = dead_;
+      for (int r : job_.node_replicas[static_cast<std::size_t>(node)])
+        if (replica_cause_[static_cast<std::size_t>(r)] < 0) ++after[static_cast<std::size_t>(job_.replica_class.empty() ? 0 : job_.replica_class[static_cast<std::size_t>(r)])];
+      if (dead_total_ + leaving < job_.dp && std::isfinite(steps_(after))) {
         const double step = job_.tokens_per_step * (job_.dp - dead_total_) / job_.dp / rate_;
         const double partial = std::fmod(cs_, step);
         // The step in flight: its useful share becomes rework (its reduced-DP share stays so).
@@ -273,7 +300,7 @@ class Sampler {
         refresh_rate();
         return;
       }
-      // The last live replica failed: nothing is left to go on with; restart as below.
+      // Nothing left that runs (the last replica, or a DP size that does not fit): restart as below.
     }
     // Roll back to the last checkpoint.
     const double lost = done_ - ckpt_;
@@ -287,7 +314,13 @@ class Sampler {
       // is the one replaced and the others rejoin as spares allow.
       const double waited = take_node(true);
       if (waited > 0) outage += waited;
-      if (node >= 0 && waited >= 0) node_failed_[static_cast<std::size_t>(node)] = 0;
+      if (node >= 0 && waited >= 0) {
+        for (std::size_t i = 0; i < failed_nodes_.size(); ++i)
+          if (failed_nodes_[i] == node) {
+            heal_node(i);
+            break;
+          }
+      }
     }
     cost.downtime += down(outage);
     if (s_.shrink) grow(c, true);
@@ -304,6 +337,8 @@ class Sampler {
   int free_spares_ = -1;
   std::priority_queue<double, std::vector<double>, std::greater<>> returns_;
   std::vector<char> node_failed_;
+  std::vector<int> failed_nodes_;          ///< the job's failed nodes not yet replaced
+  std::vector<int> replica_failed_nodes_;  ///< per replica: its failed nodes
   std::vector<int> replica_cause_;  ///< per replica: the class that dropped it, -1 when live
   std::vector<int> dead_;
   int dead_total_ = 0;

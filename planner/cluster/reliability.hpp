@@ -49,7 +49,8 @@ struct ReliabilityJob {
   std::vector<int> replica_class;              ///< per replica: its class (planner::ReplicaClass index), the step-time cache key
   double tokens_per_step = 0;                  ///< at full DP
   /// Step time in seconds with `dead[c]` replicas of replica class c dropped (all zeros: the
-  /// full job). Called at most once per distinct argument (the result is cached).
+  /// full job); 0 when the job cannot run at that size (it does not fit in memory): a shrink to
+  /// it restarts instead. Called at most once per distinct argument (the result is cached).
   std::function<double(const std::vector<int>& dead)> step_time;
 };
 

@@ -33,6 +33,15 @@ TEST_CASE("times and compute rates", "[units]") {
   CHECK(parse_quantity("1e-6s", Quantity::Time) == Approx(1e-6).epsilon(1e-15));
   CHECK(parse_quantity("989TFLOPS", Quantity::FlopRate) == 989e12);
   CHECK(parse_quantity("2.25PFLOP/s", Quantity::FlopRate) == 2.25e15);
+  // Durations of a run: 1 min = 60 s, 1 h = 3,600 s, 1 d = 86,400 s, 1 w = 7 d, 1 y = 365 d.
+  CHECK(parse_quantity("10min", Quantity::Duration) == 600.0);
+  CHECK(parse_quantity("3.1h", Quantity::Duration) == Approx(11160.0).epsilon(1e-15));
+  CHECK(parse_quantity("54d", Quantity::Duration) == 54 * 86400.0);
+  CHECK(parse_quantity("2w", Quantity::Duration) == 14 * 86400.0);
+  CHECK(parse_quantity("1y", Quantity::Duration) == 365 * 86400.0);
+  CHECK(ccsim::support::format_duration(2.5 * 3600) == "2.5 h");
+  CHECK(ccsim::support::format_duration(54 * 86400.0) == "54 d");
+  CHECK(ccsim::support::format_duration(45) == "45 s");
 }
 
 TEST_CASE("malformed quantities are rejected with the reason", "[units]") {

@@ -1,0 +1,1 @@
+run scenarios/workloads/llama3-70b-train-64xh100.yaml --horizon 30d

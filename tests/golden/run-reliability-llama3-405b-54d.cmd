@@ -1,0 +1,1 @@
+run tests/data/reliability/llama3-405b-16k-54d.yaml
