@@ -1,11 +1,13 @@
 #include "planner/sweep/sweep_output.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "support/text_table.hpp"
+#include "support/units.hpp"
 
 namespace ccsim::planner {
 
@@ -40,6 +42,11 @@ std::vector<std::string> point_values(const SweepResult& r, std::size_t point) {
   return out;
 }
 
+/// Whether any point ran a reliability simulation (its columns are printed then only).
+bool has_reliability(const SweepResult& r) {
+  return std::any_of(r.rows.begin(), r.rows.end(), [](const SweepRow& row) { return row.ettr.has_value(); });
+}
+
 ordered_json optional_json(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
 
 ordered_json row_json(const SweepRow& row) {
@@ -57,6 +64,11 @@ ordered_json row_json(const SweepRow& row) {
   j["tpot_s"] = optional_json(row.tpot_s);
   j["cost_per_mtok_usd"] = optional_json(row.cost_per_mtok);
   if (!row.layout.empty()) j["layout"] = row.layout;
+  if (row.ettr) {
+    j["ettr"] = *row.ettr;
+    j["run_wall_s"] = optional_json(row.run_wall_s);
+    j["checkpoint_interval_s"] = optional_json(row.checkpoint_interval_s);
+  }
   return j;
 }
 
@@ -72,6 +84,7 @@ std::string sweep_text(const SweepResult& r) {
   std::size_t feasible = 0;
   bool ttft = false;
   bool tpot = false;
+  const bool reliability = has_reliability(r);
   for (const auto& row : r.rows) {
     feasible += row.feasible ? 1 : 0;
     ttft = ttft || row.ttft_s;
@@ -105,6 +118,12 @@ std::string sweep_text(const SweepResult& r) {
     headers.emplace_back("USD/Mtok");
     right.push_back(true);
   }
+  if (reliability) {
+    for (const char* h : {"ETTR", "run time", "ckpt interval"}) {
+      headers.emplace_back(h);
+      right.push_back(true);
+    }
+  }
   headers.emplace_back("reason");
   right.push_back(false);
   support::TextTable table(headers, right);
@@ -122,6 +141,11 @@ std::string sweep_text(const SweepResult& r) {
     if (ttft) cells.push_back(duration(row.ttft_s));
     if (tpot) cells.push_back(duration(row.tpot_s));
     if (r.price_per_gpu_hour) cells.push_back(row.cost_per_mtok ? fmt::format("{:.3f}", *row.cost_per_mtok) : "-");
+    if (reliability) {
+      cells.push_back(row.ettr ? fmt::format("{:.2f} %", 100 * *row.ettr) : "-");
+      cells.push_back(row.run_wall_s ? support::format_duration(*row.run_wall_s) : "-");
+      cells.push_back(row.checkpoint_interval_s ? support::format_duration(*row.checkpoint_interval_s) : "-");
+    }
     cells.push_back(row.reason);
     table.add_row(std::move(cells));
   }
@@ -132,7 +156,10 @@ std::string sweep_csv(const SweepResult& r) {
   std::string out = "point";
   for (const auto& a : r.axes) out += "," + csv_cell(a.key);
   out += ",feasible,reason,gpus,phase,step_time_s,tokens_per_s,mfu,memory_per_gpu_gib,hbm_gib,ttft_s,tpot_s,cost_per_mtok_usd";
-  out += r.planned ? ",layout\n" : "\n";
+  if (r.planned) out += ",layout";
+  const bool reliability = has_reliability(r);
+  if (reliability) out += ",ettr,run_wall_s,checkpoint_interval_s";
+  out += "\n";
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const SweepRow& row = r.rows[i];
     out += std::to_string(i);
@@ -144,6 +171,7 @@ std::string sweep_csv(const SweepResult& r) {
       out += "," + number(*v);
     }
     if (r.planned) out += "," + csv_cell(row.layout);
+    if (reliability) out += "," + number(row.ettr) + "," + number(row.run_wall_s) + "," + number(row.checkpoint_interval_s);
     out += "\n";
   }
   return out;
@@ -191,6 +219,11 @@ SweepRow decode_row(const std::string& text) {
   row.tpot_s = optional_double(j, "tpot_s");
   row.cost_per_mtok = optional_double(j, "cost_per_mtok_usd");
   if (j.contains("layout")) row.layout = j.at("layout").get<std::string>();
+  if (j.contains("ettr")) {
+    row.ettr = optional_double(j, "ettr");
+    row.run_wall_s = optional_double(j, "run_wall_s");
+    row.checkpoint_interval_s = optional_double(j, "checkpoint_interval_s");
+  }
   return row;
 }
 

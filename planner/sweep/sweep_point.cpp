@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/cluster/run_reliability.hpp"
 #include "planner/tuning/cost_model.hpp"
 #include "planner/search/layout_plan.hpp"
 #include "planner/workload/serving.hpp"
@@ -81,6 +82,18 @@ SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& o)
   if (o.price_per_gpu_hour) {
     // USD per GPU-second × GPUs × seconds per token × 1e6 tokens.
     row.cost_per_mtok = *o.price_per_gpu_hour * r.world / 3600.0 * r.step_time / r.program.tokens * 1e6;
+  }
+  if (scenario.reliability.enabled && phase == models::WorkloadPhase::TrainingStep) {
+    const auto step_time_of = [&](const models::Scenario& sc) {
+      const models::Cluster cl = models::build_scenario_cluster(sc);
+      WorkloadRunner reduced(sc, cl, costs, compute, engine);
+      reduced.set_detail(WorkloadRunner::Detail::StepOnly);
+      return reduced.run().step_time;
+    };
+    const ReliabilityReport rel = run_reliability(scenario, cluster, r, step_time_of);
+    row.ettr = rel.result.ettr.mean;
+    row.run_wall_s = rel.result.wall.mean;
+    row.checkpoint_interval_s = rel.settings.interval;
   }
   return row;
 }

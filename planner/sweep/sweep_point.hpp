@@ -42,6 +42,10 @@ struct SweepRow {
   std::optional<double> tpot_s;      ///< decode: the step; serving: the request's TPOT
   std::optional<double> cost_per_mtok;  ///< price × GPUs / 3600 × step / tokens per step × 1e6
   std::string layout;                ///< --plan: the best layout (planner::layout_name); else empty
+  /// With a `reliability:` section (planner/cluster/run_reliability.hpp): the mean ETTR (0..1),
+  /// the mean wall time of the run (its duration, or the time to the token budget), s, and the
+  /// checkpoint interval simulated (the best one for `auto`), s of compute.
+  std::optional<double> ettr, run_wall_s, checkpoint_interval_s;
 };
 
 /// The row of an infeasible point whose scenario broke a rule (support::RuleError): the key, what
