@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "models/scenario/scenario_layers.hpp"
 
 namespace ccsim::models {
@@ -110,6 +112,37 @@ std::string effective_yaml(const Scenario& sc) {
   if (!sc.simulation.compute_calibration.empty()) sim["compute_calibration"] = absolute(sc.simulation.compute_calibration);
   out["simulation"] = sim;
   if (doc["what_if"]) out["what_if"] = doc["what_if"];
+  if (sc.reliability.enabled) {
+    // Every setting explicit, durations in seconds (`run --horizon` included as the duration).
+    const models::ReliabilitySpec& r = sc.reliability;
+    const auto seconds = [](double v) { return fmt::format("{:.17g}s", v); };
+    const auto or_auto = [&](const std::optional<double>& v) { return v ? seconds(*v) : std::string("auto"); };
+    YAML::Node n;
+    if (r.duration > 0) n["duration"] = seconds(r.duration);
+    if (r.tokens > 0) n["tokens"] = fmt::format("{:.17g}", r.tokens);
+    n["samples"] = r.samples;
+    n["seed"] = r.seed;
+    n["policy"] = r.policy == RecoveryPolicy::Shrink ? "shrink" : "restart";
+    if (r.spare_nodes < 0) n["spare_nodes"] = "unlimited";
+    else n["spare_nodes"] = r.spare_nodes;
+    YAML::Node c;
+    c["interval"] = or_auto(r.checkpoint_interval);
+    c["save"] = or_auto(r.save_time);
+    c["load"] = or_auto(r.load_time);
+    c["write_bandwidth"] = fmt::format("{:.17g}B/s", r.write_bandwidth);
+    c["read_bandwidth"] = fmt::format("{:.17g}B/s", r.read_bandwidth);
+    n["checkpoint"] = c;
+    n["restart"] = seconds(r.restart_time);
+    n["repair"] = seconds(r.repair_time);
+    n["shrink"] = seconds(r.shrink_time);
+    if (r.job_mtbf) n["mtbf"] = seconds(*r.job_mtbf);
+    if (!r.rates.empty()) {
+      YAML::Node rates;
+      for (const auto& [k, v] : r.rates) rates[k] = fmt::format("{:.17g}", v);
+      n["rates"] = rates;
+    }
+    out["reliability"] = n;
+  }
   YAML::Emitter e;
   e << out;
   return std::string("# Effective scenario written by ccsim run: includes merged, every setting explicit.\n") + e.c_str() + "\n";
