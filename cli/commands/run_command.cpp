@@ -142,7 +142,17 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
       r->set_detail(planner::WorkloadRunner::Detail::StepOnly);
       return r->run().step_time;
     };
-    const planner::ReliabilityReport rel = planner::run_reliability(scenario, cluster, result, step_time_of);
+    const auto t1 = std::chrono::steady_clock::now();
+    bool rel_shown = false;
+    const auto rel_progress = [&](long long done, long long total) {
+      if (!tty) return;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+      if (elapsed < 1.0 && !rel_shown) return;
+      rel_shown = true;
+      std::cerr << fmt::format("\rccsim run: failure Monte-Carlo, samples {}/{} ({:.0f} s)", done, total, elapsed) << std::flush;
+    };
+    const planner::ReliabilityReport rel = planner::run_reliability(scenario, cluster, result, step_time_of, rel_progress);
+    if (rel_shown) std::cerr << "\r\033[K" << std::flush;
     summary += planner::reliability_text(rel);
     nlohmann::json j = nlohmann::json::parse(report);
     j["reliability"] = planner::reliability_json(rel);

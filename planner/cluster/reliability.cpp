@@ -375,7 +375,9 @@ void check(const ReliabilityJob& job, const RecoverySettings& s) {
   }
 }
 
-ReliabilityResult simulate_with(const ReliabilityJob& job, const RecoverySettings& s, StepTimes& steps) {
+ReliabilityResult simulate_with(const ReliabilityJob& job, const RecoverySettings& s, StepTimes& steps, long long done_before = 0,
+                                long long total = 0) {
+  if (total == 0) total = s.samples;
   check(job, s);
   Sampler sampler(job, s, steps);
   std::vector<double> ettr, wall, tokens;
@@ -386,6 +388,7 @@ ReliabilityResult simulate_with(const ReliabilityJob& job, const RecoverySetting
   for (const auto& c : job.classes) r.classes.push_back({c.name});
   double finished = 0;
   for (int i = 0; i < s.samples; ++i) {
+    if (s.progress && i % 64 == 0) s.progress(done_before + i, total);
     const SampleTotals t = sampler.run(s.seed * 1000003ULL + static_cast<std::uint64_t>(i));
     const double useful = t.tokens / r.full_rate;
     ettr.push_back(t.wall > 0 ? useful / t.wall : 1.0);
@@ -426,7 +429,9 @@ double daly_interval(double save, double mtbf) { return save < 2 * mtbf ? std::s
 
 ReliabilityResult simulate_run(const ReliabilityJob& job, const RecoverySettings& settings) {
   StepTimes steps(job);
-  return simulate_with(job, settings, steps);
+  ReliabilityResult r = simulate_with(job, settings, steps);
+  if (settings.progress) settings.progress(settings.samples, settings.samples);
+  return r;
 }
 
 ReliabilityResult best_interval(const ReliabilityJob& job, const RecoverySettings& settings, std::vector<std::pair<double, double>>* curve) {
@@ -441,13 +446,14 @@ ReliabilityResult best_interval(const ReliabilityJob& job, const RecoverySetting
   for (int k = -8; k <= 8; ++k) {
     RecoverySettings s = settings;
     s.interval = base * std::pow(2.0, k / 4.0);
-    ReliabilityResult r = simulate_with(job, s, steps);
+    ReliabilityResult r = simulate_with(job, s, steps, static_cast<long long>(k + 8) * s.samples, 17LL * s.samples);
     if (curve != nullptr) curve->emplace_back(s.interval, r.ettr.mean);
     if (!have || r.ettr.mean > best.ettr.mean) {
       best = std::move(r);
       have = true;
     }
   }
+  if (settings.progress) settings.progress(17LL * settings.samples, 17LL * settings.samples);
   return best;
 }
 

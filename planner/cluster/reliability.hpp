@@ -64,6 +64,9 @@ struct RecoverySettings {
   double tokens = 0;     ///< token budget; 0: none
   int samples = 1000;
   std::uint64_t seed = 1;
+  /// Called every 64 samples and at the end with (samples done, samples in all) over the whole
+  /// simulate_run or best_interval call; empty: none.
+  std::function<void(long long, long long)> progress;
 };
 
 /// What one class cost, summed over samples then divided by their count.

@@ -51,7 +51,8 @@ ReplicaNodes replica_nodes(const models::Scenario& scenario, const models::Clust
 }  // namespace
 
 ReliabilityReport run_reliability(const models::Scenario& scenario, const models::Cluster& cluster, const WorkloadResult& result,
-                                  const std::function<double(const models::Scenario&)>& step_time_of) {
+                                  const std::function<double(const models::Scenario&)>& step_time_of,
+                                  const std::function<void(long long, long long)>& progress) {
   const models::ReliabilitySpec& spec = scenario.reliability;
   if (!scenario.workload || scenario.workload->phase != models::WorkloadPhase::TrainingStep || !scenario.model) {
     throw section_error(scenario, "a training-step workload (failures over a run are modelled for training)",
@@ -147,6 +148,7 @@ ReliabilityReport run_reliability(const models::Scenario& scenario, const models
   s.tokens = spec.tokens;
   s.samples = spec.samples;
   s.seed = spec.seed;
+  s.progress = progress;
   rep.young = young_interval(s.save, 1.0 / job_rate);
   rep.daly = daly_interval(s.save, 1.0 / job_rate);
   if (spec.checkpoint_interval) {

@@ -52,8 +52,10 @@ struct ReliabilityReport {
 /// (each replica keeps its micro-batches); it returns 0 when that job does not fit (in memory),
 /// and the shrink then restarts instead. Throws support::InputError for a scenario the section
 /// cannot run on (not a training step, at `reliability`), and what step_time_of throws.
+/// `progress` (if given) receives (samples done, samples in all) as RecoverySettings::progress.
 ReliabilityReport run_reliability(const models::Scenario& scenario, const models::Cluster& cluster, const WorkloadResult& result,
-                                  const std::function<double(const models::Scenario&)>& step_time_of);
+                                  const std::function<double(const models::Scenario&)>& step_time_of,
+                                  const std::function<void(long long, long long)>& progress = {});
 
 /// The report's text block (a heading line, the class table, the figures).
 std::string reliability_text(const ReliabilityReport& r);
