@@ -206,6 +206,7 @@ std::string format_time(double seconds) {
 }
 
 std::string format_duration(double seconds) {
+  if (std::fabs(seconds) < 1e-9) return "0 s";  // below a nanosecond: rounding noise of a sum of days
   static const std::pair<double, const char*> scales[] = {{86400.0, "d"}, {3600.0, "h"}, {60.0, "min"}};
   for (const auto& [scale, name] : scales) {
     if (std::fabs(seconds) >= scale) return fmt::format("{:.3g} {}", seconds / scale, name);
