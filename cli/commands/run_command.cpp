@@ -47,15 +47,15 @@ int run_run(const RunCliOptions& o) {
     throw support::InputError({"<command line>", 0, 0}, "--engine", "analytic or flow", "'" + o.engine + "'");
   }
   models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
-  if (!o.horizon.empty()) {
+  if (o.horizon) {
     try {
-      scenario.reliability.duration = support::parse_quantity(o.horizon, support::Quantity::Duration);
+      scenario.reliability.duration = support::parse_quantity(*o.horizon, support::Quantity::Duration);
     } catch (const support::UnitError& e) {
       throw support::InputError({"<command line>", 0, 0}, "--horizon", support::describe_quantity(support::Quantity::Duration),
-                                "'" + o.horizon + "' (" + e.what() + ")");
+                                "'" + *o.horizon + "' (" + e.what() + ")");
     }
     if (!(scenario.reliability.duration > 0)) {
-      throw support::InputError({"<command line>", 0, 0}, "--horizon", "a positive duration such as 30d", "'" + o.horizon + "'");
+      throw support::InputError({"<command line>", 0, 0}, "--horizon", "a positive duration such as 30d", "'" + *o.horizon + "'");
     }
     scenario.reliability.enabled = true;
   }
@@ -63,9 +63,14 @@ int run_run(const RunCliOptions& o) {
     throw support::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim run",
                               "a scenario without one (use ccsim topo or ccsim collective for cluster-only scenarios)");
   }
+  if (scenario.reliability.enabled && scenario.reliability.duration <= 0 && scenario.reliability.tokens <= 0) {
+    throw support::InputError(support::Fields(scenario.layers, "").location("reliability"), "reliability",
+                              "a run to simulate: reliability.duration (wall time, such as 30d), reliability.tokens (a token budget) or run --horizon",
+                              "neither");
+  }
   if (scenario.reliability.enabled && scenario.workload->phase != models::WorkloadPhase::TrainingStep) {
-    throw support::InputError(o.horizon.empty() ? support::Fields(scenario.layers, "").location("reliability") : support::SourceLocation{"<command line>", 0, 0},
-                              o.horizon.empty() ? "reliability" : "--horizon", "a training-step workload (failures over a run are modelled for training)",
+    throw support::InputError(!o.horizon ? support::Fields(scenario.layers, "").location("reliability") : support::SourceLocation{"<command line>", 0, 0},
+                              !o.horizon ? "reliability" : "--horizon", "a training-step workload (failures over a run are modelled for training)",
                               "a workload of another phase");
   }
   if (o.report_only && o.out.empty()) {

@@ -6,6 +6,7 @@
 // Exit codes: 0 simulated, 2 bad input, 3 the layout does not fit in GPU memory (reported,
 // not simulated).
 
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -21,7 +22,7 @@ struct RunCliOptions {
   std::string compute_calibration;
   std::string serving_calibration;  ///< empty: scenarios/calibration/serving.yaml (inference phases)
   std::string catalog;
-  std::string horizon;  ///< --horizon: a duration (30d); turns on the reliability simulation for that wall time
+  std::optional<std::string> horizon;  ///< --horizon (given empty: an error): a duration (30d); turns on the reliability simulation for that wall time
 };
 
 CLI::App* add_run_command(CLI::App& app, RunCliOptions& options);

@@ -25,9 +25,6 @@ ReliabilitySpec parse_reliability(const support::Fields& f) {
   spec.enabled = true;
   if (f.has("duration")) spec.duration = f.quantity("duration", support::Quantity::Duration, true);
   if (f.has("tokens")) spec.tokens = f.number("tokens", 0.0);
-  if (spec.duration <= 0 && spec.tokens <= 0) {
-    throw f.missing("duration", "a run to simulate: duration (wall time, such as 30d) or tokens (a token budget), or both");
-  }
   spec.samples = f.count("samples", 1, 1000000, 1000);
   spec.seed = static_cast<std::uint64_t>(f.integer("seed", 0, 1));
   spec.policy = f.choice("policy", {"restart", "shrink"}, "restart") == "shrink" ? RecoveryPolicy::Shrink : RecoveryPolicy::Restart;

@@ -44,8 +44,9 @@ struct ReliabilitySpec {
 
 /// Reads the `reliability` section `f`. Throws InputError (file:line:column, key, expected,
 /// found) on an unknown key, a class name that is not one of failure_classes(), a rate that is not
-/// a finite number > 0, a duration or bandwidth out of range, samples outside 1..1,000,000, and a
-/// section with neither `duration` nor `tokens`.
+/// a finite number > 0, a duration or bandwidth out of range, and samples outside 1..1,000,000.
+/// A section with neither `duration` nor `tokens` is refused where the run is simulated
+/// (planner::run_reliability), so that `ccsim run --horizon` can supply the duration.
 ReliabilitySpec parse_reliability(const support::Fields& f);
 
 }  // namespace ccsim::models

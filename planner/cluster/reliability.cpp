@@ -65,7 +65,7 @@ class Sampler {
     reset();
     // Without a duration a run that cannot reach its budget (failures faster than checkpoints)
     // stops at 20 times its failure-free length, unfinished (an ETTR under 5 %).
-    horizon_ = s_.duration > 0 ? s_.duration : 20.0 * s_.tokens / full_rate_;
+    horizon_ = s_.duration > 0 ? s_.duration : std::min(20.0 * s_.tokens / full_rate_, 3.1536e9);  // at most 100 years
     const double horizon = horizon_;
     const double budget = s_.tokens > 0 ? s_.tokens : std::numeric_limits<double>::infinity();
     while (t_ < horizon && done_ < budget) {
@@ -157,7 +157,9 @@ class Sampler {
       rate_ = full_rate_;
       return;
     }
-    rate_ = job_.tokens_per_step * (job_.dp - dead_total_) / job_.dp / steps_(dead_);
+    // A shrunk job that outruns the full one (the slow replica dropped from a mixed cluster) is
+    // counted at the full job's rate: ETTR measures against the full job and stays ≤ 1.
+    rate_ = std::min(full_rate_, job_.tokens_per_step * (job_.dp - dead_total_) / job_.dp / steps_(dead_));
   }
 
   /// `dt` seconds of compute at the current rate: the tokens, and the throughput lost at reduced

@@ -93,7 +93,7 @@ struct ReliabilityResult {
   SampleStat wall;              ///< wall seconds of a sample (the duration, or the time to the budget)
   SampleStat tokens;            ///< tokens trained per sample
   /// Fraction of samples that reached the token budget (1 without a budget). Without a duration
-  /// a sample stops, unfinished, at 20 times the budget's failure-free time.
+  /// a sample stops, unfinished, at 20 times the budget's failure-free time (at most 100 years).
   double finished = 0;
   double saves = 0;             ///< seconds of checkpoint saves per run
   double useful = 0;            ///< seconds of useful compute per run

@@ -58,6 +58,15 @@ ReliabilityReport run_reliability(const models::Scenario& scenario, const models
     throw section_error(scenario, "a training-step workload (failures over a run are modelled for training)",
                         "a scenario whose workload is not a training step");
   }
+  if (spec.duration <= 0 && spec.tokens <= 0) {
+    throw section_error(scenario, "a run to simulate: reliability.duration (wall time, such as 30d), reliability.tokens (a token budget) or run --horizon",
+                        "neither");
+  }
+  if (spec.tokens > 0 && spec.duration <= 0 && spec.tokens / (result.program.tokens / result.step_time) > 3.1536e9) {
+    throw section_error(scenario, "a token budget the job trains in at most 100 years without failures (or a duration)",
+                        fmt::format("tokens {:.4g}: {:.3g} years at {:.4g} tokens/s", spec.tokens,
+                                    spec.tokens / (result.program.tokens / result.step_time) / 3.1536e7, result.program.tokens / result.step_time));
+  }
   ReliabilityReport rep;
   rep.policy = spec.policy == models::RecoveryPolicy::Shrink ? "shrink" : "restart";
   // The classes on the job's units.
