@@ -4,7 +4,7 @@
 # checkpoint-interval search (17 × 1,000 runs), over 30 days, against the same `ccsim run` without
 # it; and the shrink policy with no spare (the step rerun by the engine at each DP size reached).
 # Prints a markdown table: wall time (median of 3 runs) and the ratio to the plain run.
-# Target (the runtime-adaptation issue): a 30-day failure simulation of a 16,384-GPU job with
+# Target: a 30-day failure simulation of a 16,384-GPU job with
 # 1,000 samples ≤ 60 s.
 #
 # Usage: tests/bench/reliability_bench.sh CCSIM_BINARY
