@@ -14,6 +14,20 @@ int ClusterSpec::total_gpus() const {
   return n;
 }
 
+Cluster job_view(const Cluster& c, const std::vector<DeviceId>& gpus) {
+  Cluster out = c;
+  out.topology.restrict_gpus(gpus);
+  if (!c.gpu_speed.empty()) {
+    // Global rank of each GPU: its position in the whole cluster's list.
+    std::vector<int> index(c.topology.num_devices(), -1);
+    const auto& all = c.topology.gpus();
+    for (std::size_t i = 0; i < all.size(); ++i) index[all[i]] = static_cast<int>(i);
+    out.gpu_speed.clear();
+    for (DeviceId g : gpus) out.gpu_speed.push_back(c.gpu_speed[static_cast<std::size_t>(index[g])]);
+  }
+  return out;
+}
+
 Cluster build_cluster(const ClusterSpec& spec) {
   Cluster cluster;
   cluster.spec = spec;

@@ -59,6 +59,12 @@ struct Cluster {
   }
 };
 
+/// A job's view of `c` (several jobs on one fabric): the same fabric and nodes, with
+/// topology.gpus() the job's GPUs `gpus` in its rank order (Topology::restrict_gpus) and
+/// gpu_speed the speeds of those GPUs, so a workload runner on the view places rank r on
+/// gpus[r]. Throws std::invalid_argument as restrict_gpus does.
+Cluster job_view(const Cluster& c, const std::vector<DeviceId>& gpus);
+
 /// Builds the Topology of `spec`. Throws std::invalid_argument for inconsistent specs that
 /// the scenario loader did not catch (it catches all it can, with file and line).
 Cluster build_cluster(const ClusterSpec& spec);

@@ -155,6 +155,17 @@ void Topology::fail_link(LinkId id) {
   if (b >= 0 && b != a) split_node_class(b);
 }
 
+void Topology::restrict_gpus(std::vector<DeviceId> gpus) {
+  if (gpus.empty()) throw std::invalid_argument("restrict_gpus: no GPUs");
+  std::vector<char> seen(num_devices(), 0);
+  for (DeviceId g : gpus) {
+    if (g >= num_devices() || device(g).kind != DeviceKind::Gpu) throw std::invalid_argument(fmt::format("restrict_gpus: device {} is not a GPU", g));
+    if (seen[g] != 0) throw std::invalid_argument(fmt::format("restrict_gpus: GPU {} listed twice", name(g)));
+    seen[g] = 1;
+  }
+  gpus_ = std::move(gpus);
+}
+
 int Topology::class_representative(int cls) const {
   if (cls < 0 || cls >= num_node_classes() || representative_[static_cast<std::size_t>(cls)] < 0) {
     throw std::out_of_range(fmt::format("class_representative: no node class {}", cls));

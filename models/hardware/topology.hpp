@@ -127,8 +127,15 @@ class Topology {
   const std::vector<std::string>& gpu_models() const { return gpu_models_; }
   const Graph& graph() const { return graph_; }
 
-  /// GPUs in creation order; the position is the GPU's global rank.
+  /// GPUs in creation order; the position is the GPU's global rank. In a job's view of the
+  /// cluster (restrict_gpus) the job's GPUs in its rank order instead.
   const std::vector<DeviceId>& gpus() const { return gpus_; }
+  /// A job's view (several jobs on one fabric): gpus() becomes `gpus`, in that order, so a
+  /// workload's rank r runs on gpus[r]; devices, links, routes and node classes are unchanged
+  /// (the other jobs' GPUs stay in the fabric, and their traffic is added where the jobs run
+  /// together). Throws std::invalid_argument for an empty list, an id that is not a GPU, or a
+  /// GPU listed twice.
+  void restrict_gpus(std::vector<DeviceId> gpus);
   /// Links leaving a device that are up (not failed), in creation order.
   std::vector<LinkId> out_links(DeviceId d) const;
   /// Number of nodes (servers): one more than the largest Device::node.

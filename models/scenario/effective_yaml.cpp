@@ -11,6 +11,84 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// The workload section with every setting explicit (the model config as an absolute path).
+YAML::Node workload_node(const WorkloadSpec& w, const TransformerConfig* model_config, const StrategySpec* strategy) {
+  YAML::Node n;
+  std::string model = w.model;
+  const bool path = model.find('/') != std::string::npos || (model.size() > 5 && model.substr(model.size() - 5) == ".json");
+  if (path && model_config) model = model_config->source_path;
+  n["model"] = model;
+  n["phase"] = std::string(to_string(w.phase));
+  if (w.phase != WorkloadPhase::Serving) n["sequence_length"] = w.sequence_length;
+  n["micro_batch_size"] = w.micro_batch_size;
+  // The effective global batch of a training step (0 in the file means one micro-batch per
+  // DP rank); inference phases have none (the key accepts only sizes of at least 1).
+  if (w.phase == WorkloadPhase::TrainingStep) {
+    std::int64_t uneven = 0;
+    if (strategy)
+      for (int c : strategy->dp_micro_batches) uneven += c * w.micro_batch_size;
+    n["global_batch_size"] = w.global_batch_size > 0 ? w.global_batch_size : uneven > 0 ? uneven
+                                                     : w.micro_batch_size * (strategy ? strategy->dp : 1);
+  }
+  n["batch_size"] = w.batch_size;
+  if (w.phase != WorkloadPhase::Serving) {
+    n["context_length"] = w.context_length;
+    n["generated_tokens"] = w.generated_tokens;
+  }
+  if (w.phase == WorkloadPhase::Serving) {
+    n["input_len"] = w.input_len;
+    n["output_len"] = w.output_len;
+  }
+  n["dtype"] = w.dtype;
+  n["recompute"] = w.recompute;
+  if (w.recompute == "full") {
+    n["recompute_method"] = w.recompute_method;
+    n["recompute_num_layers"] = w.recompute_num_layers;
+  }
+  if (w.recompute == "selective") {
+    YAML::Node mods(YAML::NodeType::Sequence);
+    for (const auto& mod : w.recompute_modules) mods.push_back(mod);
+    n["recompute_modules"] = mods;
+  }
+  return n;
+}
+
+/// The strategy section with every setting explicit.
+YAML::Node strategy_node(const StrategySpec& s) {
+  YAML::Node n;
+  n["tp"] = s.tp;
+  n["pp"] = s.pp;
+  n["dp"] = s.dp;
+  n["cp"] = s.cp;
+  n["ep"] = s.ep;
+  n["sequence_parallel"] = s.sequence_parallel;
+  n["zero_stage"] = s.zero_stage;
+  n["pipeline_schedule"] = s.pipeline_schedule;
+  n["virtual_stages"] = s.virtual_stages;
+  // 0 is "not set" (Megatron's default, pp): written only when set, as the key accepts 1 and up.
+  if (s.pipeline_schedule == "interleaved" && s.microbatch_group_size_per_vp_stage > 0) {
+    n["microbatch_group_size_per_vp_stage"] = s.microbatch_group_size_per_vp_stage;
+  }
+  n["order"] = s.order;
+  n["tp_comm_overlap"] = s.tp_comm_overlap;
+  n["overlap_grad_reduce"] = s.overlap_grad_reduce;
+  n["overlap_param_gather"] = s.overlap_param_gather;
+  n["grad_reduce_dtype"] = s.grad_reduce_dtype;
+  n["bucket_params"] = s.bucket_params;
+  n["disable_custom_all_reduce"] = s.disable_custom_all_reduce;
+  if (!s.pipeline_layers.empty()) n["pipeline_layers"] = s.pipeline_layers;
+  if (s.decoder_first_pipeline_num_layers > 0) n["decoder_first_pipeline_num_layers"] = s.decoder_first_pipeline_num_layers;
+  if (s.decoder_last_pipeline_num_layers > 0) n["decoder_last_pipeline_num_layers"] = s.decoder_last_pipeline_num_layers;
+  if (s.dp_micro_batches_proportional) n["dp_micro_batches"] = "proportional";
+  if (!s.dp_micro_batches.empty()) n["dp_micro_batches"] = s.dp_micro_batches;
+  if (!s.algorithms.empty()) {
+    YAML::Node a(YAML::NodeType::Map);
+    for (const auto& [k, v] : s.algorithms) a[k] = v;
+    n["algorithms"] = a;
+  }
+  return n;
+}
+
 }  // namespace
 
 std::string effective_yaml(const Scenario& sc) {
@@ -21,81 +99,30 @@ std::string effective_yaml(const Scenario& sc) {
   out["name"] = sc.name;
   if (doc["description"]) out["description"] = doc["description"];
   out["cluster"] = doc["cluster"];
-  if (sc.workload) {
-    const WorkloadSpec& w = *sc.workload;
-    YAML::Node n;
-    std::string model = w.model;
-    const bool path = model.find('/') != std::string::npos || (model.size() > 5 && model.substr(model.size() - 5) == ".json");
-    if (path && sc.model) model = sc.model->source_path;
-    n["model"] = model;
-    n["phase"] = std::string(to_string(w.phase));
-    if (w.phase != WorkloadPhase::Serving) n["sequence_length"] = w.sequence_length;
-    n["micro_batch_size"] = w.micro_batch_size;
-    // The effective global batch of a training step (0 in the file means one micro-batch per
-    // DP rank); inference phases have none (the key accepts only sizes of at least 1).
-    if (w.phase == WorkloadPhase::TrainingStep) {
-      std::int64_t uneven = 0;
-      if (sc.strategy)
-        for (int c : sc.strategy->dp_micro_batches) uneven += c * w.micro_batch_size;
-      n["global_batch_size"] = w.global_batch_size > 0 ? w.global_batch_size : uneven > 0 ? uneven
-                                                       : w.micro_batch_size * (sc.strategy ? sc.strategy->dp : 1);
+  if (sc.workload) out["workload"] = workload_node(*sc.workload, sc.model ? &*sc.model : nullptr, sc.strategy ? &*sc.strategy : nullptr);
+  if (sc.strategy) out["strategy"] = strategy_node(*sc.strategy);
+  if (!sc.jobs.empty()) {
+    YAML::Node jobs(YAML::NodeType::Sequence);
+    for (const JobSpec& job : sc.jobs) {
+      YAML::Node j;
+      j["name"] = job.name;
+      j["workload"] = workload_node(job.workload, &job.model, &job.strategy);
+      j["strategy"] = strategy_node(job.strategy);
+      const PlacementPolicy p = job.placement.policy;
+      if (p == PlacementPolicy::Gpus || p == PlacementPolicy::Nodes) {
+        YAML::Node m;
+        YAML::Node list(YAML::NodeType::Sequence);
+        for (int i : job.placement.indices) list.push_back(i);
+        list.SetStyle(YAML::EmitterStyle::Flow);
+        m[p == PlacementPolicy::Gpus ? "gpus" : "nodes"] = list;
+        j["placement"] = m;
+      } else {
+        j["placement"] = std::string(to_string(p));
+      }
+      j["start"] = fmt::format("{:.17g}s", job.start);
+      jobs.push_back(j);
     }
-    n["batch_size"] = w.batch_size;
-    if (w.phase != WorkloadPhase::Serving) {
-      n["context_length"] = w.context_length;
-      n["generated_tokens"] = w.generated_tokens;
-    }
-    if (w.phase == WorkloadPhase::Serving) {
-      n["input_len"] = w.input_len;
-      n["output_len"] = w.output_len;
-    }
-    n["dtype"] = w.dtype;
-    n["recompute"] = w.recompute;
-    if (w.recompute == "full") {
-      n["recompute_method"] = w.recompute_method;
-      n["recompute_num_layers"] = w.recompute_num_layers;
-    }
-    if (w.recompute == "selective") {
-      YAML::Node mods(YAML::NodeType::Sequence);
-      for (const auto& mod : w.recompute_modules) mods.push_back(mod);
-      n["recompute_modules"] = mods;
-    }
-    out["workload"] = n;
-  }
-  if (sc.strategy) {
-    const StrategySpec& s = *sc.strategy;
-    YAML::Node n;
-    n["tp"] = s.tp;
-    n["pp"] = s.pp;
-    n["dp"] = s.dp;
-    n["cp"] = s.cp;
-    n["ep"] = s.ep;
-    n["sequence_parallel"] = s.sequence_parallel;
-    n["zero_stage"] = s.zero_stage;
-    n["pipeline_schedule"] = s.pipeline_schedule;
-    n["virtual_stages"] = s.virtual_stages;
-    // 0 is "not set" (Megatron's default, pp): written only when set, as the key accepts 1 and up.
-    if (s.pipeline_schedule == "interleaved" && s.microbatch_group_size_per_vp_stage > 0) {
-      n["microbatch_group_size_per_vp_stage"] = s.microbatch_group_size_per_vp_stage;
-    }
-    n["order"] = s.order;
-    n["tp_comm_overlap"] = s.tp_comm_overlap;
-    n["overlap_grad_reduce"] = s.overlap_grad_reduce;
-    n["overlap_param_gather"] = s.overlap_param_gather;
-    n["grad_reduce_dtype"] = s.grad_reduce_dtype;
-    n["bucket_params"] = s.bucket_params;
-    n["disable_custom_all_reduce"] = s.disable_custom_all_reduce;
-    if (!s.pipeline_layers.empty()) n["pipeline_layers"] = s.pipeline_layers;
-    if (s.decoder_first_pipeline_num_layers > 0) n["decoder_first_pipeline_num_layers"] = s.decoder_first_pipeline_num_layers;
-    if (s.decoder_last_pipeline_num_layers > 0) n["decoder_last_pipeline_num_layers"] = s.decoder_last_pipeline_num_layers;
-    if (s.dp_micro_batches_proportional) n["dp_micro_batches"] = "proportional";
-    if (!s.dp_micro_batches.empty()) n["dp_micro_batches"] = s.dp_micro_batches;
-    if (!s.algorithms.empty()) {
-      YAML::Node a(YAML::NodeType::Map);
-      for (const auto& [k, v] : s.algorithms) a[k] = v;
-      n["algorithms"] = a;
-    }
-    out["strategy"] = n;
+    out["jobs"] = jobs;
   }
   YAML::Node sim;
   sim["engine"] = std::string(to_string(sc.simulation.engine));

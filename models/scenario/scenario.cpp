@@ -99,7 +99,7 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
   const bool layout_rules = checks.layout_rules;
 
   const support::Fields root(layers, "");
-  root.reject_unknown({"include", "name", "description", "cluster", "workload", "strategy", "simulation", "what_if", "reliability"});
+  root.reject_unknown({"include", "name", "description", "cluster", "workload", "strategy", "jobs", "simulation", "what_if", "reliability"});
 
   Scenario scenario;
   scenario.layers = layers;
@@ -126,8 +126,33 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
                                          checks.algorithm_names);
     }
   }
+  if (root.has("jobs")) {
+    for (const char* one : {"workload", "strategy"}) {
+      if (root.has(one)) {
+        throw root.error(one, "no top-level workload or strategy beside jobs: (each job has its own; a single workload: is the one-job shorthand)");
+      }
+    }
+    scenario.jobs = parse_jobs(root, scenario.cluster, checks.algorithm_names);
+    // Each job is checked as a one-job scenario is, at its own keys.
+    const auto items = root.list("jobs");
+    for (std::size_t j = 0; j < scenario.jobs.size(); ++j) {
+      const support::Fields job(std::vector<support::YamlSource>{items[j]}, support::element_path("jobs", j));
+      check_across_sections(job, job_scenario(scenario, j), true);
+    }
+  }
   check_across_sections(root, scenario, layout_rules);
   return scenario;
+}
+
+Scenario job_scenario(const Scenario& scenario, std::size_t j) {
+  const JobSpec& job = scenario.jobs.at(j);
+  Scenario out = scenario;
+  out.jobs.clear();
+  out.name = scenario.name + "/" + job.name;
+  out.workload = job.workload;
+  out.strategy = job.strategy;
+  out.model = job.model;
+  return out;
 }
 
 Cluster build_scenario_cluster(const Scenario& scenario) {

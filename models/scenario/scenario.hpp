@@ -18,6 +18,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "models/hardware/cluster.hpp"
+#include "models/scenario/jobs_section.hpp"
 #include "models/scenario/reliability_section.hpp"
 #include "models/scenario/scenario_layers.hpp"
 #include "models/scenario/simulation_section.hpp"
@@ -39,6 +40,9 @@ struct Scenario {
   WhatIfSpec what_if;                      ///< the `what_if:` perturbations (empty: none)
   ReliabilitySpec reliability;             ///< the `reliability:` section (enabled false: none)
   std::optional<TransformerConfig> model;  ///< the workload's model, loaded and checked against the strategy
+  /// The `jobs:` list (several jobs on one cluster); empty for a one-job scenario. A scenario
+  /// has either jobs or a top-level workload (and strategy), never both.
+  std::vector<JobSpec> jobs;
   std::vector<support::YamlSource> layers;          ///< the file and its includes, most specific first
 };
 
@@ -74,6 +78,11 @@ Scenario load_scenario(const std::string& path, const Catalog& catalog, const Sc
 /// tying settings together (layout, world size, global batch, cluster size, fabric).
 Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std::string& path, const Catalog& catalog,
                        const ScenarioChecks& checks = {});
+
+/// Job `j` of `scenario.jobs` as a one-job scenario (its workload, strategy and model, the
+/// scenario's cluster, simulation, what_if and reliability; no jobs). Throws std::out_of_range
+/// for an index past the list.
+Scenario job_scenario(const Scenario& scenario, std::size_t j);
 
 /// The scenario's cluster as every command simulates it: build_cluster(scenario.cluster) with the
 /// `what_if:` perturbations applied (apply_what_if). Throws what those throw (InputError for a

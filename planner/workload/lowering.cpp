@@ -154,15 +154,19 @@ std::string CommLowering::shared_key(const ProgramOp& op, const Groups& g) const
   // by the node's class and the GPUs' local indices, so the same TP op on another stage's node
   // is found too, and a perturbed node (a class of its own) is not. Ops that leave the node
   // are keyed by their GPUs.
+  // Such ops are keyed by the GPUs' local indices in the node, not by rank offsets: a job's view
+  // of a shared cluster (models::job_view) may hold a node's GPUs in any order, or only some.
   bool one_node = g.nodes.size() == 1;
   const int node = *g.nodes.begin();
-  const int base = node_ranks_[static_cast<std::size_t>(node)].front();
   for (const auto& other : g.others)
     for (int r : other) one_node = one_node && topo.device(gpus[static_cast<std::size_t>(r)]).node == node;
   if (one_node) key += fmt::format("node class {}", topo.node_class(node));
   const auto add_ranks = [&](const std::vector<int>& ranks) {
     key += '/';
-    for (int r : ranks) key += std::to_string(one_node ? r - base : static_cast<int>(gpus[static_cast<std::size_t>(r)])) + ",";
+    for (int r : ranks) {
+      const models::DeviceId d = gpus[static_cast<std::size_t>(r)];
+      key += std::to_string(one_node ? topo.device(d).local : static_cast<int>(d)) + ",";
+    }
   };
   add_ranks(g.group);
   for (const auto& other : g.others) add_ranks(other);
