@@ -3,6 +3,7 @@
 #include <memory>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "support/atomic_file.hpp"
 #include "support/input_error.hpp"
 #include "support/output_dir.hpp"
+#include "planner/cluster/jobs.hpp"
 #include "planner/cluster/run_reliability.hpp"
 #include "planner/workload/workload_report.hpp"
 #include "support/units.hpp"
@@ -22,6 +24,7 @@
 namespace ccsim::cli {
 
 static int simulate_and_write(const RunCliOptions& o, const models::Scenario& scenario, const support::OutputDir* out);
+static int simulate_jobs(const RunCliOptions& o, const models::Scenario& scenario, const support::OutputDir* out);
 
 CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   CLI::App* c = app.add_subcommand("run", "simulate one step of the scenario's LLM workload (training step, prefill or decode) or a batch of requests (serving)");
@@ -39,6 +42,9 @@ CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
   c->add_option("--horizon", o.horizon,
                 "simulate failures over a run of this wall time (30d, 720h) with the scenario's reliability section or its defaults");
+  c->add_option("--steps", o.steps,
+                "with a jobs: list: steps of the longest job in the co-run window (default 4; every job runs until that job has done them)")
+      ->check(CLI::Range(1, 1000));
   return c;
 }
 
@@ -59,7 +65,30 @@ int run_run(const RunCliOptions& o) {
     }
     scenario.reliability.enabled = true;
   }
-  if (!scenario.workload) {
+  if (o.steps && scenario.jobs.empty()) {
+    throw support::InputError({"<command line>", 0, 0}, "--steps", "a scenario with a jobs: list (the co-run window)", "a one-job scenario");
+  }
+  if (!scenario.jobs.empty()) {
+    const support::Fields root(scenario.layers, "");
+    if (scenario.reliability.enabled) {
+      throw support::InputError(!o.horizon ? root.location("reliability") : support::SourceLocation{"<command line>", 0, 0},
+                                !o.horizon ? "reliability" : "--horizon", "a one-job scenario (failures over a run are modelled for one job)",
+                                "a scenario with a jobs: list");
+    }
+    for (std::size_t j = 0; j < scenario.jobs.size(); ++j) {
+      if (scenario.jobs[j].workload.phase == models::WorkloadPhase::Serving) {
+        throw support::InputError(scenario.jobs[j].location, fmt::format("jobs[{}].workload.phase", j),
+                                  "training_step, prefill or decode (a job's step; serving's request batches are one job's)", "serving");
+      }
+    }
+    for (const auto& rule : scenario.what_if.links) {
+      if (rule.timed()) {
+        throw support::InputError(rule.where, rule.key, "a static rule beside jobs: (timed link events are timed from one job's step)",
+                                  "a timed rule (at:)");
+      }
+    }
+  }
+  if (!scenario.workload && scenario.jobs.empty()) {
     throw support::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim run",
                               "a scenario without one (use ccsim topo or ccsim collective for cluster-only scenarios)");
   }
@@ -85,7 +114,56 @@ int run_run(const RunCliOptions& o) {
     out.emplace(o.out, rules);
     out->prepare();
   }
+  if (!scenario.jobs.empty()) return simulate_jobs(o, scenario, out ? &*out : nullptr);
   return simulate_and_write(o, scenario, out ? &*out : nullptr);
+}
+
+static int simulate_jobs(const RunCliOptions& o, const models::Scenario& scenario, const support::OutputDir* out) {
+  const models::Cluster cluster = models::build_scenario_cluster(scenario);
+  const planner::CostModel costs = planner::CostModel::load(collective_table(o.calibration, scenario, cluster).path);
+  planner::CoRunOptions co;
+  co.costs = &costs;
+  co.compute = planner::ComputeCalibration::load_for_cluster(compute_table(o.compute_calibration, scenario).path, cluster);
+  co.engine = models::parse_engine_kind(o.engine).value_or(scenario.simulation.engine);
+  co.steps = o.steps.value_or(4);
+  const bool inference = std::any_of(scenario.jobs.begin(), scenario.jobs.end(),
+                                     [](const models::JobSpec& j) { return j.workload.phase != models::WorkloadPhase::TrainingStep; });
+  if (inference) {
+    co.serving = planner::ServingCalibration::load(o.serving_calibration.empty() ? planner::ServingCalibration::default_path() : o.serving_calibration,
+                                                   cluster.spec.groups.front().node.gpu.kind_names());
+  }
+  const bool tty = ::isatty(2) != 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  bool shown = false;
+  co.progress = [&](const std::string& what, std::size_t done, std::size_t total) {
+    if (!tty) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (elapsed < 1.0 && !shown) return;
+    if (done != total && done % 64 != 0 && what.rfind("job ", 0) == 0) return;
+    shown = true;
+    std::cerr << fmt::format("\r\033[Kccsim run: {} {}/{} ({:.0f} s)", what, done, total, elapsed) << std::flush;
+  };
+  const bool best = std::any_of(scenario.jobs.begin(), scenario.jobs.end(),
+                                [](const models::JobSpec& j) { return j.placement.policy == models::PlacementPolicy::Best; });
+  std::optional<planner::BestPlacement> ranking;
+  planner::CoRunResult result;
+  if (best) {
+    ranking = planner::place_best(scenario, cluster, co);
+    result = std::move(ranking->best);
+  } else {
+    result = planner::run_jobs(scenario, cluster, co);
+  }
+  if (shown) std::cerr << "\r\033[K" << std::flush;
+  const planner::BestPlacement* rank = ranking ? &*ranking : nullptr;
+  const std::string summary = planner::jobs_summary(scenario, cluster, result, rank);
+  if (out != nullptr) {
+    out->remove_stale("report.json", support::Stale::RemoveIfRegular);
+    out->write("effective.yaml", models::effective_yaml(scenario));
+    if (!o.report_only) out->write("steps.csv", planner::jobs_steps_csv(result));
+    out->write("report.json", planner::jobs_report_json(scenario, cluster, result, rank, co.engine));
+  }
+  std::cout << summary;
+  return result.passes > 0 ? 0 : 3;
 }
 
 static int simulate_and_write(const RunCliOptions& o, const models::Scenario& scenario, const support::OutputDir* out) {

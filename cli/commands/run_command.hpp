@@ -22,6 +22,7 @@ struct RunCliOptions {
   std::string compute_calibration;
   std::string serving_calibration;  ///< empty: scenarios/calibration/serving.yaml (inference phases)
   std::string catalog;
+  std::optional<int> steps;  ///< --steps: the co-run window of a jobs: scenario (default 4)
   std::optional<std::string> horizon;  ///< --horizon (given empty: an error): a duration (30d); turns on the reliability simulation for that wall time
 };
 

@@ -320,7 +320,7 @@ WorkloadResult WorkloadRunner::run(const std::function<void(std::size_t, std::si
   }
   const models::Program& p = out.program;
   const bool contention = scenario_.simulation.contention;
-  lowering_.set_keep_plans(contention);
+  lowering_.set_keep_plans(contention || keep_plans_);
   std::vector<double> duration = op_durations(out, progress);
   out.timing = execute_step(p, duration);
   LinkEventModel events(scenario_, cluster_, costs_, engine_);

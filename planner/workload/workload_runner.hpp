@@ -102,6 +102,10 @@ class WorkloadRunner {
   /// time, and the link loads summed over every op instance are a large part of a big run.
   enum class Detail : std::uint8_t { Full, NoLinks, StepOnly };
   void set_detail(Detail d) { detail_ = d; }
+  /// Keep every lowered op's simulated run (CommCost::plan in WorkloadResult::comm_costs), as
+  /// simulation.contention does, so that the ops can be run again beside another job's
+  /// (planner/cluster/jobs.hpp). Default false.
+  void set_keep_plans(bool keep) { keep_plans_ = keep; }
 
  private:
   /// phase serving: one prefill step and decode steps at three contexts, each a run of its own.
@@ -126,6 +130,7 @@ class WorkloadRunner {
   models::EngineKind engine_;
   CommLowering lowering_;
   Detail detail_ = Detail::Full;
+  bool keep_plans_ = false;
 };
 
 /// The chain of Program ops that ends last, first to last, walked back through the dependency

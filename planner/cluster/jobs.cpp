@@ -1,0 +1,867 @@
+#include "planner/cluster/jobs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/engine.hpp"
+#include "sim/execution/plan_merge.hpp"
+#include "support/input_error.hpp"
+#include "support/text_table.hpp"
+#include "support/units.hpp"
+
+namespace ccsim::planner {
+
+namespace {
+
+using models::DeviceId;
+using models::PlacementPolicy;
+
+constexpr int kMaxPasses = 8;
+constexpr std::size_t kMaxSteps = 4096;
+constexpr double kOffsetQuantum = 1e-3;  // of an instance's time alone
+
+std::string job_key(std::size_t j, const char* key) { return fmt::format("jobs[{}].{}", j, key); }
+
+/// The tier-1 switch above `node` (through its first GPU's NIC), or -1.
+long long leaf_of(const models::Topology& t, DeviceId first_gpu) {
+  const DeviceId nic = t.device(first_gpu).nic;
+  if (nic == models::kNoDevice) return -1;
+  for (models::LinkId l : t.out_links(nic)) {
+    const DeviceId d = t.link_target(l);
+    if (t.device(d).kind == models::DeviceKind::NetworkSwitch) return d;
+  }
+  return -1;
+}
+
+/// The ordered nodes a whole-node policy takes, from the free whole nodes grouped by leaf
+/// (leaves in first-appearance order, nodes ascending).
+std::vector<int> order_nodes(PlacementPolicy policy, const std::vector<std::vector<int>>& leaves, const std::vector<int>& node_size,
+                             int need) {
+  std::vector<int> out;
+  if (policy == PlacementPolicy::Spread) {
+    for (std::size_t round = 0;; ++round) {
+      bool any = false;
+      for (const auto& l : leaves) {
+        if (round >= l.size()) continue;
+        any = true;
+        out.push_back(l[round]);
+      }
+      if (!any) return out;
+    }
+  }
+  std::vector<int> free(leaves.size(), 0);
+  for (std::size_t i = 0; i < leaves.size(); ++i)
+    for (int n : leaves[i]) free[i] += node_size[static_cast<std::size_t>(n)];
+  // One leaf holds the job: the one it fills most (least free that fits), the lowest first.
+  std::size_t fit = leaves.size();
+  for (std::size_t i = 0; i < leaves.size(); ++i)
+    if (free[i] >= need && (fit == leaves.size() || free[i] < free[fit])) fit = i;
+  if (fit != leaves.size()) return leaves[fit];
+  std::vector<std::size_t> order(leaves.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return free[a] > free[b]; });
+  for (std::size_t i : order) out.insert(out.end(), leaves[i].begin(), leaves[i].end());
+  return out;
+}
+
+double percentile50(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+bool sorted_intersect(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {
+  auto i = a.begin();
+  auto j = b.begin();
+  while (i != a.end() && j != b.end()) {
+    if (*i == *j) return true;
+    if (*i < *j) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return false;
+}
+
+constexpr int kDims = 6;  // ParallelDim's five, then expert data parallel (as contention.hpp names them)
+constexpr const char* kDimNames[kDims] = {"TP", "PP", "DP", "EP", "CP", "EDP"};
+
+int dimension_of(const models::ProgramOp& op) {
+  if (op.expert && op.dim == models::ParallelDim::DP) return 5;
+  return static_cast<int>(op.dim);
+}
+
+/// One job's step alone and its co-run steps.
+struct JobState {
+  std::unique_ptr<models::Scenario> scenario;
+  std::unique_ptr<models::Cluster> cluster;
+  WorkloadResult alone;
+  std::vector<double> alone_duration;            ///< per op
+  double overhead = 0;                           ///< engine overhead per step (inference)
+  int cost_base = 0;                             ///< first global cost index
+  std::vector<std::vector<double>> duration;     ///< per step, per op
+  std::vector<std::vector<OpTiming>> timing;     ///< per step
+  std::vector<double> step_start, step_time;
+};
+
+/// An op instance of one job's step.
+struct Instance {
+  int job = 0;
+  int cost = 0;  ///< global cost index
+  int dim = 0;
+  std::size_t step = 0;
+  double start = 0, end = 0;  ///< seconds from the co-run's start
+  std::vector<std::uint32_t> ops;
+};
+
+class CoRun {
+ public:
+  CoRun(std::vector<JobState>& jobs, const models::Cluster& cluster, models::EngineKind kind, bool own_dimensions, int steps)
+      : jobs_(jobs), engine_(sim::make_engine(kind, cluster)), own_dims_(own_dimensions), steps_(steps) {
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      jobs[j].cost_base = static_cast<int>(costs_.size());
+      for (const auto& c : jobs[j].alone.comm_costs) {
+        costs_.push_back(&c);
+        job_of_.push_back(static_cast<int>(j));
+        std::vector<std::uint32_t> links;
+        for (const auto& l : c.links)
+          if (l.bytes > 0) links.push_back(l.link);
+        std::sort(links.begin(), links.end());
+        links_.push_back(std::move(links));
+        std::vector<std::uint32_t> gpus;
+        if (c.plan) gpus.assign(c.plan->rank_gpu.begin(), c.plan->rank_gpu.end());
+        std::sort(gpus.begin(), gpus.end());
+        gpus_.push_back(std::move(gpus));
+      }
+    }
+  }
+
+  /// Lays every job's steps out from its start, adding steps (alone) until the window is covered
+  /// and dropping those past it; `changed` says whether a job's step count changed.
+  double layout(bool& changed) {
+    changed = false;
+    double window = 0;
+    for (auto& js : jobs_) {
+      double end = js.step_start.front();
+      for (std::size_t k = 0; k < static_cast<std::size_t>(steps_); ++k) end += k < js.step_time.size() ? js.step_time[k] : alone_step(js);
+      window = std::max(window, end);
+    }
+    for (auto& js : jobs_) {
+      double t = js.step_start.front();
+      std::size_t k = 0;
+      // A step is in the window when its middle is (its time alone for the steps not run yet).
+      const auto time_of = [&](std::size_t step) { return step < js.step_time.size() ? js.step_time[step] : alone_step(js); };
+      for (; t + 0.5 * time_of(k) < window && k < kMaxSteps; ++k) {
+        if (k == js.duration.size()) {
+          js.duration.push_back(js.alone_duration);
+          js.timing.push_back(js.alone.timing);
+          js.step_time.push_back(alone_step(js));
+        }
+        if (k < js.step_start.size()) {
+          js.step_start[k] = t;
+        } else {
+          js.step_start.push_back(t);
+        }
+        t += js.step_time[k];
+      }
+      changed = changed || k != js.duration.size();
+      js.duration.resize(k);
+      js.timing.resize(k);
+      js.step_time.resize(k);
+      js.step_start.resize(k);
+    }
+    return window;
+  }
+
+  static double alone_step(const JobState& js) { return js.alone.step_time; }
+
+  /// One pass: every instance's contended duration, every step re-executed. Returns whether no
+  /// duration moved by more than 1e-9 relative.
+  bool pass() {
+    build_instances();
+    double max_length = 0;
+    for (const Instance& i : in_) max_length = std::max(max_length, i.end - i.start);
+    bool same = true;
+    std::vector<std::vector<std::vector<double>>> next(jobs_.size());
+    for (std::size_t j = 0; j < jobs_.size(); ++j) next[j].assign(jobs_[j].duration.size(), jobs_[j].alone_duration);
+    // Per job and dimension: what its instances lost, and to which jobs.
+    loss_.assign(jobs_.size(), std::vector<DimensionContention>(kDims));
+    std::vector<int> partners;
+    for (std::size_t k = 0; k < in_.size(); ++k) {
+      const Instance& me = in_[k];
+      JobState& js = jobs_[static_cast<std::size_t>(me.job)];
+      const double a = js.alone_duration[me.ops.front()];
+      const double d = std::max(a, contended(k, a, max_length, partners));
+      for (std::uint32_t op : me.ops) next[static_cast<std::size_t>(me.job)][me.step][op] = d;
+      DimensionContention& dc = loss_[static_cast<std::size_t>(me.job)][static_cast<std::size_t>(me.dim)];
+      dc.ops += 1;
+      dc.alone += a;
+      dc.contended += d;
+      if (d > a * (1 + 1e-9) && !partners.empty()) {
+        dc.slowed += 1;
+        if (dc.lost_to.empty()) dc.lost_to.assign(jobs_.size(), 0.0);
+        for (int j : partners) dc.lost_to[static_cast<std::size_t>(j)] += (d - a) / static_cast<double>(partners.size());
+      }
+    }
+    for (std::size_t j = 0; j < jobs_.size(); ++j) {
+      JobState& js = jobs_[j];
+      for (std::size_t s = 0; s < js.duration.size(); ++s) {
+        for (std::size_t i = 0; i < js.duration[s].size(); ++i) {
+          const double old = js.duration[s][i], now = next[j][s][i];
+          if (std::abs(now - old) > 1e-9 * std::max(std::abs(old), 1e-30)) same = false;
+        }
+        js.duration[s] = std::move(next[j][s]);
+        js.timing[s] = execute_step(js.alone.program, js.duration[s]);
+        double end = 0;
+        for (const auto& t : js.timing[s]) end = std::max(end, t.end);
+        js.step_time[s] = end + js.overhead;
+      }
+      // Steps follow each other.
+      for (std::size_t s = 1; s < js.step_start.size(); ++s) js.step_start[s] = js.step_start[s - 1] + js.step_time[s - 1];
+    }
+    return same;
+  }
+
+  std::size_t runs() const { return runs_; }
+
+  /// Per job, its dimensions with communication ops as the last pass found them (over every
+  /// step of the window), `to` naming the jobs the time was lost to.
+  std::vector<std::vector<DimensionContention>> losses(const std::vector<std::string>& names) const {
+    std::vector<std::vector<DimensionContention>> out(loss_.size());
+    for (std::size_t j = 0; j < loss_.size(); ++j) {
+      for (int d = 0; d < kDims; ++d) {
+        DimensionContention x = loss_[j][static_cast<std::size_t>(d)];
+        if (x.ops == 0) continue;
+        x.dim = kDimNames[d];
+        for (std::size_t o = 0; o < x.lost_to.size(); ++o)
+          if (x.lost_to[o] > 0) x.to.emplace_back(names[o], x.lost_to[o]);
+        x.lost_to.clear();
+        out[j].push_back(std::move(x));
+      }
+    }
+    return out;
+  }
+
+ private:
+  void build_instances() {
+    in_.clear();
+    for (std::size_t j = 0; j < jobs_.size(); ++j) {
+      const JobState& js = jobs_[j];
+      const models::Program& p = js.alone.program;
+      for (std::size_t s = 0; s < js.timing.size(); ++s) {
+        std::map<std::pair<int, double>, std::size_t> index;
+        for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
+          const int c = js.alone.op_comm[i];
+          if (c < 0 || !js.alone.comm_costs[static_cast<std::size_t>(c)].plan || js.alone_duration[i] <= 0) continue;
+          const auto& t = js.timing[s][i];
+          const auto [it, fresh] = index.try_emplace({c, t.start}, in_.size());
+          if (fresh) {
+            in_.push_back({static_cast<int>(j), js.cost_base + c, dimension_of(p.ops[i]), s, js.step_start[s] + t.start,
+                           js.step_start[s] + t.end, {}});
+          }
+          in_[it->second].ops.push_back(i);
+        }
+      }
+    }
+    order_.resize(in_.size());
+    std::iota(order_.begin(), order_.end(), 0);
+    std::sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
+      return in_[a].start != in_[b].start ? in_[a].start < in_[b].start : a < b;
+    });
+    starts_.resize(in_.size());
+    for (std::size_t i = 0; i < order_.size(); ++i) starts_[i] = in_[order_[i]].start;
+  }
+
+  /// Instance k's duration beside the overlapping instances that share its links; `partners`
+  /// gets the jobs of those chosen (each once, ascending).
+  double contended(std::size_t k, double alone, double max_length, std::vector<int>& partners) {
+    partners.clear();
+    const Instance& me = in_[k];
+    const double eps = 1e-12 * std::max(1.0, me.end);
+    std::vector<std::pair<double, std::size_t>> cand;
+    const auto first = std::lower_bound(starts_.begin(), starts_.end(), me.start - max_length);
+    for (auto it = first; it != starts_.end() && *it < me.end - eps; ++it) {
+      const std::size_t o = order_[static_cast<std::size_t>(it - starts_.begin())];
+      const Instance& x = in_[o];
+      if (o == k || x.end <= me.start + eps) continue;
+      if (x.job == me.job && (!own_dims_ || x.dim == me.dim)) continue;
+      if (!shares(link_memo_, links_, me.cost, x.cost)) continue;
+      cand.emplace_back(std::min(me.end, x.end) - std::max(me.start, x.start), o);
+    }
+    if (cand.empty()) return alone;
+    std::sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    std::vector<std::size_t> chosen;
+    for (const auto& [overlap, o] : cand) {
+      bool twin = false;  // one physical op of a job, seen from two replica classes
+      for (std::size_t c : chosen)
+        twin = twin || (in_[c].job == in_[o].job && in_[c].dim == in_[o].dim && (in_[c].cost == in_[o].cost || shares(gpu_memo_, gpus_, in_[c].cost, in_[o].cost)));
+      if (!twin) chosen.push_back(o);
+    }
+    for (std::size_t o : chosen) partners.push_back(in_[o].job);
+    std::sort(partners.begin(), partners.end());
+    partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
+    const double q = kOffsetQuantum * alone;
+    std::vector<std::pair<int, long long>> key{{me.cost, 0}};
+    for (std::size_t o : chosen) key.emplace_back(in_[o].cost, std::llround((in_[o].start - me.start) / q));
+    std::sort(key.begin() + 1, key.end());
+    if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
+    std::vector<const sim::PlanPart*> parts;
+    std::vector<double> offset;
+    for (const auto& [c, off] : key) {
+      parts.push_back(costs_[static_cast<std::size_t>(c)]->plan.get());
+      offset.push_back(static_cast<double>(off) * q);
+    }
+    const double shift = -*std::min_element(offset.begin(), offset.end());
+    for (double& o : offset) o += shift;
+    const auto merged = sim::merge_plans(parts, offset);
+    const sim::Timeline tl = engine_->run(merged->plan);
+    const double t = sim::part_ends(merged->plan, tl).front() - shift;
+    ++runs_;
+    memo_.emplace(std::move(key), t);
+    return t;
+  }
+
+  static bool shares(std::map<std::pair<int, int>, bool>& memo, const std::vector<std::vector<std::uint32_t>>& sets, int a, int b) {
+    const auto k = std::minmax(a, b);
+    const auto [it, fresh] = memo.try_emplace(k, false);
+    if (fresh) it->second = sorted_intersect(sets[static_cast<std::size_t>(a)], sets[static_cast<std::size_t>(b)]);
+    return it->second;
+  }
+
+  std::vector<JobState>& jobs_;
+  std::unique_ptr<sim::Engine> engine_;
+  bool own_dims_;
+  int steps_;
+  std::vector<const CommCost*> costs_;
+  std::vector<int> job_of_;
+  std::vector<std::vector<std::uint32_t>> links_, gpus_;
+  std::vector<Instance> in_;
+  std::vector<std::size_t> order_;
+  std::vector<double> starts_;
+  std::map<std::pair<int, int>, bool> link_memo_, gpu_memo_;
+  std::map<std::vector<std::pair<int, long long>>, double> memo_;
+  std::size_t runs_ = 0;
+  std::vector<std::vector<DimensionContention>> loss_;
+};
+
+/// Job j's step alone on `gpus`.
+JobState run_alone(const models::Scenario& scenario, const models::Cluster& cluster, std::size_t j, const std::vector<int>& gpus,
+                   const CoRunOptions& o) {
+  JobState js;
+  js.scenario = std::make_unique<models::Scenario>(models::job_scenario(scenario, j));
+  const auto& all = cluster.topology.gpus();
+  std::vector<DeviceId> devices;
+  devices.reserve(gpus.size());
+  for (int g : gpus) devices.push_back(all[static_cast<std::size_t>(g)]);
+  js.cluster = std::make_unique<models::Cluster>(models::job_view(cluster, devices));
+  WorkloadRunner runner(*js.scenario, *js.cluster, *o.costs, o.compute, o.engine);
+  if (js.scenario->workload->phase != models::WorkloadPhase::TrainingStep) runner.set_serving(o.serving);
+  runner.set_keep_plans(true);
+  const std::string what = fmt::format("job {} alone", scenario.jobs[j].name);
+  js.alone = runner.run([&](std::size_t done, std::size_t total) {
+    if (o.progress) o.progress(what, done, total);
+  });
+  js.overhead = js.alone.engine_overhead;
+  js.alone_duration.resize(js.alone.timing.size());
+  for (std::size_t i = 0; i < js.alone.timing.size(); ++i) js.alone_duration[i] = js.alone.timing[i].end - js.alone.timing[i].start;
+  return js;
+}
+
+}  // namespace
+
+std::string format_index_ranges(const std::vector<int>& indices) {
+  std::string out;
+  for (std::size_t i = 0; i < indices.size();) {
+    std::size_t k = i;
+    while (k + 1 < indices.size() && indices[k + 1] == indices[k] + 1) ++k;
+    if (!out.empty()) out += ",";
+    out += k == i ? std::to_string(indices[i]) : fmt::format("{}-{}", indices[i], indices[k]);
+    i = k + 1;
+  }
+  return out;
+}
+
+std::vector<std::vector<int>> resolve_placements(const models::Scenario& scenario, const models::Cluster& cluster,
+                                                 const std::vector<PlacementPolicy>& override_policy) {
+  const models::Topology& t = cluster.topology;
+  const auto& all = t.gpus();
+  const int n_gpus = static_cast<int>(all.size());
+  const int n_nodes = t.num_nodes();
+  std::vector<std::vector<int>> node_gpus(static_cast<std::size_t>(n_nodes));
+  for (int g = 0; g < n_gpus; ++g) node_gpus[static_cast<std::size_t>(t.device(all[static_cast<std::size_t>(g)]).node)].push_back(g);
+  std::vector<long long> leaf(static_cast<std::size_t>(n_nodes), -1);
+  std::vector<int> node_size(static_cast<std::size_t>(n_nodes), 0);
+  for (int n = 0; n < n_nodes; ++n) {
+    const auto& ng = node_gpus[static_cast<std::size_t>(n)];
+    node_size[static_cast<std::size_t>(n)] = static_cast<int>(ng.size());
+    if (!ng.empty()) leaf[static_cast<std::size_t>(n)] = leaf_of(t, all[static_cast<std::size_t>(ng.front())]);
+  }
+  std::vector<char> used(static_cast<std::size_t>(n_gpus), 0);
+  std::vector<std::vector<int>> out(scenario.jobs.size());
+  // Listed placements first: they are fixed (parse_jobs checked them for overlaps).
+  for (std::size_t j = 0; j < scenario.jobs.size(); ++j) {
+    const auto& p = scenario.jobs[j].placement;
+    if (p.policy == PlacementPolicy::Gpus) out[j] = p.indices;
+    if (p.policy == PlacementPolicy::Nodes)
+      for (int n : p.indices) out[j].insert(out[j].end(), node_gpus[static_cast<std::size_t>(n)].begin(), node_gpus[static_cast<std::size_t>(n)].end());
+    for (int g : out[j]) used[static_cast<std::size_t>(g)] = 1;
+  }
+  for (std::size_t j = 0; j < scenario.jobs.size(); ++j) {
+    const auto& job = scenario.jobs[j];
+    PlacementPolicy policy = job.placement.policy;
+    if (policy == PlacementPolicy::Gpus || policy == PlacementPolicy::Nodes) continue;
+    if (policy == PlacementPolicy::Best) {
+      policy = j < override_policy.size() && override_policy[j] != PlacementPolicy::Best ? override_policy[j] : PlacementPolicy::Packed;
+    }
+    const int need = job.gpus();
+    const int free = static_cast<int>(std::count(used.begin(), used.end(), 0));
+    if (free < need) {
+      throw support::InputError(job.placement.location, job_key(j, "placement"),
+                                fmt::format("{} free GPUs for job '{}' (tp·pp·cp·dp)", need, job.name),
+                                fmt::format("{} GPUs left by the jobs before it", free));
+    }
+    std::vector<int>& gpus = out[j];
+    if (policy == PlacementPolicy::Packed) {
+      for (int g = 0; g < n_gpus && static_cast<int>(gpus.size()) < need; ++g)
+        if (used[static_cast<std::size_t>(g)] == 0) gpus.push_back(g);
+    } else {
+      // Whole free nodes, grouped by leaf in the order leaves first appear.
+      std::vector<std::vector<int>> leaves;
+      std::map<long long, std::size_t> leaf_index;
+      int whole = 0;
+      for (int n = 0; n < n_nodes; ++n) {
+        const auto& ng = node_gpus[static_cast<std::size_t>(n)];
+        if (ng.empty() || std::any_of(ng.begin(), ng.end(), [&](int g) { return used[static_cast<std::size_t>(g)] != 0; })) continue;
+        const auto [it, fresh] = leaf_index.try_emplace(leaf[static_cast<std::size_t>(n)], leaves.size());
+        if (fresh) leaves.emplace_back();
+        leaves[it->second].push_back(n);
+        whole += static_cast<int>(ng.size());
+      }
+      if (whole < need) {
+        throw support::InputError(job.placement.location, job_key(j, "placement"),
+                                  fmt::format("{} GPUs on whole free nodes for job '{}' (policy {} takes whole nodes)", need, job.name,
+                                              models::to_string(policy)),
+                                  fmt::format("{} GPUs on whole free nodes ({} free GPUs in all; packed takes any)", whole, free));
+      }
+      for (int n : order_nodes(policy, leaves, node_size, need)) {
+        for (int g : node_gpus[static_cast<std::size_t>(n)]) {
+          if (static_cast<int>(gpus.size()) == need) break;
+          gpus.push_back(g);
+        }
+      }
+    }
+    for (int g : gpus) used[static_cast<std::size_t>(g)] = 1;
+  }
+  return out;
+}
+
+namespace {
+
+CoRunResult co_run(const models::Scenario& scenario, const models::Cluster& cluster, const CoRunOptions& o,
+                   const std::vector<std::vector<int>>& gpus, std::map<std::pair<std::size_t, std::vector<int>>, std::shared_ptr<JobState>>* cache) {
+  if (o.costs == nullptr) throw std::invalid_argument("run_jobs: no cost model");
+  if (o.steps < 1) throw std::invalid_argument("run_jobs: steps < 1");
+  std::vector<JobState> jobs;
+  CoRunResult r;
+  r.steps = o.steps;
+  for (std::size_t j = 0; j < scenario.jobs.size(); ++j) {
+    std::shared_ptr<JobState> alone;
+    const auto key = std::make_pair(j, gpus[j]);
+    if (cache != nullptr) {
+      if (const auto it = cache->find(key); it != cache->end()) alone = it->second;
+    }
+    if (!alone) {
+      alone = std::make_shared<JobState>(run_alone(scenario, cluster, j, gpus[j], o));
+      if (cache != nullptr) cache->emplace(key, alone);
+    }
+    JobState js;
+    js.scenario = std::make_unique<models::Scenario>(*alone->scenario);
+    js.cluster = std::make_unique<models::Cluster>(*alone->cluster);
+    js.alone = alone->alone;
+    js.alone_duration = alone->alone_duration;
+    js.overhead = alone->overhead;
+    js.step_start = {scenario.jobs[j].start};
+    jobs.push_back(std::move(js));
+  }
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    JobOutcome out;
+    const auto& job = scenario.jobs[j];
+    out.name = job.name;
+    out.placement = std::string(models::to_string(job.placement.policy));
+    out.gpus = gpus[j];
+    out.start = job.start;
+    out.alone = jobs[j].alone.step_time;
+    out.mfu_alone = jobs[j].alone.mfu;
+    out.tokens = jobs[j].alone.program.tokens;
+    r.jobs.push_back(std::move(out));
+  }
+  const bool feasible = std::all_of(jobs.begin(), jobs.end(), [](const JobState& js) { return js.alone.feasible; });
+  if (feasible) {
+    CoRun run(jobs, cluster, o.engine, scenario.simulation.contention, o.steps);
+    bool changed = false;
+    r.window = run.layout(changed);
+    for (int p = 0; p < kMaxPasses; ++p) {
+      if (o.progress) o.progress("co-run passes", static_cast<std::size_t>(p), kMaxPasses);
+      ++r.passes;
+      const bool same = run.pass();
+      r.window = run.layout(changed);
+      // Converged: no duration moved and the window holds the same steps (a step added to
+      // cover it starts alone and needs a pass of its own).
+      if (same && !changed) {
+        r.converged = true;
+        break;
+      }
+    }
+    r.runs = run.runs();
+    std::vector<std::string> names;
+    for (const auto& job : scenario.jobs) names.push_back(job.name);
+    const auto losses = run.losses(names);
+    for (std::size_t j = 0; j < jobs.size(); ++j) r.jobs[j].comm = losses[j];
+  }
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    JobOutcome& out = r.jobs[j];
+    JobState& js = jobs[j];
+    out.result = std::move(js.alone);
+    if (!out.result.feasible) continue;
+    out.step_start = js.step_start;
+    out.step_time = js.step_time;
+    out.truncated = js.step_time.size() == kMaxSteps;
+    if (out.step_time.empty()) continue;
+    out.mean = std::accumulate(out.step_time.begin(), out.step_time.end(), 0.0) / static_cast<double>(out.step_time.size());
+    out.min = *std::min_element(out.step_time.begin(), out.step_time.end());
+    out.max = *std::max_element(out.step_time.begin(), out.step_time.end());
+    out.p50 = percentile50(out.step_time);
+    out.slowdown = out.mean / out.alone;
+  }
+  if (!feasible) return r;
+  // Links carrying two or more jobs' traffic.
+  std::map<models::LinkId, std::vector<double>> by_link;
+  std::map<models::LinkId, bool> fabric;
+  for (std::size_t j = 0; j < r.jobs.size(); ++j) {
+    for (const auto& l : r.jobs[j].result.links) {
+      if (l.bytes <= 0) continue;
+      auto& b = by_link[l.link];
+      b.resize(r.jobs.size(), 0.0);
+      b[j] += l.bytes;
+      if (cluster.topology.link(l.link).link_class == models::LinkClass::Network) fabric[l.link] = true;
+    }
+  }
+  r.fabric_links = fabric.size();
+  const models::Topology& t = cluster.topology;
+  for (auto& [link, bytes] : by_link) {
+    if (std::count_if(bytes.begin(), bytes.end(), [](double b) { return b > 0; }) < 2) continue;
+    SharedLink s;
+    s.link = link;
+    s.name = t.name(t.link_source(link)) + " -> " + t.name(t.link_target(link));
+    s.capacity = t.link(link).bandwidth;
+    s.bytes = bytes;
+    double rate = 0;
+    for (std::size_t j = 0; j < bytes.size(); ++j) rate += bytes[j] / r.jobs[j].mean;
+    s.utilisation = rate / s.capacity;
+    r.shared.push_back(std::move(s));
+  }
+  std::stable_sort(r.shared.begin(), r.shared.end(), [](const SharedLink& a, const SharedLink& b) { return a.utilisation > b.utilisation; });
+  return r;
+}
+
+}  // namespace
+
+CoRunResult run_jobs(const models::Scenario& scenario, const models::Cluster& cluster, const CoRunOptions& options,
+                     const std::vector<std::vector<int>>& placements) {
+  const std::vector<std::vector<int>> gpus = placements.empty() ? resolve_placements(scenario, cluster) : placements;
+  return co_run(scenario, cluster, options, gpus, nullptr);
+}
+
+BestPlacement place_best(const models::Scenario& scenario, const models::Cluster& cluster, const CoRunOptions& options) {
+  BestPlacement b;
+  bool found = false;
+  for (std::size_t j = 0; j < scenario.jobs.size(); ++j) {
+    if (scenario.jobs[j].placement.policy != PlacementPolicy::Best) continue;
+    if (found) {
+      throw support::InputError(scenario.jobs[j].placement.location, job_key(j, "placement"),
+                                fmt::format("at most one job with placement best (jobs[{}] '{}' has it)", b.job, scenario.jobs[b.job].name),
+                                "a second one");
+    }
+    found = true;
+    b.job = j;
+  }
+  if (!found) throw std::invalid_argument("place_best: no job with placement best");
+  std::map<std::pair<std::size_t, std::vector<int>>, std::shared_ptr<JobState>> cache;
+  std::optional<support::InputError> first_error;
+  std::vector<std::pair<PlacementTrial, CoRunResult>> tried;
+  for (PlacementPolicy p : {PlacementPolicy::Packed, PlacementPolicy::Leaf, PlacementPolicy::Spread}) {
+    std::vector<PlacementPolicy> over(scenario.jobs.size(), PlacementPolicy::Best);
+    over[b.job] = p;
+    std::vector<std::vector<int>> gpus;
+    try {
+      gpus = resolve_placements(scenario, cluster, over);
+    } catch (const support::InputError& e) {
+      if (!first_error) first_error = e;
+      continue;
+    }
+    PlacementTrial trial;
+    trial.policy = p;
+    trial.gpus = gpus[b.job];
+    for (const auto& [t, res] : tried) {
+      if (t.gpus == trial.gpus && t.same_as.empty()) trial.same_as = std::string(models::to_string(t.policy));
+    }
+    CoRunResult res;
+    if (!trial.same_as.empty()) {
+      for (const auto& [t, r0] : tried) {
+        if (std::string(models::to_string(t.policy)) == trial.same_as) {
+          trial.worst_slowdown = t.worst_slowdown;
+          trial.job_mean = t.job_mean;
+          trial.others_mean_slowdown = t.others_mean_slowdown;
+        }
+      }
+      b.ranking.push_back(trial);
+      continue;
+    }
+    res = co_run(scenario, cluster, options, gpus, &cache);
+    for (auto& jo : res.jobs) {
+      if (jo.name == scenario.jobs[b.job].name) jo.placement = std::string(models::to_string(p));
+    }
+    double others = 0;
+    for (std::size_t j = 0; j < res.jobs.size(); ++j) {
+      trial.worst_slowdown = std::max(trial.worst_slowdown, res.jobs[j].slowdown);
+      if (j != b.job) others += res.jobs[j].slowdown;
+    }
+    trial.job_mean = res.jobs[b.job].mean;
+    trial.others_mean_slowdown = res.jobs.size() > 1 ? others / static_cast<double>(res.jobs.size() - 1) : 1.0;
+    const bool feasible = std::all_of(res.jobs.begin(), res.jobs.end(), [](const JobOutcome& o) { return o.result.feasible; });
+    if (!feasible) {
+      // Memory does not depend on the placement: every policy is as infeasible.
+      b.ranking = {trial};
+      b.best = std::move(res);
+      return b;
+    }
+    b.ranking.push_back(trial);
+    tried.emplace_back(trial, std::move(res));
+  }
+  if (tried.empty()) throw *first_error;
+  // Rank: worst slowdown, then the job's mean step (1e-9 relative ties keep the policy order).
+  const auto better = [](const PlacementTrial& x, const PlacementTrial& y) {
+    if (std::abs(x.worst_slowdown - y.worst_slowdown) > 1e-9 * y.worst_slowdown) return x.worst_slowdown < y.worst_slowdown;
+    if (std::abs(x.job_mean - y.job_mean) > 1e-9 * y.job_mean) return x.job_mean < y.job_mean;
+    return false;
+  };
+  std::stable_sort(b.ranking.begin(), b.ranking.end(), better);
+  for (auto& [t, res] : tried) {
+    if (t.policy == b.ranking.front().policy) b.best = std::move(res);
+  }
+  return b;
+}
+
+namespace {
+
+std::string seconds(double s) { return support::format_time(s); }
+
+std::string layout_of(const models::StrategySpec& s) {
+  std::string out;
+  const auto add = [&](const char* n, int v) {
+    if (v <= 1) return;
+    if (!out.empty()) out += " × ";
+    out += fmt::format("{} {}", n, v);
+  };
+  add("TP", s.tp);
+  add("PP", s.pp);
+  add("CP", s.cp);
+  add("DP", s.dp);
+  add("EP", s.ep);
+  return out.empty() ? "one GPU" : out;
+}
+
+}  // namespace
+
+std::string jobs_summary(const models::Scenario& scenario, const models::Cluster& cluster, const CoRunResult& r,
+                         const BestPlacement* ranking) {
+  std::string out;
+  const int total = static_cast<int>(cluster.topology.gpus().size());
+  int used = 0;
+  for (const auto& j : r.jobs) used += static_cast<int>(j.gpus.size());
+  out += fmt::format("# scenario: {}\n", scenario.name);
+  out += fmt::format("# {} jobs on {} GPUs of {} ({} idle)\n", r.jobs.size(), used, total, total - used);
+  for (std::size_t j = 0; j < r.jobs.size(); ++j) {
+    const auto& job = scenario.jobs[j];
+    const auto& w = job.workload;
+    out += fmt::format("# {}: {} {}, {}, GPUs {}\n", job.name, job.model.name, models::to_string(w.phase), layout_of(job.strategy),
+                       format_index_ranges(r.jobs[j].gpus));
+  }
+  out += "\n";
+  for (std::size_t j = 0; j < r.jobs.size(); ++j) {
+    const auto& res = r.jobs[j].result;
+    if (res.feasible) continue;
+    double worst = 0;
+    for (const auto& m : res.memory) worst = std::max(worst, m.total());
+    out += fmt::format("INFEASIBLE: job {} needs {:.1f} GiB per GPU, more than the {:.1f} GiB of HBM; not simulated.\n", r.jobs[j].name,
+                       worst / (1024.0 * 1024 * 1024), res.hbm_capacity / (1024.0 * 1024 * 1024));
+  }
+  if (r.passes == 0) return out;
+  support::TextTable t({"job", "GPUs", "placement", "start", "alone", "co-run mean", "min", "p50", "max", "steps", "slowdown"},
+                       {false, true, false, true, true, true, true, true, true, true, true});
+  for (const auto& j : r.jobs) {
+    t.add_row({j.name, std::to_string(j.gpus.size()), j.placement, seconds(j.start), seconds(j.alone), seconds(j.mean), seconds(j.min),
+               seconds(j.p50), seconds(j.max), fmt::format("{}{}", j.step_time.size(), j.truncated ? " (limit)" : ""),
+               fmt::format("{:.3f}x", j.slowdown)});
+  }
+  out += fmt::format("step time alone and beside the other jobs ({} steps of the longest job, window {}):\n", r.steps, seconds(r.window));
+  out += t.render(0);
+  out += "\n";
+  support::TextTable c({"job", "dim", "ops per step", "slowed", "comm alone per step", "beside others", "lost to"},
+                       {false, false, true, true, true, true, false});
+  for (const auto& j : r.jobs) {
+    const double n = static_cast<double>(std::max<std::size_t>(j.step_time.size(), 1));
+    for (const auto& d : j.comm) {
+      std::string to;
+      for (const auto& [who, lost] : d.to) to += fmt::format("{}{} {}", to.empty() ? "" : ", ", who, seconds(lost / n));
+      c.add_row({j.name, d.dim, fmt::format("{:g}", static_cast<double>(d.ops) / n), fmt::format("{:g}", static_cast<double>(d.slowed) / n),
+                 seconds(d.alone / n), seconds(d.contended / n), to.empty() ? "-" : to});
+    }
+  }
+  out += "communication per step (mean over the window's steps; each op instance at its representative ranks):\n";
+  out += c.render(0);
+  out += "\n";
+  if (r.shared.empty()) {
+    out += fmt::format("shared links: none (the jobs' traffic uses {} fabric links, none of them carries two jobs)\n", r.fabric_links);
+  } else {
+    std::vector<std::string> head{"shared link", "bandwidth"};
+    std::vector<bool> right{false, true};
+    for (const auto& j : r.jobs) {
+      head.push_back(j.name + " bytes/step");
+      right.push_back(true);
+      head.push_back(j.name + " share");
+      right.push_back(true);
+    }
+    head.push_back("utilisation");
+    right.push_back(true);
+    support::TextTable s(head, right);
+    const std::size_t shown = std::min<std::size_t>(r.shared.size(), 10);
+    for (std::size_t i = 0; i < shown; ++i) {
+      const auto& l = r.shared[i];
+      std::vector<std::string> row{l.name, support::format_bandwidth(l.capacity)};
+      double rate = 0;
+      for (std::size_t j = 0; j < l.bytes.size(); ++j) rate += l.bytes[j] / r.jobs[j].mean;
+      for (std::size_t j = 0; j < l.bytes.size(); ++j) {
+        row.push_back(support::format_bytes(l.bytes[j]));
+        row.push_back(fmt::format("{:.1f} %", rate > 0 ? 100 * l.bytes[j] / r.jobs[j].mean / rate : 0.0));
+      }
+      row.push_back(fmt::format("{:.1f} %", 100 * l.utilisation));
+      s.add_row(row);
+    }
+    out += fmt::format("shared links: {} of the {} fabric links the jobs use carry two or more jobs' traffic{}\n", r.shared.size(),
+                       r.fabric_links, shown < r.shared.size() ? fmt::format(" (the {} busiest shown)", shown) : "");
+    out += s.render(0);
+    out += "(share: of the link's bytes per second in the co-run; utilisation: all jobs' bytes per second over its bandwidth)\n";
+  }
+  if (ranking != nullptr) {
+    out += "\n";
+    out += fmt::format("placement of job {} (placement: best), best first:\n", scenario.jobs[ranking->job].name);
+    support::TextTable p({"policy", "GPUs", "worst slowdown", "job's mean step", "others' mean slowdown"}, {false, false, true, true, true});
+    for (const auto& tr : ranking->ranking) {
+      p.add_row({std::string(models::to_string(tr.policy)) + (tr.same_as.empty() ? "" : " (= " + tr.same_as + ")"),
+                 format_index_ranges(tr.gpus), fmt::format("{:.3f}x", tr.worst_slowdown), seconds(tr.job_mean),
+                 fmt::format("{:.3f}x", tr.others_mean_slowdown)});
+    }
+    out += p.render(0);
+  }
+  out += fmt::format("\n(co-run: {} pass{}{}, {} merged engine run{}; each communication op beside the other jobs' ops that overlap it on "
+                     "shared links)\n",
+                     r.passes, r.passes == 1 ? "" : "es", r.converged ? ", converged" : ", NOT converged (stopped at 8)", r.runs,
+                     r.runs == 1 ? "" : "s");
+  return out;
+}
+
+std::string jobs_report_json(const models::Scenario& scenario, const models::Cluster& cluster, const CoRunResult& r,
+                             const BestPlacement* ranking, models::EngineKind engine) {
+  nlohmann::json j;
+  j["scenario"] = scenario.name;
+  j["engine"] = engine == models::EngineKind::Flow ? "flow" : "analytic";
+  j["gpus"] = cluster.topology.gpus().size();
+  j["steps"] = r.steps;
+  j["window_s"] = r.window;
+  j["passes"] = r.passes;
+  j["converged"] = r.converged;
+  j["merged_runs"] = r.runs;
+  j["feasible"] = r.passes > 0;
+  nlohmann::json jobs = nlohmann::json::array();
+  for (std::size_t k = 0; k < r.jobs.size(); ++k) {
+    const auto& o = r.jobs[k];
+    nlohmann::json x;
+    x["name"] = o.name;
+    x["model"] = scenario.jobs[k].model.name;
+    x["phase"] = std::string(models::to_string(scenario.jobs[k].workload.phase));
+    x["placement"] = o.placement;
+    x["gpus"] = o.gpus;
+    x["start_s"] = o.start;
+    x["feasible"] = o.result.feasible;
+    x["alone_step_s"] = o.alone;
+    x["mfu_alone"] = o.mfu_alone;
+    x["step_start_s"] = o.step_start;
+    x["step_time_s"] = o.step_time;
+    x["mean_s"] = o.mean;
+    x["min_s"] = o.min;
+    x["p50_s"] = o.p50;
+    x["max_s"] = o.max;
+    x["slowdown"] = o.slowdown;
+    x["steps_truncated"] = o.truncated;
+    x["tokens_per_s_alone"] = o.alone > 0 ? o.tokens / o.alone : 0.0;
+    x["tokens_per_s"] = o.mean > 0 ? o.tokens / o.mean : 0.0;
+    nlohmann::json comm = nlohmann::json::array();
+    for (const auto& d : o.comm) {
+      nlohmann::json lost = nlohmann::json::object();
+      for (const auto& [who, t] : d.to) lost[who] = t;
+      comm.push_back({{"dim", d.dim}, {"op_instances", d.ops}, {"slowed", d.slowed}, {"alone_s", d.alone}, {"co_run_s", d.contended},
+                      {"lost_to_s", std::move(lost)}});
+    }
+    x["comm_over_window"] = std::move(comm);
+    jobs.push_back(std::move(x));
+  }
+  j["jobs"] = std::move(jobs);
+  nlohmann::json shared = nlohmann::json::array();
+  for (const auto& l : r.shared) {
+    nlohmann::json x;
+    x["link"] = l.name;
+    x["bandwidth_Bps"] = l.capacity;
+    nlohmann::json per = nlohmann::json::object();
+    for (std::size_t k = 0; k < l.bytes.size(); ++k) per[r.jobs[k].name] = l.bytes[k];
+    x["bytes_per_step"] = std::move(per);
+    x["utilisation"] = l.utilisation;
+    shared.push_back(std::move(x));
+  }
+  j["shared_links"] = std::move(shared);
+  j["fabric_links"] = r.fabric_links;
+  if (ranking != nullptr) {
+    nlohmann::json p = nlohmann::json::array();
+    for (const auto& tr : ranking->ranking) {
+      nlohmann::json x;
+      x["policy"] = std::string(models::to_string(tr.policy));
+      x["gpus"] = tr.gpus;
+      x["same_as"] = tr.same_as;
+      x["worst_slowdown"] = tr.worst_slowdown;
+      x["job_mean_s"] = tr.job_mean;
+      x["others_mean_slowdown"] = tr.others_mean_slowdown;
+      p.push_back(std::move(x));
+    }
+    j["placement_ranking"] = {{"job", scenario.jobs[ranking->job].name}, {"ranking", std::move(p)}};
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string jobs_steps_csv(const CoRunResult& r) {
+  std::string out = "job,step,start_s,time_s,alone_s\n";
+  for (const auto& j : r.jobs)
+    for (std::size_t k = 0; k < j.step_time.size(); ++k)
+      out += fmt::format("{},{},{:.9g},{:.9g},{:.9g}\n", j.name, k, j.step_start[k], j.step_time[k], j.alone);
+  return out;
+}
+
+}  // namespace ccsim::planner
