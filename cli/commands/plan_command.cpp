@@ -85,6 +85,12 @@ int run_plan(const PlanCliOptions& o) {
   po.jobs = o.jobs;
   // The strategy only seeds the search: one that does not fit the cluster is replaced.
   const models::Scenario scenario = load_scenario_file(o.scenario, o.catalog, false);
+  if (!scenario.jobs.empty()) {
+    throw support::InputError(support::Fields(scenario.layers, "").location("jobs"), "jobs",
+                              "a one-job scenario (workload: and strategy:) for ccsim plan; to place a new job beside running ones, "
+                              "give it placement: best and use ccsim run",
+                              "a jobs: list");
+  }
   if (!scenario.workload) {
     throw support::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim plan", "a scenario without one");
   }

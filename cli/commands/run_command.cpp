@@ -68,26 +68,7 @@ int run_run(const RunCliOptions& o) {
   if (o.steps && scenario.jobs.empty()) {
     throw support::InputError({"<command line>", 0, 0}, "--steps", "a scenario with a jobs: list (the co-run window)", "a one-job scenario");
   }
-  if (!scenario.jobs.empty()) {
-    const support::Fields root(scenario.layers, "");
-    if (scenario.reliability.enabled) {
-      throw support::InputError(!o.horizon ? root.location("reliability") : support::SourceLocation{"<command line>", 0, 0},
-                                !o.horizon ? "reliability" : "--horizon", "a one-job scenario (failures over a run are modelled for one job)",
-                                "a scenario with a jobs: list");
-    }
-    for (std::size_t j = 0; j < scenario.jobs.size(); ++j) {
-      if (scenario.jobs[j].workload.phase == models::WorkloadPhase::Serving) {
-        throw support::InputError(scenario.jobs[j].location, fmt::format("jobs[{}].workload.phase", j),
-                                  "training_step, prefill or decode (a job's step; serving's request batches are one job's)", "serving");
-      }
-    }
-    for (const auto& rule : scenario.what_if.links) {
-      if (rule.timed()) {
-        throw support::InputError(rule.where, rule.key, "a static rule beside jobs: (timed link events are timed from one job's step)",
-                                  "a timed rule (at:)");
-      }
-    }
-  }
+  if (!scenario.jobs.empty()) planner::check_jobs_scenario(scenario, o.horizon.has_value());
   if (!scenario.workload && scenario.jobs.empty()) {
     throw support::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim run",
                               "a scenario without one (use ccsim topo or ccsim collective for cluster-only scenarios)");

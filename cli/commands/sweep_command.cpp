@@ -19,6 +19,7 @@
 #include "support/output_dir.hpp"
 #include "planner/algorithms/registry.hpp"
 #include "models/scenario/scenario.hpp"
+#include "planner/cluster/jobs.hpp"
 #include "planner/sweep/sweep_output.hpp"
 #include "planner/search/layout_plan.hpp"
 #include "planner/search/layout_space.hpp"
@@ -127,10 +128,15 @@ Prepared prepare(const SweepCliOptions& o) {
     try {
       models::Scenario sc = models::load_scenario(models::point_layers(base, assignments), o.scenario, catalog,
                                                   {.algorithm_names = planner::algorithm_names(), .layout_rules = !o.plan});
-      if (!sc.workload) {
-        throw support::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) for ccsim sweep",
+      if (!sc.workload && sc.jobs.empty()) {
+        throw support::InputError({o.scenario, 0, 0}, "workload", "a workload section (model, phase, ...) or a jobs: list for ccsim sweep",
                                   "a scenario without one");
       }
+      if (!sc.jobs.empty() && o.plan) {
+        throw support::InputError(support::Fields(sc.layers, "").location("jobs"), "jobs",
+                                  "a one-job scenario for sweep --plan (the layout search plans one job)", "a jobs: list");
+      }
+      planner::check_jobs_scenario(sc);
       p.scenarios[i] = std::move(sc);
     } catch (const support::RuleError& e) {
       p.result.rows[i] = planner::rule_row(e);

@@ -39,7 +39,7 @@ std::optional<std::pair<long long, long long>> parse_range(const std::string& s)
 /// below `limit` and listed once.
 std::vector<int> read_indices(const Fields& p, std::string_view key, int limit, const char* what) {
   const auto value = p.find(key);
-  const std::string expected = fmt::format("{} indices from 0 to {}: a list of integers and ranges such as \"0-63\", or one range", what, limit - 1);
+  const std::string expected = fmt::format("{} indices from 0 to {}: a list of integers and ranges such as \"0-63\", or a string of them such as \"0-7,16-23\"", what, limit - 1);
   std::vector<YAML::Node> items;
   if (value->node.IsScalar()) {
     items.push_back(value->node);
@@ -52,16 +52,26 @@ std::vector<int> read_indices(const Fields& p, std::string_view key, int limit, 
   std::set<int> seen;
   for (const auto& item : items) {
     const support::SourceLocation where = support::location_of({item, value->file});
-    const auto range = item.IsScalar() ? parse_range(item.Scalar()) : std::nullopt;
-    if (!range) throw support::InputError(where, p.key_path(key), expected, support::describe_node(item));
-    if (range->second >= limit) {
-      throw support::InputError(where, p.key_path(key), expected, fmt::format("{} (the cluster has {} {}s)", item.Scalar(), limit, what));
-    }
-    for (long long i = range->first; i <= range->second; ++i) {
-      if (!seen.insert(static_cast<int>(i)).second) {
-        throw support::InputError(where, p.key_path(key), fmt::format("each {} listed once", what), fmt::format("{} {} again", what, i));
+    if (!item.IsScalar()) throw support::InputError(where, p.key_path(key), expected, support::describe_node(item));
+    // A string may hold several, comma-separated ("0-7,16-23", as ccsim prints them).
+    const std::string& text = item.Scalar();
+    for (std::size_t from = 0; from <= text.size();) {
+      const std::size_t comma = std::min(text.find(',', from), text.size());
+      std::string part = text.substr(from, comma - from);
+      part.erase(0, part.find_first_not_of(' '));
+      part.erase(part.find_last_not_of(' ') + 1);
+      from = comma + 1;
+      const auto range = parse_range(part);
+      if (!range) throw support::InputError(where, p.key_path(key), expected, "'" + part + "'");
+      if (range->second >= limit) {
+        throw support::InputError(where, p.key_path(key), expected, fmt::format("{} (the cluster has {} {}s)", part, limit, what));
       }
-      out.push_back(static_cast<int>(i));
+      for (long long i = range->first; i <= range->second; ++i) {
+        if (!seen.insert(static_cast<int>(i)).second) {
+          throw support::InputError(where, p.key_path(key), fmt::format("each {} listed once", what), fmt::format("{} {} again", what, i));
+        }
+        out.push_back(static_cast<int>(i));
+      }
     }
   }
   return out;
@@ -129,7 +139,8 @@ std::string_view to_string(PlacementPolicy p) {
   return "?";
 }
 
-std::vector<JobSpec> parse_jobs(const Fields& root, const ClusterSpec& cluster, std::span<const std::string_view> algorithm_names) {
+std::vector<JobSpec> parse_jobs(const Fields& root, const ClusterSpec& cluster, std::span<const std::string_view> algorithm_names,
+                                const std::string& scenario_path) {
   const auto value = root.find("jobs");
   if (!value->node.IsSequence() || value->node.size() == 0) throw root.error("jobs", "a non-empty list of jobs (maps with workload, strategy, placement)");
   const std::vector<int> node_first = first_gpu_of_nodes(cluster);
@@ -181,7 +192,7 @@ std::vector<JobSpec> parse_jobs(const Fields& root, const ClusterSpec& cluster, 
       }
     }
     js.start = job.quantity("start", support::Quantity::Time, false, 0.0);
-    js.model = load_workload_model(job.map("workload"), js.workload.model);
+    js.model = load_workload_model(job.map("workload"), js.workload.model, scenario_path);
     jobs.push_back(std::move(js));
     ++i;
   }

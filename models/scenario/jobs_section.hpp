@@ -64,8 +64,9 @@ struct JobSpec {
 /// map, a name used twice, a placement that is neither a policy name nor one map of `gpus` or
 /// `nodes`, an index outside the cluster or listed twice, a start that is not a time >= 0;
 /// RuleError when a placement's GPU count differs from tp·pp·cp·dp, or two jobs' listed GPUs
-/// overlap (naming both jobs and the GPU).
+/// overlap (naming both jobs and the GPU). A relative model path is relative to the file that
+/// names it, or to `scenario_path` where a sweep's --set layer holds the list.
 std::vector<JobSpec> parse_jobs(const support::Fields& root, const ClusterSpec& cluster,
-                                std::span<const std::string_view> algorithm_names);
+                                std::span<const std::string_view> algorithm_names, const std::string& scenario_path);
 
 }  // namespace ccsim::models

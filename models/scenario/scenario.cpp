@@ -132,7 +132,7 @@ Scenario load_scenario(const std::vector<support::YamlSource>& layers, const std
         throw root.error(one, "no top-level workload or strategy beside jobs: (each job has its own; a single workload: is the one-job shorthand)");
       }
     }
-    scenario.jobs = parse_jobs(root, scenario.cluster, checks.algorithm_names);
+    scenario.jobs = parse_jobs(root, scenario.cluster, checks.algorithm_names, path);
     // Each job is checked as a one-job scenario is, at its own keys.
     const auto items = root.list("jobs");
     for (std::size_t j = 0; j < scenario.jobs.size(); ++j) {

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <limits>
 
+#include "models/scenario/overrides.hpp"
+
 namespace ccsim::models {
 namespace {
 
@@ -79,7 +81,7 @@ WorkloadSpec parse_workload(const support::Fields& w) {
   return spec;
 }
 
-TransformerConfig load_workload_model(const support::Fields& w, const std::string& name) {
+TransformerConfig load_workload_model(const support::Fields& w, const std::string& name, const std::string& set_layer_file) {
   const bool path = name.find('/') != std::string::npos || (name.size() > 5 && name.substr(name.size() - 5) == ".json");
   if (!path) {
     const auto shipped = shipped_models();
@@ -93,7 +95,9 @@ TransformerConfig load_workload_model(const support::Fields& w, const std::strin
     }
   }
   // Relative config paths are relative to the file that names them.
-  const fs::path base = fs::path(w.location("model").file).parent_path();
+  std::string file = w.location("model").file;
+  if (file == kSetLayerFile && !set_layer_file.empty()) file = set_layer_file;
+  const fs::path base = fs::path(file).parent_path();
   return load_transformer(name, base.empty() ? "." : base.string());
 }
 

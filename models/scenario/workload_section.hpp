@@ -21,6 +21,9 @@ WorkloadSpec parse_workload(const support::Fields& w);
 /// path (it holds a '/' or ends in .json) to a Hugging Face config.json, relative to the
 /// directory of the file that writes the key. Throws InputError at `model` for an unknown
 /// shipped name (with the list and the closest name), and as load_transformer does.
-TransformerConfig load_workload_model(const support::Fields& w, const std::string& name);
+/// `set_layer_file`: the scenario file, against which a relative path is resolved when the
+/// model key sits in a sweep's --set layer (a `jobs:` list the sweep copied there whole); empty:
+/// such paths are relative to the working directory.
+TransformerConfig load_workload_model(const support::Fields& w, const std::string& name, const std::string& set_layer_file = "");
 
 }  // namespace ccsim::models

@@ -378,6 +378,28 @@ JobState run_alone(const models::Scenario& scenario, const models::Cluster& clus
 
 }  // namespace
 
+void check_jobs_scenario(const models::Scenario& scenario, bool horizon) {
+  if (scenario.jobs.empty()) return;
+  const support::Fields root(scenario.layers, "");
+  if (scenario.reliability.enabled) {
+    throw support::InputError(!horizon ? root.location("reliability") : support::SourceLocation{"<command line>", 0, 0},
+                              !horizon ? "reliability" : "--horizon", "a one-job scenario (failures over a run are modelled for one job)",
+                              "a scenario with a jobs: list");
+  }
+  for (std::size_t j = 0; j < scenario.jobs.size(); ++j) {
+    if (scenario.jobs[j].workload.phase == models::WorkloadPhase::Serving) {
+      throw support::InputError(scenario.jobs[j].location, job_key(j, "workload.phase"),
+                                "training_step, prefill or decode (a job's step; serving's request batches are one job's)", "serving");
+    }
+  }
+  for (const auto& rule : scenario.what_if.links) {
+    if (rule.timed()) {
+      throw support::InputError(rule.where, rule.key, "a static rule beside jobs: (timed link events are timed from one job's step)",
+                                "a timed rule (at:)");
+    }
+  }
+}
+
 std::string format_index_ranges(const std::vector<int>& indices) {
   std::string out;
   for (std::size_t i = 0; i < indices.size();) {

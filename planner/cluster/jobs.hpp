@@ -36,6 +36,12 @@
 
 namespace ccsim::planner {
 
+/// The rules of a scenario with a `jobs:` list beyond what loading checks: no reliability
+/// section (failures over a run are modelled for one job; `horizon` says --horizon asked for
+/// it), no serving phase (a job's unit is a step), no timed what_if link events (they are timed
+/// from one job's step). Throws InputError naming the key.
+void check_jobs_scenario(const models::Scenario& scenario, bool horizon = false);
+
 /// Each job's GPUs (global GPU indices, the position in the whole cluster's Topology::gpus();
 /// rank r of job j on gpus[j][r]): listed placements as written, then policy placements in list
 /// order over the GPUs still free. Packed takes the lowest free GPUs; leaf takes whole free

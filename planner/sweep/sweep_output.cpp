@@ -42,6 +42,11 @@ std::vector<std::string> point_values(const SweepResult& r, std::size_t point) {
   return out;
 }
 
+/// Whether any point ran several jobs (their columns are printed then only).
+bool has_jobs(const SweepResult& r) {
+  return std::any_of(r.rows.begin(), r.rows.end(), [](const SweepRow& row) { return row.phase == "jobs"; });
+}
+
 /// Whether any point ran a reliability simulation (its columns are printed then only).
 bool has_reliability(const SweepResult& r) {
   return std::any_of(r.rows.begin(), r.rows.end(), [](const SweepRow& row) { return row.ettr.has_value(); });
@@ -69,6 +74,11 @@ ordered_json row_json(const SweepRow& row) {
     j["run_wall_s"] = optional_json(row.run_wall_s);
     j["checkpoint_interval_s"] = optional_json(row.checkpoint_interval_s);
   }
+  if (row.phase == "jobs") {
+    j["worst_slowdown"] = optional_json(row.worst_slowdown);
+    j["slowdowns"] = row.slowdowns;
+    j["placement"] = row.placement;
+  }
   return j;
 }
 
@@ -85,6 +95,7 @@ std::string sweep_text(const SweepResult& r) {
   bool ttft = false;
   bool tpot = false;
   const bool reliability = has_reliability(r);
+  const bool jobs = has_jobs(r);
   for (const auto& row : r.rows) {
     feasible += row.feasible ? 1 : 0;
     ttft = ttft || row.ttft_s;
@@ -124,6 +135,12 @@ std::string sweep_text(const SweepResult& r) {
       right.push_back(true);
     }
   }
+  if (jobs) {
+    for (const char* h : {"last job's placement", "worst slowdown", "slowdowns"}) {
+      headers.emplace_back(h);
+      right.push_back(std::string(h) == "worst slowdown");
+    }
+  }
   headers.emplace_back("reason");
   right.push_back(false);
   support::TextTable table(headers, right);
@@ -146,6 +163,11 @@ std::string sweep_text(const SweepResult& r) {
       cells.push_back(row.run_wall_s ? support::format_duration(*row.run_wall_s) : "-");
       cells.push_back(row.checkpoint_interval_s ? support::format_duration(*row.checkpoint_interval_s) : "-");
     }
+    if (jobs) {
+      cells.push_back(row.placement.empty() ? "-" : row.placement);
+      cells.push_back(row.worst_slowdown ? fmt::format("{:.3f}x", *row.worst_slowdown) : "-");
+      cells.push_back(row.slowdowns.empty() ? "-" : row.slowdowns);
+    }
     cells.push_back(row.reason);
     table.add_row(std::move(cells));
   }
@@ -159,6 +181,8 @@ std::string sweep_csv(const SweepResult& r) {
   if (r.planned) out += ",layout";
   const bool reliability = has_reliability(r);
   if (reliability) out += ",ettr,run_wall_s,checkpoint_interval_s";
+  const bool jobs = has_jobs(r);
+  if (jobs) out += ",placement,worst_slowdown,slowdowns";
   out += "\n";
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const SweepRow& row = r.rows[i];
@@ -172,6 +196,7 @@ std::string sweep_csv(const SweepResult& r) {
     }
     if (r.planned) out += "," + csv_cell(row.layout);
     if (reliability) out += "," + number(row.ettr) + "," + number(row.run_wall_s) + "," + number(row.checkpoint_interval_s);
+    if (jobs) out += "," + csv_cell(row.placement) + "," + number(row.worst_slowdown) + "," + csv_cell(row.slowdowns);
     out += "\n";
   }
   return out;
@@ -223,6 +248,11 @@ SweepRow decode_row(const std::string& text) {
     row.ettr = optional_double(j, "ettr");
     row.run_wall_s = optional_double(j, "run_wall_s");
     row.checkpoint_interval_s = optional_double(j, "checkpoint_interval_s");
+  }
+  if (j.contains("worst_slowdown")) {
+    row.worst_slowdown = optional_double(j, "worst_slowdown");
+    row.slowdowns = j.at("slowdowns").get<std::string>();
+    row.placement = j.at("placement").get<std::string>();
   }
   return row;
 }

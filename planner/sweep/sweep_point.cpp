@@ -1,9 +1,12 @@
 #include "planner/sweep/sweep_point.hpp"
 
+#include <algorithm>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "planner/cluster/jobs.hpp"
 #include "planner/cluster/run_reliability.hpp"
 #include "planner/tuning/cost_model.hpp"
 #include "planner/search/layout_plan.hpp"
@@ -33,7 +36,74 @@ SweepRow rule_row(const support::InputError& e) {
   return row;
 }
 
+namespace {
+
+/// A scenario with jobs: the co-run's row (SweepRow's jobs fields).
+SweepRow jobs_point(const models::Scenario& scenario, const PointOptions& o) {
+  const models::Cluster cluster = models::build_scenario_cluster(scenario);
+  const CostModel costs =
+      CostModel::load(choose(o.calibration, scenario.simulation.calibration, CostModel::default_path(cluster)));
+  CoRunOptions co;
+  co.costs = &costs;
+  co.compute = ComputeCalibration::load_for_cluster(
+      choose(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path()), cluster);
+  co.engine = o.engine.value_or(scenario.simulation.engine);
+  co.serving = ServingCalibration::load(o.serving_calibration.empty() ? ServingCalibration::default_path() : o.serving_calibration,
+                                        cluster.spec.groups.front().node.gpu.kind_names());
+  const bool best = std::any_of(scenario.jobs.begin(), scenario.jobs.end(),
+                                [](const models::JobSpec& j) { return j.placement.policy == models::PlacementPolicy::Best; });
+  std::optional<BestPlacement> ranking;
+  CoRunResult r;
+  if (best) {
+    ranking = place_best(scenario, cluster, co);
+    r = std::move(ranking->best);
+  } else {
+    r = run_jobs(scenario, cluster, co);
+  }
+  SweepRow row;
+  row.phase = "jobs";
+  double worst = 0, hbm = std::numeric_limits<double>::infinity();
+  for (const auto& j : r.jobs) {
+    row.gpus += static_cast<int>(j.gpus.size());
+    for (const auto& m : j.result.memory) worst = std::max(worst, m.total());
+    hbm = std::min(hbm, j.result.hbm_capacity);
+  }
+  row.memory_gib = worst / kGiB;
+  row.hbm_gib = hbm / kGiB;
+  const JobOutcome& last = r.jobs.back();
+  row.placement = last.placement;
+  if (ranking && ranking->job + 1 == r.jobs.size()) row.placement = "best: " + last.placement;
+  if (r.passes == 0) {
+    for (const auto& j : r.jobs) {
+      if (j.result.feasible) continue;
+      double need = 0;
+      for (const auto& m : j.result.memory) need = std::max(need, m.total());
+      row.reason = fmt::format("out of memory: job {} needs {:.2f} GiB per GPU, more than the {:.2f} GiB of HBM", j.name, need / kGiB,
+                               j.result.hbm_capacity / kGiB);
+      break;
+    }
+    return row;
+  }
+  row.feasible = true;
+  row.step_time_s = last.mean;
+  row.tokens_per_s = last.tokens / last.mean;
+  row.mfu = last.mfu_alone * last.alone / last.mean;  // the same FLOPs in the longer step
+  const models::WorkloadPhase phase = scenario.jobs.back().workload.phase;
+  if (phase == models::WorkloadPhase::Prefill) row.ttft_s = last.mean;
+  if (phase == models::WorkloadPhase::Decode) row.tpot_s = last.mean;
+  if (o.price_per_gpu_hour) row.cost_per_mtok = *o.price_per_gpu_hour * static_cast<double>(last.gpus.size()) / 3600.0 * last.mean / last.tokens * 1e6;
+  row.worst_slowdown = 0;
+  for (const auto& j : r.jobs) {
+    row.worst_slowdown = std::max(*row.worst_slowdown, j.slowdown);
+    row.slowdowns += fmt::format("{}{} {:.3f}x", row.slowdowns.empty() ? "" : ", ", j.name, j.slowdown);
+  }
+  return row;
+}
+
+}  // namespace
+
 SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& o) {
+  if (!scenario.jobs.empty()) return jobs_point(scenario, o);
   if (o.plan) return plan_point(scenario, o);
   const models::Cluster cluster = models::build_scenario_cluster(scenario);
   const CostModel costs =

@@ -46,6 +46,13 @@ struct SweepRow {
   /// the mean wall time of the run (its duration, or the time to the token budget), s, and the
   /// checkpoint interval simulated (the best one for `auto`), s of compute.
   std::optional<double> ettr, run_wall_s, checkpoint_interval_s;
+  /// A scenario with a `jobs:` list (planner/cluster/jobs.hpp): the step columns describe the
+  /// last job of the list (the new job of a placement study) in the co-run, gpus and memory
+  /// every job's; worst_slowdown is the largest co-run/alone step ratio over the jobs,
+  /// slowdowns each job's ("A 1.021x, B 1.027x"), placement the last job's policy (for best:
+  /// the one chosen, "best: leaf").
+  std::optional<double> worst_slowdown;
+  std::string slowdowns, placement;
 };
 
 /// The row of an infeasible point whose scenario broke a rule (support::RuleError): the key, what
