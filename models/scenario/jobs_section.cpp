@@ -174,7 +174,7 @@ std::vector<JobSpec> parse_jobs(const Fields& root, const ClusterSpec& cluster, 
         for (int g = node_first[static_cast<std::size_t>(n)]; g < node_first[static_cast<std::size_t>(n) + 1]; ++g) gpus.push_back(g);
     }
     const Fields strategy = job.has("strategy") ? job.map("strategy") : Fields({}, path + ".strategy");
-    js.strategy = parse_strategy(strategy, static_cast<int>(gpus.size()), algorithm_names);
+    js.strategy = parse_strategy(strategy, static_cast<int>(gpus.size()), algorithm_names, "the placement's");
     if (!gpus.empty() && static_cast<int>(gpus.size()) != js.gpus()) {
       throw support::RuleError(support::InputError(js.placement.location, path + ".placement",
                                                    fmt::format("tp·pp·cp·dp = {} GPUs", js.gpus()), fmt::format("{} GPUs", gpus.size())));

@@ -40,7 +40,8 @@ std::vector<int> counts(const support::Fields& s, std::string_view key, const st
 
 }  // namespace
 
-StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::span<const std::string_view> algorithm_names) {
+StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::span<const std::string_view> algorithm_names,
+                            std::string_view whose) {
   s.reject_unknown({"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "zero_stage", "pipeline_schedule",
                     "virtual_stages", "microbatch_group_size_per_vp_stage", "order", "algorithms", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "grad_reduce_dtype", "bucket_params",
                     "disable_custom_all_reduce", "pipeline_layers", "decoder_first_pipeline_num_layers",
@@ -54,14 +55,14 @@ StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::spa
   if (s.has("dp")) {
     spec.dp = s.count("dp", 1, kMaxGpus);
     if (cluster_gpus > 0 && model_parallel * spec.dp != cluster_gpus) {
-      throw support::RuleError(s.error("dp", fmt::format("tp·pp·cp·dp equal to the cluster's {} GPUs (tp·pp·cp·dp = {}·{}·{}·{} = {})",
-                                                         cluster_gpus, spec.tp, spec.pp, spec.cp, spec.dp, model_parallel * spec.dp)));
+      throw support::RuleError(s.error("dp", fmt::format("tp·pp·cp·dp equal to {} {} GPUs (tp·pp·cp·dp = {}·{}·{}·{} = {})",
+                                                         whose, cluster_gpus, spec.tp, spec.pp, spec.cp, spec.dp, model_parallel * spec.dp)));
     }
   } else if (cluster_gpus <= 0) {
     spec.dp = 1;  // no GPU count to fit (a cluster-only command): the strategy is not run
   } else {
     if (cluster_gpus % model_parallel != 0) {
-      throw support::RuleError(s.error("tp", fmt::format("tp·pp·cp dividing the cluster's {} GPUs (tp·pp·cp = {}·{}·{} = {})", cluster_gpus,
+      throw support::RuleError(s.error("tp", fmt::format("tp·pp·cp dividing {} {} GPUs (tp·pp·cp = {}·{}·{} = {})", whose, cluster_gpus,
                                                          spec.tp, spec.pp, spec.cp, model_parallel)));
     }
     spec.dp = static_cast<int>(cluster_gpus / model_parallel);

@@ -22,6 +22,8 @@ namespace ccsim::models {
 /// ScenarioChecks); empty: the values are read as strings, unchecked.
 /// `cluster_gpus` 0: no GPU count to fit (ScenarioChecks::cluster_only): the rules on tp·pp·cp·dp
 /// against the count are skipped and an absent dp is 1.
-StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::span<const std::string_view> algorithm_names);
+/// `whose` names the GPUs in errors ("the cluster's"; a job's "the placement's").
+StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::span<const std::string_view> algorithm_names,
+                            std::string_view whose = "the cluster's");
 
 }  // namespace ccsim::models

@@ -449,7 +449,7 @@ std::vector<std::vector<int>> resolve_placements(const models::Scenario& scenari
     if (free < need) {
       throw support::InputError(job.placement.location, job_key(j, "placement"),
                                 fmt::format("{} free GPUs for job '{}' (tp·pp·cp·dp)", need, job.name),
-                                fmt::format("{} GPUs left by the jobs before it", free));
+                                fmt::format("{} GPUs left by the jobs placed before it (listed placements first, then policies in list order)", free));
     }
     std::vector<int>& gpus = out[j];
     if (policy == PlacementPolicy::Packed) {
@@ -753,7 +753,7 @@ std::string jobs_summary(const models::Scenario& scenario, const models::Cluster
   out += c.render(0);
   out += "\n";
   if (r.shared.empty()) {
-    out += fmt::format("shared links: none (the jobs' traffic uses {} fabric links, none of them carries two jobs)\n", r.fabric_links);
+    out += fmt::format("shared links: none (the jobs' traffic uses {} network links, none of them carries two jobs)\n", r.fabric_links);
   } else {
     std::vector<std::string> head{"shared link", "bandwidth"};
     std::vector<bool> right{false, true};
@@ -779,7 +779,7 @@ std::string jobs_summary(const models::Scenario& scenario, const models::Cluster
       row.push_back(fmt::format("{:.1f} %", 100 * l.utilisation));
       s.add_row(row);
     }
-    out += fmt::format("shared links: {} of the {} fabric links the jobs use carry two or more jobs' traffic{}\n", r.shared.size(),
+    out += fmt::format("shared links: {} of the {} network links the jobs use carry two or more jobs' traffic{}\n", r.shared.size(),
                        r.fabric_links, shown < r.shared.size() ? fmt::format(" (the {} busiest shown)", shown) : "");
     out += s.render(0);
     out += "(share: of the link's bytes per second in the co-run; utilisation: all jobs' bytes per second over its bandwidth)\n";
