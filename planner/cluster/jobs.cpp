@@ -24,7 +24,8 @@ namespace {
 using models::DeviceId;
 using models::PlacementPolicy;
 
-constexpr int kMaxPasses = 8;
+constexpr int kMaxPasses = 16;
+constexpr double kStepTolerance = 1e-4;  // relative change of every step time in a pass
 constexpr std::size_t kMaxSteps = 4096;
 constexpr double kOffsetQuantum = 1e-3;  // of an instance's time alone
 
@@ -187,46 +188,50 @@ class CoRun {
   /// One pass: every instance's contended duration, every step re-executed. Returns whether no
   /// duration moved by more than 1e-9 relative.
   bool pass() {
-    build_instances();
-    double max_length = 0;
-    for (const Instance& i : in_) max_length = std::max(max_length, i.end - i.start);
     bool same = true;
-    std::vector<std::vector<std::vector<double>>> next(jobs_.size());
-    for (std::size_t j = 0; j < jobs_.size(); ++j) next[j].assign(jobs_[j].duration.size(), jobs_[j].alone_duration);
     // Per job and dimension: what its instances lost, and to which jobs.
     loss_.assign(jobs_.size(), std::vector<DimensionContention>(kDims));
+    // Steps in the order they start (Gauss-Seidel): each step is costed beside the others as
+    // the steps before it have just been re-timed, and moves its job's later steps at once.
+    std::vector<std::pair<double, std::pair<std::size_t, std::size_t>>> order;
+    for (std::size_t j = 0; j < jobs_.size(); ++j)
+      for (std::size_t k = 0; k < jobs_[j].step_start.size(); ++k) order.push_back({jobs_[j].step_start[k], {j, k}});
+    std::sort(order.begin(), order.end());
     std::vector<int> partners;
-    for (std::size_t k = 0; k < in_.size(); ++k) {
-      const Instance& me = in_[k];
-      JobState& js = jobs_[static_cast<std::size_t>(me.job)];
-      const double a = js.alone_duration[me.ops.front()];
-      const double d = std::max(a, contended(k, a, max_length, partners));
-      for (std::uint32_t op : me.ops) next[static_cast<std::size_t>(me.job)][me.step][op] = d;
-      DimensionContention& dc = loss_[static_cast<std::size_t>(me.job)][static_cast<std::size_t>(me.dim)];
-      dc.ops += 1;
-      dc.alone += a;
-      dc.contended += d;
-      if (d > a * (1 + 1e-9) && !partners.empty()) {
-        dc.slowed += 1;
-        if (dc.lost_to.empty()) dc.lost_to.assign(jobs_.size(), 0.0);
-        for (int j : partners) dc.lost_to[static_cast<std::size_t>(j)] += (d - a) / static_cast<double>(partners.size());
-      }
-    }
-    for (std::size_t j = 0; j < jobs_.size(); ++j) {
+    for (const auto& [when, step] : order) {
+      const auto [j, s] = step;
       JobState& js = jobs_[j];
-      for (std::size_t s = 0; s < js.duration.size(); ++s) {
-        for (std::size_t i = 0; i < js.duration[s].size(); ++i) {
-          const double old = js.duration[s][i], now = next[j][s][i];
-          if (std::abs(now - old) > 1e-9 * std::max(std::abs(old), 1e-30)) same = false;
+      build_instances();
+      double max_length = 0;
+      for (const Instance& i : in_) max_length = std::max(max_length, i.end - i.start);
+      std::vector<double> next = js.alone_duration;
+      for (std::size_t k = 0; k < in_.size(); ++k) {
+        const Instance& me = in_[k];
+        if (static_cast<std::size_t>(me.job) != j || me.step != s) continue;
+        const double a = js.alone_duration[me.ops.front()];
+        const double d = std::max(a, contended(k, a, max_length, partners));
+        for (std::uint32_t op : me.ops) next[op] = d;
+        DimensionContention& dc = loss_[j][static_cast<std::size_t>(me.dim)];
+        dc.ops += 1;
+        dc.alone += a;
+        dc.contended += d;
+        if (d > a * (1 + 1e-9) && !partners.empty()) {
+          dc.slowed += 1;
+          if (dc.lost_to.empty()) dc.lost_to.assign(jobs_.size(), 0.0);
+          for (int o : partners) dc.lost_to[static_cast<std::size_t>(o)] += (d - a) / static_cast<double>(partners.size());
         }
-        js.duration[s] = std::move(next[j][s]);
-        js.timing[s] = execute_step(js.alone.program, js.duration[s]);
-        double end = 0;
-        for (const auto& t : js.timing[s]) end = std::max(end, t.end);
-        js.step_time[s] = end + js.overhead;
       }
-      // Steps follow each other.
-      for (std::size_t s = 1; s < js.step_start.size(); ++s) js.step_start[s] = js.step_start[s - 1] + js.step_time[s - 1];
+      for (std::size_t i = 0; i < next.size(); ++i) {
+        const double old = js.duration[s][i];
+        if (std::abs(next[i] - old) > 1e-9 * std::max(std::abs(old), 1e-30)) same = false;
+      }
+      js.duration[s] = std::move(next);
+      js.timing[s] = execute_step(js.alone.program, js.duration[s]);
+      double end = 0;
+      for (const auto& t : js.timing[s]) end = std::max(end, t.end);
+      js.step_time[s] = end + js.overhead;
+      // The job's later steps follow.
+      for (std::size_t k = s + 1; k < js.step_start.size(); ++k) js.step_start[k] = js.step_start[k - 1] + js.step_time[k - 1];
     }
     return same;
   }
@@ -534,11 +539,17 @@ CoRunResult co_run(const models::Scenario& scenario, const models::Cluster& clus
     for (int p = 0; p < kMaxPasses; ++p) {
       if (o.progress) o.progress("co-run passes", static_cast<std::size_t>(p), kMaxPasses);
       ++r.passes;
+      std::vector<double> before;
+      for (const auto& js : jobs) before.insert(before.end(), js.step_time.begin(), js.step_time.end());
       const bool same = run.pass();
+      std::vector<double> after;
+      for (const auto& js : jobs) after.insert(after.end(), js.step_time.begin(), js.step_time.end());
+      r.last_change = 0;
+      for (std::size_t i = 0; i < before.size(); ++i) r.last_change = std::max(r.last_change, std::abs(after[i] - before[i]) / before[i]);
       r.window = run.layout(changed);
-      // Converged: no duration moved and the window holds the same steps (a step added to
-      // cover it starts alone and needs a pass of its own).
-      if (same && !changed) {
+      // Converged: no duration moved (or no step time by more than kStepTolerance) and the
+      // window holds the same steps (a step added to cover it starts alone and needs a pass).
+      if ((same || r.last_change <= kStepTolerance) && !changed) {
         r.converged = true;
         break;
       }
@@ -687,6 +698,14 @@ namespace {
 
 std::string seconds(double s) { return support::format_time(s); }
 
+/// format_index_ranges, cut short for a text summary when long (a spread placement).
+std::string short_ranges(const std::vector<int>& gpus) {
+  std::string text = format_index_ranges(gpus);
+  if (text.size() <= 96) return text;
+  const std::size_t cut = text.rfind(',', 80);
+  return fmt::format("{},... ({} ranges; report.json lists every GPU)", text.substr(0, cut), std::count(text.begin(), text.end(), ',') + 1);
+}
+
 std::string layout_of(const models::StrategySpec& s) {
   std::string out;
   const auto add = [&](const char* n, int v) {
@@ -716,7 +735,7 @@ std::string jobs_summary(const models::Scenario& scenario, const models::Cluster
     const auto& job = scenario.jobs[j];
     const auto& w = job.workload;
     out += fmt::format("# {}: {} {}, {}, GPUs {}\n", job.name, job.model.name, models::to_string(w.phase), layout_of(job.strategy),
-                       format_index_ranges(r.jobs[j].gpus));
+                       short_ranges(r.jobs[j].gpus));
   }
   out += "\n";
   for (std::size_t j = 0; j < r.jobs.size(); ++j) {
@@ -790,14 +809,14 @@ std::string jobs_summary(const models::Scenario& scenario, const models::Cluster
     support::TextTable p({"policy", "GPUs", "worst slowdown", "job's mean step", "others' mean slowdown"}, {false, false, true, true, true});
     for (const auto& tr : ranking->ranking) {
       p.add_row({std::string(models::to_string(tr.policy)) + (tr.same_as.empty() ? "" : " (= " + tr.same_as + ")"),
-                 format_index_ranges(tr.gpus), fmt::format("{:.3f}x", tr.worst_slowdown), seconds(tr.job_mean),
+                 short_ranges(tr.gpus), fmt::format("{:.3f}x", tr.worst_slowdown), seconds(tr.job_mean),
                  fmt::format("{:.3f}x", tr.others_mean_slowdown)});
     }
     out += p.render(0);
   }
   out += fmt::format("\n(co-run: {} pass{}{}, {} merged engine run{}; each communication op beside the other jobs' ops that overlap it on "
                      "shared links)\n",
-                     r.passes, r.passes == 1 ? "" : "es", r.converged ? ", converged" : ", NOT converged (stopped at 8)", r.runs,
+                     r.passes, r.passes == 1 ? "" : "es", r.converged ? ", converged" : fmt::format(", NOT converged (stopped at {}; the last moved a step by {:.2g} %)", kMaxPasses, 100 * r.last_change), r.runs,
                      r.runs == 1 ? "" : "s");
   return out;
 }
@@ -812,6 +831,7 @@ std::string jobs_report_json(const models::Scenario& scenario, const models::Clu
   j["window_s"] = r.window;
   j["passes"] = r.passes;
   j["converged"] = r.converged;
+  j["last_pass_step_change"] = r.last_change;
   j["merged_runs"] = r.runs;
   j["feasible"] = r.passes > 0;
   nlohmann::json jobs = nlohmann::json::array();

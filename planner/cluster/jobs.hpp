@@ -13,8 +13,10 @@
 // offset; with simulation.contention also the job's own instances of other parallel dimensions
 // (planner/workload/contention.hpp, the same rules: instances of one dimension of one job whose
 // GPUs meet count once; a duration is never below its time alone). Each step is re-executed with
-// those durations (execute_step), which moves every later step, and the whole pass repeats until
-// no duration moves by more than 1e-9 relative (at most 8 passes). Offsets are rounded to 1e-3
+// those durations (execute_step), which moves the job's later steps; steps are taken in the order
+// they start (Gauss-Seidel), and the pass repeats until no duration moves by more than 1e-9
+// relative or no step time by more than 1e-4 (at most 16 passes; the report says when it stopped
+// short and by how much the last pass moved a step). Offsets are rounded to 1e-3
 // of the instance's time alone so that repeated instances share one run. This is the fluid
 // model's max-min sharing on each overlap, not one monolithic engine run of every job's whole
 // window: an instance's partners are taken at their own (contended) times, not re-timed inside
@@ -94,7 +96,10 @@ struct CoRunResult {
   int steps = 0;                   ///< the steps setting
   double window = 0;               ///< seconds: the end of the window
   int passes = 0;
+  /// The last pass changed no op duration by more than 1e-9 relative, or no step time by more
+  /// than 1e-4 relative (offsets are rounded to 1e-3 of an op's time: finer is noise).
   bool converged = false;
+  double last_change = 0;          ///< largest relative change of a step time in the last pass
   std::size_t runs = 0;            ///< merged engine runs
   std::size_t fabric_links = 0;    ///< network links that carried any job's traffic
 };
