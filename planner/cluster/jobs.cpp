@@ -823,7 +823,8 @@ std::string jobs_summary(const models::Scenario& scenario, const models::Cluster
 
 std::string jobs_report_json(const models::Scenario& scenario, const models::Cluster& cluster, const CoRunResult& r,
                              const BestPlacement* ranking, models::EngineKind engine) {
-  nlohmann::json j;
+  nlohmann::ordered_json j;
+  j["schema"] = "ccsim.jobs/1";
   j["scenario"] = scenario.name;
   j["engine"] = engine == models::EngineKind::Flow ? "flow" : "analytic";
   j["gpus"] = cluster.topology.gpus().size();
@@ -834,10 +835,10 @@ std::string jobs_report_json(const models::Scenario& scenario, const models::Clu
   j["last_pass_step_change"] = r.last_change;
   j["merged_runs"] = r.runs;
   j["feasible"] = r.passes > 0;
-  nlohmann::json jobs = nlohmann::json::array();
+  nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
   for (std::size_t k = 0; k < r.jobs.size(); ++k) {
     const auto& o = r.jobs[k];
-    nlohmann::json x;
+    nlohmann::ordered_json x;
     x["name"] = o.name;
     x["model"] = scenario.jobs[k].model.name;
     x["phase"] = std::string(models::to_string(scenario.jobs[k].workload.phase));
@@ -857,9 +858,9 @@ std::string jobs_report_json(const models::Scenario& scenario, const models::Clu
     x["steps_truncated"] = o.truncated;
     x["tokens_per_s_alone"] = o.alone > 0 ? o.tokens / o.alone : 0.0;
     x["tokens_per_s"] = o.mean > 0 ? o.tokens / o.mean : 0.0;
-    nlohmann::json comm = nlohmann::json::array();
+    nlohmann::ordered_json comm = nlohmann::ordered_json::array();
     for (const auto& d : o.comm) {
-      nlohmann::json lost = nlohmann::json::object();
+      nlohmann::ordered_json lost = nlohmann::ordered_json::object();
       for (const auto& [who, t] : d.to) lost[who] = t;
       comm.push_back({{"dim", d.dim}, {"op_instances", d.ops}, {"slowed", d.slowed}, {"alone_s", d.alone}, {"co_run_s", d.contended},
                       {"lost_to_s", std::move(lost)}});
@@ -868,12 +869,12 @@ std::string jobs_report_json(const models::Scenario& scenario, const models::Clu
     jobs.push_back(std::move(x));
   }
   j["jobs"] = std::move(jobs);
-  nlohmann::json shared = nlohmann::json::array();
+  nlohmann::ordered_json shared = nlohmann::ordered_json::array();
   for (const auto& l : r.shared) {
-    nlohmann::json x;
+    nlohmann::ordered_json x;
     x["link"] = l.name;
     x["bandwidth_Bps"] = l.capacity;
-    nlohmann::json per = nlohmann::json::object();
+    nlohmann::ordered_json per = nlohmann::ordered_json::object();
     for (std::size_t k = 0; k < l.bytes.size(); ++k) per[r.jobs[k].name] = l.bytes[k];
     x["bytes_per_step"] = std::move(per);
     x["utilisation"] = l.utilisation;
@@ -882,9 +883,9 @@ std::string jobs_report_json(const models::Scenario& scenario, const models::Clu
   j["shared_links"] = std::move(shared);
   j["fabric_links"] = r.fabric_links;
   if (ranking != nullptr) {
-    nlohmann::json p = nlohmann::json::array();
+    nlohmann::ordered_json p = nlohmann::ordered_json::array();
     for (const auto& tr : ranking->ranking) {
-      nlohmann::json x;
+      nlohmann::ordered_json x;
       x["policy"] = std::string(models::to_string(tr.policy));
       x["gpus"] = tr.gpus;
       x["same_as"] = tr.same_as;
@@ -893,7 +894,10 @@ std::string jobs_report_json(const models::Scenario& scenario, const models::Clu
       x["others_mean_slowdown"] = tr.others_mean_slowdown;
       p.push_back(std::move(x));
     }
-    j["placement_ranking"] = {{"job", scenario.jobs[ranking->job].name}, {"ranking", std::move(p)}};
+    nlohmann::ordered_json pr;
+    pr["job"] = scenario.jobs[ranking->job].name;
+    pr["ranking"] = std::move(p);
+    j["placement_ranking"] = std::move(pr);
   }
   return j.dump(2) + "\n";
 }
