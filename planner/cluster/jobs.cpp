@@ -6,6 +6,7 @@
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -114,25 +115,35 @@ struct JobState {
   std::vector<double> step_start, step_time;
 };
 
-/// An op instance of one job's step.
+/// An op instance of one job's step: times from the step's start.
 struct Instance {
-  int job = 0;
   int cost = 0;  ///< global cost index
   int dim = 0;
-  std::size_t step = 0;
-  double start = 0, end = 0;  ///< seconds from the co-run's start
+  double start = 0, end = 0;
   std::vector<std::uint32_t> ops;
+};
+
+/// A step's instances, by start.
+struct StepInstances {
+  std::vector<Instance> in;
+  std::vector<double> starts;  ///< in[i].start
+  double max_length = 0;       ///< the longest instance
+};
+
+/// An instance of the co-run: job, step, index in the step's list.
+struct Ref {
+  std::size_t job = 0, step = 0, index = 0;
+  bool operator<(const Ref& o) const { return std::tie(job, step, index) < std::tie(o.job, o.step, o.index); }
 };
 
 class CoRun {
  public:
   CoRun(std::vector<JobState>& jobs, const models::Cluster& cluster, models::EngineKind kind, bool own_dimensions, int steps)
-      : jobs_(jobs), engine_(sim::make_engine(kind, cluster)), own_dims_(own_dimensions), steps_(steps) {
+      : jobs_(jobs), engine_(sim::make_engine(kind, cluster)), own_dims_(own_dimensions), steps_(steps), inst_(jobs.size()) {
     for (std::size_t j = 0; j < jobs.size(); ++j) {
       jobs[j].cost_base = static_cast<int>(costs_.size());
       for (const auto& c : jobs[j].alone.comm_costs) {
         costs_.push_back(&c);
-        job_of_.push_back(static_cast<int>(j));
         std::vector<std::uint32_t> links;
         for (const auto& l : c.links)
           if (l.bytes > 0) links.push_back(l.link);
@@ -143,6 +154,7 @@ class CoRun {
         std::sort(gpus.begin(), gpus.end());
         gpus_.push_back(std::move(gpus));
       }
+      alone_inst_.push_back(build(j, jobs[j].alone.timing));
     }
   }
 
@@ -156,7 +168,8 @@ class CoRun {
       for (std::size_t k = 0; k < static_cast<std::size_t>(steps_); ++k) end += k < js.step_time.size() ? js.step_time[k] : alone_step(js);
       window = std::max(window, end);
     }
-    for (auto& js : jobs_) {
+    for (std::size_t j = 0; j < jobs_.size(); ++j) {
+      JobState& js = jobs_[j];
       double t = js.step_start.front();
       std::size_t k = 0;
       // A step is in the window when its middle is (its time alone for the steps not run yet).
@@ -166,6 +179,7 @@ class CoRun {
           js.duration.push_back(js.alone_duration);
           js.timing.push_back(js.alone.timing);
           js.step_time.push_back(alone_step(js));
+          inst_[j].push_back(alone_inst_[j]);
         }
         if (k < js.step_start.size()) {
           js.step_start[k] = t;
@@ -179,20 +193,21 @@ class CoRun {
       js.timing.resize(k);
       js.step_time.resize(k);
       js.step_start.resize(k);
+      inst_[j].resize(k);
     }
     return window;
   }
 
   static double alone_step(const JobState& js) { return js.alone.step_time; }
 
-  /// One pass: every instance's contended duration, every step re-executed. Returns whether no
-  /// duration moved by more than 1e-9 relative.
+  /// One pass: every step's instances costed beside the others and the step re-executed, steps
+  /// in the order they start (Gauss-Seidel: a step sees the steps before it as just re-timed,
+  /// and moves its job's later steps at once). Returns whether no duration moved by more than
+  /// 1e-9 relative.
   bool pass() {
     bool same = true;
     // Per job and dimension: what its instances lost, and to which jobs.
     loss_.assign(jobs_.size(), std::vector<DimensionContention>(kDims));
-    // Steps in the order they start (Gauss-Seidel): each step is costed beside the others as
-    // the steps before it have just been re-timed, and moves its job's later steps at once.
     std::vector<std::pair<double, std::pair<std::size_t, std::size_t>>> order;
     for (std::size_t j = 0; j < jobs_.size(); ++j)
       for (std::size_t k = 0; k < jobs_[j].step_start.size(); ++k) order.push_back({jobs_[j].step_start[k], {j, k}});
@@ -201,15 +216,12 @@ class CoRun {
     for (const auto& [when, step] : order) {
       const auto [j, s] = step;
       JobState& js = jobs_[j];
-      build_instances();
-      double max_length = 0;
-      for (const Instance& i : in_) max_length = std::max(max_length, i.end - i.start);
       std::vector<double> next = js.alone_duration;
-      for (std::size_t k = 0; k < in_.size(); ++k) {
-        const Instance& me = in_[k];
-        if (static_cast<std::size_t>(me.job) != j || me.step != s) continue;
+      const StepInstances& mine = inst_[j][s];
+      for (std::size_t k = 0; k < mine.in.size(); ++k) {
+        const Instance& me = mine.in[k];
         const double a = js.alone_duration[me.ops.front()];
-        const double d = std::max(a, contended(k, a, max_length, partners));
+        const double d = std::max(a, contended({j, s, k}, a, partners));
         for (std::uint32_t op : me.ops) next[op] = d;
         DimensionContention& dc = loss_[j][static_cast<std::size_t>(me.dim)];
         dc.ops += 1;
@@ -227,6 +239,7 @@ class CoRun {
       }
       js.duration[s] = std::move(next);
       js.timing[s] = execute_step(js.alone.program, js.duration[s]);
+      inst_[j][s] = build(j, js.timing[s]);
       double end = 0;
       for (const auto& t : js.timing[s]) end = std::max(end, t.end);
       js.step_time[s] = end + js.overhead;
@@ -257,77 +270,87 @@ class CoRun {
   }
 
  private:
-  void build_instances() {
-    in_.clear();
+  /// Job j's instances in a step timed by `timing`: its communication ops with a kept plan and a
+  /// duration, grouped by (cost, start) (the copies of one op across replica classes).
+  StepInstances build(std::size_t j, const std::vector<OpTiming>& timing) const {
+    const JobState& js = jobs_[j];
+    const models::Program& p = js.alone.program;
+    StepInstances out;
+    std::map<std::pair<int, double>, std::size_t> index;
+    for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
+      const int c = js.alone.op_comm[i];
+      if (c < 0 || !js.alone.comm_costs[static_cast<std::size_t>(c)].plan || js.alone_duration[i] <= 0) continue;
+      const auto [it, fresh] = index.try_emplace({c, timing[i].start}, out.in.size());
+      if (fresh) out.in.push_back({js.cost_base + c, dimension_of(p.ops[i]), timing[i].start, timing[i].end, {}});
+      out.in[it->second].ops.push_back(i);
+    }
+    std::stable_sort(out.in.begin(), out.in.end(), [](const Instance& a, const Instance& b) {
+      return a.start != b.start ? a.start < b.start : a.cost < b.cost;
+    });
+    for (const Instance& x : out.in) {
+      out.starts.push_back(x.start);
+      out.max_length = std::max(out.max_length, x.end - x.start);
+    }
+    return out;
+  }
+
+  const Instance& at(const Ref& r) const { return inst_[r.job][r.step].in[r.index]; }
+  double offset(const Ref& r) const { return jobs_[r.job].step_start[r.step]; }
+
+  /// Instance `me`'s duration beside the overlapping instances that share its links; `partners`
+  /// gets the jobs of those chosen (each once, ascending).
+  double contended(const Ref& me_ref, double alone, std::vector<int>& partners) {
+    partners.clear();
+    const Instance& me = at(me_ref);
+    const double me_start = offset(me_ref) + me.start, me_end = offset(me_ref) + me.end;
+    const double eps = 1e-12 * std::max(1.0, me_end);
+    std::vector<std::pair<double, Ref>> cand;  // (overlap, instance)
     for (std::size_t j = 0; j < jobs_.size(); ++j) {
-      const JobState& js = jobs_[j];
-      const models::Program& p = js.alone.program;
-      for (std::size_t s = 0; s < js.timing.size(); ++s) {
-        std::map<std::pair<int, double>, std::size_t> index;
-        for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
-          const int c = js.alone.op_comm[i];
-          if (c < 0 || !js.alone.comm_costs[static_cast<std::size_t>(c)].plan || js.alone_duration[i] <= 0) continue;
-          const auto& t = js.timing[s][i];
-          const auto [it, fresh] = index.try_emplace({c, t.start}, in_.size());
-          if (fresh) {
-            in_.push_back({static_cast<int>(j), js.cost_base + c, dimension_of(p.ops[i]), s, js.step_start[s] + t.start,
-                           js.step_start[s] + t.end, {}});
-          }
-          in_[it->second].ops.push_back(i);
+      if (j == me_ref.job && !own_dims_) continue;
+      for (std::size_t s = 0; s < inst_[j].size(); ++s) {
+        const StepInstances& list = inst_[j][s];
+        const double off = jobs_[j].step_start[s];
+        if (off > me_end || off + jobs_[j].step_time[s] < me_start) continue;
+        const auto first = std::lower_bound(list.starts.begin(), list.starts.end(), me_start - off - list.max_length);
+        for (auto it = first; it != list.starts.end() && *it + off < me_end - eps; ++it) {
+          const Ref r{j, s, static_cast<std::size_t>(it - list.starts.begin())};
+          const Instance& x = list.in[r.index];
+          if (x.end + off <= me_start + eps) continue;
+          if (j == me_ref.job && (x.dim == me.dim || (s == me_ref.step && r.index == me_ref.index))) continue;
+          if (!shares(link_memo_, links_, me.cost, x.cost)) continue;
+          cand.emplace_back(std::min(me_end, x.end + off) - std::max(me_start, x.start + off), r);
         }
       }
     }
-    order_.resize(in_.size());
-    std::iota(order_.begin(), order_.end(), 0);
-    std::sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
-      return in_[a].start != in_[b].start ? in_[a].start < in_[b].start : a < b;
-    });
-    starts_.resize(in_.size());
-    for (std::size_t i = 0; i < order_.size(); ++i) starts_[i] = in_[order_[i]].start;
-  }
-
-  /// Instance k's duration beside the overlapping instances that share its links; `partners`
-  /// gets the jobs of those chosen (each once, ascending).
-  double contended(std::size_t k, double alone, double max_length, std::vector<int>& partners) {
-    partners.clear();
-    const Instance& me = in_[k];
-    const double eps = 1e-12 * std::max(1.0, me.end);
-    std::vector<std::pair<double, std::size_t>> cand;
-    const auto first = std::lower_bound(starts_.begin(), starts_.end(), me.start - max_length);
-    for (auto it = first; it != starts_.end() && *it < me.end - eps; ++it) {
-      const std::size_t o = order_[static_cast<std::size_t>(it - starts_.begin())];
-      const Instance& x = in_[o];
-      if (o == k || x.end <= me.start + eps) continue;
-      if (x.job == me.job && (!own_dims_ || x.dim == me.dim)) continue;
-      if (!shares(link_memo_, links_, me.cost, x.cost)) continue;
-      cand.emplace_back(std::min(me.end, x.end) - std::max(me.start, x.start), o);
-    }
     if (cand.empty()) return alone;
     std::sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
-    std::vector<std::size_t> chosen;
-    for (const auto& [overlap, o] : cand) {
+    std::vector<Ref> chosen;
+    for (const auto& [overlap, r] : cand) {
       bool twin = false;  // one physical op of a job, seen from two replica classes
-      for (std::size_t c : chosen)
-        twin = twin || (in_[c].job == in_[o].job && in_[c].dim == in_[o].dim && (in_[c].cost == in_[o].cost || shares(gpu_memo_, gpus_, in_[c].cost, in_[o].cost)));
-      if (!twin) chosen.push_back(o);
+      const Instance& x = at(r);
+      for (const Ref& c : chosen) {
+        const Instance& y = at(c);
+        twin = twin || (c.job == r.job && y.dim == x.dim && (y.cost == x.cost || shares(gpu_memo_, gpus_, y.cost, x.cost)));
+      }
+      if (!twin) chosen.push_back(r);
     }
-    for (std::size_t o : chosen) partners.push_back(in_[o].job);
+    for (const Ref& r : chosen) partners.push_back(static_cast<int>(r.job));
     std::sort(partners.begin(), partners.end());
     partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
     const double q = kOffsetQuantum * alone;
     std::vector<std::pair<int, long long>> key{{me.cost, 0}};
-    for (std::size_t o : chosen) key.emplace_back(in_[o].cost, std::llround((in_[o].start - me.start) / q));
+    for (const Ref& r : chosen) key.emplace_back(at(r).cost, std::llround((offset(r) + at(r).start - me_start) / q));
     std::sort(key.begin() + 1, key.end());
     if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
     std::vector<const sim::PlanPart*> parts;
-    std::vector<double> offset;
+    std::vector<double> offsets;
     for (const auto& [c, off] : key) {
       parts.push_back(costs_[static_cast<std::size_t>(c)]->plan.get());
-      offset.push_back(static_cast<double>(off) * q);
+      offsets.push_back(static_cast<double>(off) * q);
     }
-    const double shift = -*std::min_element(offset.begin(), offset.end());
-    for (double& o : offset) o += shift;
-    const auto merged = sim::merge_plans(parts, offset);
+    const double shift = -*std::min_element(offsets.begin(), offsets.end());
+    for (double& o : offsets) o += shift;
+    const auto merged = sim::merge_plans(parts, offsets);
     const sim::Timeline tl = engine_->run(merged->plan);
     const double t = sim::part_ends(merged->plan, tl).front() - shift;
     ++runs_;
@@ -347,16 +370,18 @@ class CoRun {
   bool own_dims_;
   int steps_;
   std::vector<const CommCost*> costs_;
-  std::vector<int> job_of_;
   std::vector<std::vector<std::uint32_t>> links_, gpus_;
-  std::vector<Instance> in_;
-  std::vector<std::size_t> order_;
-  std::vector<double> starts_;
+  std::vector<std::vector<StepInstances>> inst_;  ///< [job][step]
+  std::vector<StepInstances> alone_inst_;         ///< per job: a step timed alone
   std::map<std::pair<int, int>, bool> link_memo_, gpu_memo_;
   std::map<std::vector<std::pair<int, long long>>, double> memo_;
   std::size_t runs_ = 0;
   std::vector<std::vector<DimensionContention>> loss_;
 };
+
+}  // namespace
+
+namespace {
 
 /// Job j's step alone on `gpus`.
 JobState run_alone(const models::Scenario& scenario, const models::Cluster& cluster, std::size_t j, const std::vector<int>& gpus,
