@@ -47,9 +47,11 @@ constexpr std::array<Unit, 8> kTimeUnits{{
     {"min", 60.0},
 }};
 
-constexpr std::array<Unit, 8> kDurationUnits{{
+// Long forms as people write them ("30days", "720hours"), singular and plural.
+constexpr std::array<Unit, 19> kDurationUnits{{
     {"ms", 1e-3}, {"s", 1.0}, {"min", 60.0}, {"h", 3600.0}, {"d", 86400.0}, {"w", 604800.0}, {"y", 31536000.0},
-    {"days", 86400.0},
+    {"sec", 1.0}, {"secs", 1.0}, {"mins", 60.0}, {"hour", 3600.0}, {"hours", 3600.0}, {"day", 86400.0}, {"days", 86400.0},
+    {"week", 604800.0}, {"weeks", 604800.0}, {"year", 31536000.0}, {"years", 31536000.0}, {"hr", 3600.0},
 }};
 
 constexpr std::array<Unit, 10> kFlopUnits{{

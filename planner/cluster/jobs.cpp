@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -476,8 +477,9 @@ std::vector<std::vector<int>> resolve_placements(const models::Scenario& scenari
     }
     const int need = job.gpus();
     const int free = static_cast<int>(std::count(used.begin(), used.end(), 0));
+    // Rules on the point's values (a sweep reports them as infeasible rows).
     if (free < need) {
-      throw support::InputError(job.placement.location, job_key(j, "placement"),
+      throw support::RuleError(job.placement.location, job_key(j, "placement"),
                                 fmt::format("{} free GPUs for job '{}' (tp·pp·cp·dp)", need, job.name),
                                 fmt::format("{} GPUs left by the jobs placed before it (listed placements first, then policies in list order)", free));
     }
@@ -499,7 +501,7 @@ std::vector<std::vector<int>> resolve_placements(const models::Scenario& scenari
         whole += static_cast<int>(ng.size());
       }
       if (whole < need) {
-        throw support::InputError(job.placement.location, job_key(j, "placement"),
+        throw support::RuleError(job.placement.location, job_key(j, "placement"),
                                   fmt::format("{} GPUs on whole free nodes for job '{}' (policy {} takes whole nodes)", need, job.name,
                                               models::to_string(policy)),
                                   fmt::format("{} GPUs on whole free nodes ({} free GPUs in all; packed takes any)", whole, free));
@@ -654,7 +656,7 @@ BestPlacement place_best(const models::Scenario& scenario, const models::Cluster
   }
   if (!found) throw std::invalid_argument("place_best: no job with placement best");
   std::map<std::pair<std::size_t, std::vector<int>>, std::shared_ptr<JobState>> cache;
-  std::optional<support::InputError> first_error;
+  std::exception_ptr first_error;  // kept whole: a RuleError stays one
   std::vector<std::pair<PlacementTrial, CoRunResult>> tried;
   for (PlacementPolicy p : {PlacementPolicy::Packed, PlacementPolicy::Leaf, PlacementPolicy::Spread}) {
     std::vector<PlacementPolicy> over(scenario.jobs.size(), PlacementPolicy::Best);
@@ -662,8 +664,8 @@ BestPlacement place_best(const models::Scenario& scenario, const models::Cluster
     std::vector<std::vector<int>> gpus;
     try {
       gpus = resolve_placements(scenario, cluster, over);
-    } catch (const support::InputError& e) {
-      if (!first_error) first_error = e;
+    } catch (const support::InputError&) {
+      if (!first_error) first_error = std::current_exception();
       continue;
     }
     PlacementTrial trial;
@@ -705,7 +707,7 @@ BestPlacement place_best(const models::Scenario& scenario, const models::Cluster
     b.ranking.push_back(trial);
     tried.emplace_back(trial, std::move(res));
   }
-  if (tried.empty()) throw *first_error;
+  if (tried.empty()) std::rethrow_exception(first_error);
   // Rank: worst slowdown, then the job's mean step (1e-9 relative ties keep the policy order).
   const auto better = [](const PlacementTrial& x, const PlacementTrial& y) {
     if (std::abs(x.worst_slowdown - y.worst_slowdown) > 1e-9 * y.worst_slowdown) return x.worst_slowdown < y.worst_slowdown;

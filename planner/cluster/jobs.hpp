@@ -52,7 +52,7 @@ void check_jobs_scenario(const models::Scenario& scenario, bool horizon = false)
 /// in turn. A node's leaf is the tier-1 switch of its first GPU's NIC (nodes without a network:
 /// one leaf). Leaf and spread end on part of a node when the job is not a whole number of
 /// nodes. `override_policy[j]`, where given (not Best), replaces job j's Best; a Best job
-/// without one is placed as packed. Throws InputError at the job's placement when the free GPUs
+/// without one is placed as packed. Throws RuleError at the job's placement when the free GPUs
 /// cannot hold it (naming the job, the GPUs it needs and those free).
 std::vector<std::vector<int>> resolve_placements(const models::Scenario& scenario, const models::Cluster& cluster,
                                                  const std::vector<models::PlacementPolicy>& override_policy = {});

@@ -55,17 +55,17 @@ ReliabilityReport run_reliability(const models::Scenario& scenario, const models
                                   const std::function<void(long long, long long)>& progress) {
   const models::ReliabilitySpec& spec = scenario.reliability;
   if (!scenario.workload || scenario.workload->phase != models::WorkloadPhase::TrainingStep || !scenario.model) {
-    throw section_error(scenario, "a training-step workload (failures over a run are modelled for training)",
-                        "a scenario whose workload is not a training step");
+    throw support::RuleError(section_error(scenario, "a training-step workload (failures over a run are modelled for training)",
+                                           "a scenario whose workload is not a training step"));
   }
   if (spec.duration <= 0 && spec.tokens <= 0) {
     throw section_error(scenario, "a run to simulate: reliability.duration (wall time, such as 30d), reliability.tokens (a token budget) or run --horizon",
                         "neither");
   }
   if (spec.tokens > 0 && spec.duration <= 0 && spec.tokens / (result.program.tokens / result.step_time) > 3.1536e9) {
-    throw section_error(scenario, "a token budget the job trains in at most 100 years without failures (or a duration)",
+    throw support::RuleError(section_error(scenario, "a token budget the job trains in at most 100 years without failures (or a duration)",
                         fmt::format("tokens {:.4g}: {:.3g} years at {:.4g} tokens/s", spec.tokens,
-                                    spec.tokens / (result.program.tokens / result.step_time) / 3.1536e7, result.program.tokens / result.step_time));
+                                    spec.tokens / (result.program.tokens / result.step_time) / 3.1536e7, result.program.tokens / result.step_time)));
   }
   ReliabilityReport rep;
   rep.policy = spec.policy == models::RecoveryPolicy::Shrink ? "shrink" : "restart";
@@ -90,6 +90,21 @@ ReliabilityReport run_reliability(const models::Scenario& scenario, const models
     const double scale = (1.0 / *spec.job_mtbf) / job_rate;
     for (auto& c : rep.classes) c.per_year *= scale;
     job_rate = 1.0 / *spec.job_mtbf;
+  }
+
+  // Work grows with the interruptions simulated: bound them before running (a 1 ms MTBF over
+  // 30 days is 2.6e9 per run). The span: the duration, else the token budget's wall time at most
+  // 100 years (reliability.cpp's horizon).
+  {
+    const double full_rate = static_cast<double>(result.program.tokens) / result.step_time;
+    const double span = spec.duration > 0 ? spec.duration : std::min(20.0 * spec.tokens / full_rate, 3.1536e9);
+    const double per_run = job_rate * span;
+    if (per_run > 1e6 || per_run * spec.samples > 1e8) {
+      throw support::RuleError(section_error(
+          scenario, "at most 1e6 interruptions per run on average and 1e8 over all runs (reliability.mtbf, reliability.rates, duration, samples)",
+          fmt::format("{:.3g} per run (job MTBF {} over {}) x {} runs", per_run, support::format_duration(1.0 / job_rate),
+                      support::format_duration(span), spec.samples)));
+    }
   }
 
   ReliabilityJob job;
@@ -140,7 +155,8 @@ ReliabilityReport run_reliability(const models::Scenario& scenario, const models
     throw section_error(scenario, "policy restart with strategy.dp_micro_batches (a shrunk job's uneven split is not modelled)", "policy shrink");
   }
   if (spec.policy == models::RecoveryPolicy::Shrink && job.dp < 2) {
-    throw section_error(scenario, "policy restart when dp is 1 (shrink drops DP replicas)", "policy shrink with dp = 1");
+    // A rule on the point's values: a sweep reports it as an infeasible row.
+    throw support::RuleError(section_error(scenario, "policy restart when dp is 1 (shrink drops DP replicas)", "policy shrink with dp = 1"));
   }
 
   // Checkpoint save and load from the model's size and the storage bandwidth.

@@ -153,7 +153,9 @@ SweepRow evaluate_point(const models::Scenario& scenario, const PointOptions& o)
     // USD per GPU-second × GPUs × seconds per token × 1e6 tokens.
     row.cost_per_mtok = *o.price_per_gpu_hour * r.world / 3600.0 * r.step_time / r.program.tokens * 1e6;
   }
-  if (scenario.reliability.enabled && phase == models::WorkloadPhase::TrainingStep) {
+  // Reliability on a point that is not a training step is refused by run_reliability (a rule:
+  // an infeasible row), not skipped.
+  if (scenario.reliability.enabled) {
     const auto step_time_of = [&](const models::Scenario& sc) {
       const models::Cluster cl = models::build_scenario_cluster(sc);
       WorkloadRunner reduced(sc, cl, costs, compute, engine);

@@ -39,6 +39,13 @@ TEST_CASE("times and compute rates", "[units]") {
   CHECK(parse_quantity("54d", Quantity::Duration) == 54 * 86400.0);
   CHECK(parse_quantity("2w", Quantity::Duration) == 14 * 86400.0);
   CHECK(parse_quantity("1y", Quantity::Duration) == 365 * 86400.0);
+  // The long forms people write, singular and plural ("30hours" was refused beside "30days").
+  CHECK(parse_quantity("30hours", Quantity::Duration) == 30 * 3600.0);
+  CHECK(parse_quantity("1 hour", Quantity::Duration) == 3600.0);
+  CHECK(parse_quantity("2weeks", Quantity::Duration) == 14 * 86400.0);
+  CHECK(parse_quantity("1day", Quantity::Duration) == 86400.0);
+  CHECK(parse_quantity("90mins", Quantity::Duration) == 5400.0);
+  CHECK(parse_quantity("1year", Quantity::Duration) == 365 * 86400.0);
   CHECK(ccsim::support::format_duration(2.5 * 3600) == "2.5 h");
   CHECK(ccsim::support::format_duration(54 * 86400.0) == "54 d");
   CHECK(ccsim::support::format_duration(45) == "45 s");
