@@ -149,7 +149,17 @@ ReliabilityReport run_reliability(const models::Scenario& scenario, const models
     reduced.strategy->dp = job.dp - dropped;
     reduced.strategy->dp_micro_batches.clear();
     reduced.workload->global_batch_size = static_cast<std::int64_t>(micro_batches) * reduced.workload->micro_batch_size * reduced.strategy->dp;
-    return step_time_of(reduced);
+    try {
+      return step_time_of(reduced);
+    } catch (const support::InputError& e) {
+      // A rule of the scenario that the shrunk job breaks (a what_if rule on a node it no
+      // longer has): say where the smaller job comes from.
+      const std::string note = fmt::format("in the job policy shrink leaves after dropping {} of {} DP replicas ({} nodes)", dropped,
+                                           job.dp, reduced.cluster.total_nodes());
+      const support::InputError noted(e.where(), e.key(), e.expected(), e.found(), e.hint().empty() ? note : e.hint() + "; " + note);
+      if (dynamic_cast<const support::RuleError*>(&e) != nullptr) throw support::RuleError(noted);
+      throw noted;
+    }
   };
   if (spec.policy == models::RecoveryPolicy::Shrink && !scenario.strategy->dp_micro_batches.empty()) {
     throw section_error(scenario, "policy restart with strategy.dp_micro_batches (a shrunk job's uneven split is not modelled)", "policy shrink");
