@@ -144,6 +144,7 @@ static int simulate_jobs(const RunCliOptions& o, const models::Scenario& scenari
     out->write("report.json", planner::jobs_report_json(scenario, cluster, result, rank, co.engine));
   }
   std::cout << summary;
+  for (const std::string& w : planner::jobs_warnings(result)) std::cerr << "ccsim run: warning: " << w << "\n";
   return result.passes > 0 ? 0 : 3;
 }
 

@@ -64,7 +64,8 @@ std::vector<int> read_indices(const Fields& p, std::string_view key, int limit, 
       const auto range = parse_range(part);
       if (!range) throw support::InputError(where, p.key_path(key), expected, "'" + part + "'");
       if (range->second >= limit) {
-        throw support::InputError(where, p.key_path(key), expected, fmt::format("{} (the cluster has {} {}s)", part, limit, what));
+        // A rule on the cluster's size (a sweep over the cluster reports the point infeasible).
+        throw support::RuleError(support::InputError(where, p.key_path(key), expected, fmt::format("{} (the cluster has {} {}s)", part, limit, what)));
       }
       for (long long i = range->first; i <= range->second; ++i) {
         if (!seen.insert(static_cast<int>(i)).second) {
@@ -175,7 +176,7 @@ std::vector<JobSpec> parse_jobs(const Fields& root, const ClusterSpec& cluster, 
     }
     const Fields strategy = job.has("strategy") ? job.map("strategy") : Fields({}, path + ".strategy");
     js.strategy = parse_strategy(strategy, static_cast<int>(gpus.size()), algorithm_names, "the placement's");
-    if (!gpus.empty() && static_cast<int>(gpus.size()) != js.gpus()) {
+    if (!gpus.empty() && static_cast<std::int64_t>(gpus.size()) != js.gpus()) {
       throw support::RuleError(support::InputError(js.placement.location, path + ".placement",
                                                    fmt::format("tp·pp·cp·dp = {} GPUs", js.gpus()), fmt::format("{} GPUs", gpus.size())));
     }

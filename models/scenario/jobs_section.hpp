@@ -10,6 +10,7 @@
 //       placement: {gpus: "0-63"}      # or {nodes: [0, 1, "4-9"]}, or packed | spread | leaf | best
 //       start: 0s                      # when its first step starts (a time: 0s, 150ms)
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -53,8 +54,10 @@ struct JobSpec {
   JobPlacement placement;
   double start = 0;            ///< seconds from the co-run's start to the job's first step (>= 0)
   support::SourceLocation location;  ///< of the list element
-  /// GPUs the job runs on: tp·pp·cp·dp.
-  int gpus() const { return strategy.tp * strategy.pp * strategy.cp * strategy.dp; }
+  /// GPUs the job runs on: tp·pp·cp·dp (64-bit: parse_jobs refuses a product past the cluster).
+  std::int64_t gpus() const {
+    return static_cast<std::int64_t>(strategy.tp) * strategy.pp * strategy.cp * strategy.dp;
+  }
 };
 
 /// Reads `jobs` (the list at key "jobs" of `root`) on `cluster`. Each element's workload and

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -157,6 +158,20 @@ class CoRun {
       }
       alone_inst_.push_back(build(j, jobs[j].alone.timing));
     }
+    // A job none of whose ops shares a link with another job's (or, with own dimensions, with
+    // its own other dimensions') runs every step alone: its instances need no search.
+    may_share_.assign(jobs.size(), false);
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      const int b = jobs[j].cost_base, e = b + static_cast<int>(jobs[j].alone.comm_costs.size());
+      for (int c = b; c < e && !may_share_[j]; ++c) {
+        if (links_[static_cast<std::size_t>(c)].empty()) continue;
+        for (std::size_t o = 0; o < jobs.size() && !may_share_[j]; ++o) {
+          if (o == j && !own_dimensions) continue;
+          const int ob = jobs[o].cost_base, oe = ob + static_cast<int>(jobs[o].alone.comm_costs.size());
+          for (int d = ob; d < oe && !may_share_[j]; ++d) may_share_[j] = d != c && shares(link_memo_, links_, c, d);
+        }
+      }
+    }
   }
 
   /// Lays every job's steps out from its start, adding steps (alone) until the window is covered
@@ -205,7 +220,7 @@ class CoRun {
   /// in the order they start (Gauss-Seidel: a step sees the steps before it as just re-timed,
   /// and moves its job's later steps at once). Returns whether no duration moved by more than
   /// 1e-9 relative.
-  bool pass() {
+  bool pass(double damping = 0) {
     bool same = true;
     // Per job and dimension: what its instances lost, and to which jobs.
     loss_.assign(jobs_.size(), std::vector<DimensionContention>(kDims));
@@ -222,7 +237,8 @@ class CoRun {
       for (std::size_t k = 0; k < mine.in.size(); ++k) {
         const Instance& me = mine.in[k];
         const double a = js.alone_duration[me.ops.front()];
-        const double d = std::max(a, contended({j, s, k}, a, partners));
+        partners.clear();
+        const double d = may_share_[j] ? std::max(a, contended({j, s, k}, a, partners)) : a;
         for (std::uint32_t op : me.ops) next[op] = d;
         DimensionContention& dc = loss_[j][static_cast<std::size_t>(me.dim)];
         dc.ops += 1;
@@ -236,6 +252,9 @@ class CoRun {
       }
       for (std::size_t i = 0; i < next.size(); ++i) {
         const double old = js.duration[s][i];
+        // Damped (an oscillating co-run): part of the way from the old duration to the new one;
+        // the fixed point is the same.
+        if (damping > 0) next[i] = std::max(js.alone_duration[i], damping * old + (1 - damping) * next[i]);
         if (std::abs(next[i] - old) > 1e-9 * std::max(std::abs(old), 1e-30)) same = false;
       }
       js.duration[s] = std::move(next);
@@ -308,10 +327,14 @@ class CoRun {
     std::vector<std::pair<double, Ref>> cand;  // (overlap, instance)
     for (std::size_t j = 0; j < jobs_.size(); ++j) {
       if (j == me_ref.job && !own_dims_) continue;
-      for (std::size_t s = 0; s < inst_[j].size(); ++s) {
+      // The job's steps that overlap me: consecutive, found by their starts.
+      const std::vector<double>& ss = jobs_[j].step_start;
+      const auto past = static_cast<std::size_t>(std::upper_bound(ss.begin(), ss.end(), me_end) - ss.begin());
+      std::size_t from = past;
+      while (from > 0 && ss[from - 1] + jobs_[j].step_time[from - 1] >= me_start) --from;
+      for (std::size_t s = from; s < past; ++s) {
         const StepInstances& list = inst_[j][s];
-        const double off = jobs_[j].step_start[s];
-        if (off > me_end || off + jobs_[j].step_time[s] < me_start) continue;
+        const double off = ss[s];
         const auto first = std::lower_bound(list.starts.begin(), list.starts.end(), me_start - off - list.max_length);
         for (auto it = first; it != list.starts.end() && *it + off < me_end - eps; ++it) {
           const Ref r{j, s, static_cast<std::size_t>(it - list.starts.begin())};
@@ -378,6 +401,7 @@ class CoRun {
   std::map<std::vector<std::pair<int, long long>>, double> memo_;
   std::size_t runs_ = 0;
   std::vector<std::vector<DimensionContention>> loss_;
+  std::vector<bool> may_share_;  ///< per job: some op of it shares a link with another's
 };
 
 }  // namespace
@@ -475,7 +499,7 @@ std::vector<std::vector<int>> resolve_placements(const models::Scenario& scenari
     if (policy == PlacementPolicy::Best) {
       policy = j < override_policy.size() && override_policy[j] != PlacementPolicy::Best ? override_policy[j] : PlacementPolicy::Packed;
     }
-    const int need = job.gpus();
+    const int need = static_cast<int>(job.gpus());  // at most the cluster's (parse_jobs)
     const int free = static_cast<int>(std::count(used.begin(), used.end(), 0));
     // Rules on the point's values (a sweep reports them as infeasible rows).
     if (free < need) {
@@ -562,13 +586,18 @@ CoRunResult co_run(const models::Scenario& scenario, const models::Cluster& clus
   if (feasible) {
     CoRun run(jobs, cluster, o.engine, scenario.simulation.contention, o.steps);
     bool changed = false;
+    double damping = 0, previous_change = std::numeric_limits<double>::infinity();
     r.window = run.layout(changed);
     for (int p = 0; p < kMaxPasses; ++p) {
       if (o.progress) o.progress("co-run passes", static_cast<std::size_t>(p), kMaxPasses);
       ++r.passes;
       std::vector<double> before;
       for (const auto& js : jobs) before.insert(before.end(), js.step_time.begin(), js.step_time.end());
-      const bool same = run.pass();
+      // Undamped while the passes settle; once a pass moves the steps more than the one before
+      // (the co-run oscillates between overlap patterns), damped: half the change.
+      if (r.passes >= 3 && r.last_change > previous_change) damping = 0.5;
+      previous_change = r.last_change;
+      const bool same = run.pass(damping);
       std::vector<double> after;
       for (const auto& js : jobs) after.insert(after.end(), js.step_time.begin(), js.step_time.end());
       r.last_change = 0;
@@ -612,7 +641,7 @@ CoRunResult co_run(const models::Scenario& scenario, const models::Cluster& clus
       auto& b = by_link[l.link];
       b.resize(r.jobs.size(), 0.0);
       b[j] += l.bytes;
-      if (cluster.topology.link(l.link).link_class == models::LinkClass::Network) fabric[l.link] = true;
+      fabric[l.link] = true;
     }
   }
   r.fabric_links = fabric.size();
@@ -630,6 +659,10 @@ CoRunResult co_run(const models::Scenario& scenario, const models::Cluster& clus
     r.shared.push_back(std::move(s));
   }
   std::stable_sort(r.shared.begin(), r.shared.end(), [](const SharedLink& a, const SharedLink& b) { return a.utilisation > b.utilisation; });
+  for (const SharedLink& l : r.shared) {
+    r.max_utilisation = std::max(r.max_utilisation, l.utilisation);
+    if (l.utilisation > 1 + 1e-6) ++r.over_capacity;
+  }
   return r;
 }
 
@@ -750,6 +783,23 @@ std::string layout_of(const models::StrategySpec& s) {
 
 }  // namespace
 
+std::vector<std::string> jobs_warnings(const CoRunResult& r) {
+  std::vector<std::string> out;
+  if (r.passes > 0 && !r.converged) {
+    out.push_back(fmt::format("the co-run did not converge in {} passes (the last moved a step by {:.2g} %): its step times are "
+                              "one pass of an oscillation between overlap patterns, not a steady state",
+                              r.passes, 100 * r.last_change));
+  }
+  if (r.over_capacity > 0) {
+    out.push_back(fmt::format("{} shared link{} carr{} more than {} bandwidth in the co-run (up to {:.1f} %): each op is run beside "
+                              "the overlapping ops at their own times, which under-counts overlaps that chain; the slowdowns are "
+                              "lower bounds (docs/limitations.md)",
+                              r.over_capacity, r.over_capacity == 1 ? "" : "s", r.over_capacity == 1 ? "ies" : "y",
+                              r.over_capacity == 1 ? "its" : "their", 100 * r.max_utilisation));
+  }
+  return out;
+}
+
 std::string jobs_summary(const models::Scenario& scenario, const models::Cluster& cluster, const CoRunResult& r,
                          const BestPlacement* ranking) {
   std::string out;
@@ -757,7 +807,7 @@ std::string jobs_summary(const models::Scenario& scenario, const models::Cluster
   int used = 0;
   for (const auto& j : r.jobs) used += static_cast<int>(j.gpus.size());
   out += fmt::format("# scenario: {}\n", scenario.name);
-  out += fmt::format("# {} jobs on {} GPUs of {} ({} idle)\n", r.jobs.size(), used, total, total - used);
+  out += fmt::format("# {} job{} on {} GPUs of {} ({} idle)\n", r.jobs.size(), r.jobs.size() == 1 ? "" : "s", used, total, total - used);
   for (std::size_t j = 0; j < r.jobs.size(); ++j) {
     const auto& job = scenario.jobs[j];
     const auto& w = job.workload;
@@ -799,7 +849,7 @@ std::string jobs_summary(const models::Scenario& scenario, const models::Cluster
   out += c.render(0);
   out += "\n";
   if (r.shared.empty()) {
-    out += fmt::format("shared links: none (the jobs' traffic uses {} network links, none of them carries two jobs)\n", r.fabric_links);
+    out += fmt::format("shared links: none (the jobs' traffic uses {} links, none of them carries two jobs)\n", r.fabric_links);
   } else {
     std::vector<std::string> head{"shared link", "bandwidth"};
     std::vector<bool> right{false, true};
@@ -825,7 +875,7 @@ std::string jobs_summary(const models::Scenario& scenario, const models::Cluster
       row.push_back(fmt::format("{:.1f} %", 100 * l.utilisation));
       s.add_row(row);
     }
-    out += fmt::format("shared links: {} of the {} network links the jobs use carry two or more jobs' traffic{}\n", r.shared.size(),
+    out += fmt::format("shared links: {} of the {} links the jobs use carry two or more jobs' traffic{}\n", r.shared.size(),
                        r.fabric_links, shown < r.shared.size() ? fmt::format(" (the {} busiest shown)", shown) : "");
     out += s.render(0);
     out += "(share: of the link's bytes per second in the co-run; utilisation: all jobs' bytes per second over its bandwidth)\n";
@@ -845,6 +895,7 @@ std::string jobs_summary(const models::Scenario& scenario, const models::Cluster
                      "shared links)\n",
                      r.passes, r.passes == 1 ? "" : "es", r.converged ? ", converged" : fmt::format(", NOT converged (stopped at {}; the last moved a step by {:.2g} %)", kMaxPasses, 100 * r.last_change), r.runs,
                      r.runs == 1 ? "" : "s");
+  for (const std::string& w : jobs_warnings(r)) out += "warning: " + w + "\n";
   return out;
 }
 
@@ -860,6 +911,7 @@ std::string jobs_report_json(const models::Scenario& scenario, const models::Clu
   j["passes"] = r.passes;
   j["converged"] = r.converged;
   j["last_pass_step_change"] = r.last_change;
+  j["warnings"] = jobs_warnings(r);
   j["merged_runs"] = r.runs;
   j["feasible"] = r.passes > 0;
   nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
@@ -873,18 +925,21 @@ std::string jobs_report_json(const models::Scenario& scenario, const models::Clu
     x["gpus"] = o.gpus;
     x["start_s"] = o.start;
     x["feasible"] = o.result.feasible;
-    x["alone_step_s"] = o.alone;
-    x["mfu_alone"] = o.mfu_alone;
+    // Figures that were not computed (a job out of memory, or a co-run that did not run) are null.
+    const bool ran = r.passes > 0;
+    const auto figure = [](bool known, double v) { return known ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); };
+    x["alone_step_s"] = figure(o.result.feasible, o.alone);
+    x["mfu_alone"] = figure(o.result.feasible, o.mfu_alone);
     x["step_start_s"] = o.step_start;
     x["step_time_s"] = o.step_time;
-    x["mean_s"] = o.mean;
-    x["min_s"] = o.min;
-    x["p50_s"] = o.p50;
-    x["max_s"] = o.max;
-    x["slowdown"] = o.slowdown;
+    x["mean_s"] = figure(ran, o.mean);
+    x["min_s"] = figure(ran, o.min);
+    x["p50_s"] = figure(ran, o.p50);
+    x["max_s"] = figure(ran, o.max);
+    x["slowdown"] = figure(ran, o.slowdown);
     x["steps_truncated"] = o.truncated;
-    x["tokens_per_s_alone"] = o.alone > 0 ? o.tokens / o.alone : 0.0;
-    x["tokens_per_s"] = o.mean > 0 ? o.tokens / o.mean : 0.0;
+    x["tokens_per_s_alone"] = figure(o.result.feasible && o.alone > 0, o.alone > 0 ? o.tokens / o.alone : 0.0);
+    x["tokens_per_s"] = figure(ran && o.mean > 0, o.mean > 0 ? o.tokens / o.mean : 0.0);
     nlohmann::ordered_json comm = nlohmann::ordered_json::array();
     for (const auto& d : o.comm) {
       nlohmann::ordered_json lost = nlohmann::ordered_json::object();
@@ -908,7 +963,7 @@ std::string jobs_report_json(const models::Scenario& scenario, const models::Clu
     shared.push_back(std::move(x));
   }
   j["shared_links"] = std::move(shared);
-  j["fabric_links"] = r.fabric_links;
+  j["links_used"] = r.fabric_links;
   if (ranking != nullptr) {
     nlohmann::ordered_json p = nlohmann::ordered_json::array();
     for (const auto& tr : ranking->ranking) {
@@ -916,9 +971,10 @@ std::string jobs_report_json(const models::Scenario& scenario, const models::Clu
       x["policy"] = std::string(models::to_string(tr.policy));
       x["gpus"] = tr.gpus;
       x["same_as"] = tr.same_as;
-      x["worst_slowdown"] = tr.worst_slowdown;
-      x["job_mean_s"] = tr.job_mean;
-      x["others_mean_slowdown"] = tr.others_mean_slowdown;
+      const bool ran = r.passes > 0;
+      x["worst_slowdown"] = ran ? nlohmann::ordered_json(tr.worst_slowdown) : nlohmann::ordered_json(nullptr);
+      x["job_mean_s"] = ran ? nlohmann::ordered_json(tr.job_mean) : nlohmann::ordered_json(nullptr);
+      x["others_mean_slowdown"] = ran ? nlohmann::ordered_json(tr.others_mean_slowdown) : nlohmann::ordered_json(nullptr);
       p.push_back(std::move(x));
     }
     nlohmann::ordered_json pr;
@@ -930,10 +986,17 @@ std::string jobs_report_json(const models::Scenario& scenario, const models::Clu
 }
 
 std::string jobs_steps_csv(const CoRunResult& r) {
+  // RFC 4180: a name with a comma, quote or line break is quoted, quotes doubled.
+  const auto cell = [](const std::string& v) {
+    if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+    std::string q = "\"";
+    for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
   std::string out = "job,step,start_s,time_s,alone_s\n";
   for (const auto& j : r.jobs)
     for (std::size_t k = 0; k < j.step_time.size(); ++k)
-      out += fmt::format("{},{},{:.9g},{:.9g},{:.9g}\n", j.name, k, j.step_start[k], j.step_time[k], j.alone);
+      out += fmt::format("{},{},{:.9g},{:.9g},{:.9g}\n", cell(j.name), k, j.step_start[k], j.step_time[k], j.alone);
   return out;
 }
 

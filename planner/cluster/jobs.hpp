@@ -100,6 +100,10 @@ struct CoRunResult {
   /// than 1e-4 relative (offsets are rounded to 1e-3 of an op's time: finer is noise).
   bool converged = false;
   double last_change = 0;          ///< largest relative change of a step time in the last pass
+  /// Shared links whose co-run utilisation is above 100 % (the per-op runs under-count chained
+  /// overlaps there: the slowdowns are lower bounds), and the highest utilisation of a shared link.
+  std::size_t over_capacity = 0;
+  double max_utilisation = 0;
   std::size_t runs = 0;            ///< merged engine runs
   std::size_t fabric_links = 0;    ///< network links that carried any job's traffic
 };
@@ -141,6 +145,10 @@ struct BestPlacement {
   CoRunResult best;
 };
 BestPlacement place_best(const models::Scenario& scenario, const models::Cluster& cluster, const CoRunOptions& options);
+
+/// What a reader must know about `r`'s figures, one sentence each (empty when none): a co-run
+/// that did not converge, shared links above their bandwidth.
+std::vector<std::string> jobs_warnings(const CoRunResult& r);
 
 /// The text summary of a co-run (and the placement ranking when `ranking` is given).
 std::string jobs_summary(const models::Scenario& scenario, const models::Cluster& cluster, const CoRunResult& r,

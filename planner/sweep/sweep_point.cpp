@@ -92,6 +92,8 @@ SweepRow jobs_point(const models::Scenario& scenario, const PointOptions& o) {
   if (phase == models::WorkloadPhase::Prefill) row.ttft_s = last.mean;
   if (phase == models::WorkloadPhase::Decode) row.tpot_s = last.mean;
   if (o.price_per_gpu_hour) row.cost_per_mtok = *o.price_per_gpu_hour * static_cast<double>(last.gpus.size()) / 3600.0 * last.mean / last.tokens * 1e6;
+  // A feasible row's reason is empty; here it carries what the figures' reader must know.
+  for (const std::string& w : jobs_warnings(r)) row.reason += (row.reason.empty() ? "" : "; ") + w;
   row.worst_slowdown = 0;
   for (const auto& j : r.jobs) {
     row.worst_slowdown = std::max(*row.worst_slowdown, j.slowdown);

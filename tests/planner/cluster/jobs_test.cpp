@@ -212,3 +212,31 @@ TEST_CASE("jobs: jobs on parts of nodes cost their TP inside the node by local G
   CHECK(r.jobs[0].alone == Approx(r.jobs[1].alone).epsilon(1e-9));
   CHECK(dim(r.jobs[0], "TP").alone == Approx(dim(r.jobs[1], "TP").alone).epsilon(1e-9));
 }
+
+TEST_CASE("jobs: steps.csv quotes a job name with a comma or a quote (RFC 4180)", "[jobs]") {
+  planner::CoRunResult r;
+  planner::JobOutcome a;
+  a.name = "a,b";
+  a.alone = 1;
+  a.step_start = {0};
+  a.step_time = {2};
+  planner::JobOutcome b = a;
+  b.name = "q\"uote";
+  r.jobs = {a, b};
+  CHECK(planner::jobs_steps_csv(r) == "job,step,start_s,time_s,alone_s\n\"a,b\",0,0,2,1\n\"q\"\"uote\",0,0,2,1\n");
+}
+
+TEST_CASE("jobs: warnings name a co-run that did not converge and links above their bandwidth", "[jobs]") {
+  planner::CoRunResult r;
+  r.passes = 16;
+  r.converged = true;
+  CHECK(planner::jobs_warnings(r).empty());
+  r.converged = false;
+  r.last_change = 0.12;
+  r.over_capacity = 4;
+  r.max_utilisation = 1.043;
+  const auto w = planner::jobs_warnings(r);
+  REQUIRE(w.size() == 2);
+  CHECK(w[0].find("did not converge in 16 passes (the last moved a step by 12 %)") != std::string::npos);
+  CHECK(w[1].find("4 shared links carry more than their bandwidth in the co-run (up to 104.3 %)") != std::string::npos);
+}
