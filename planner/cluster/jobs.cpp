@@ -5,6 +5,8 @@
 #include <exception>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <set>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -17,6 +19,7 @@
 #include "sim/engine.hpp"
 #include "sim/execution/plan_merge.hpp"
 #include "support/input_error.hpp"
+#include "support/parallel_for.hpp"
 #include "support/text_table.hpp"
 #include "support/units.hpp"
 
@@ -141,7 +144,7 @@ struct Ref {
 class CoRun {
  public:
   CoRun(std::vector<JobState>& jobs, const models::Cluster& cluster, models::EngineKind kind, bool own_dimensions, int steps)
-      : jobs_(jobs), engine_(sim::make_engine(kind, cluster)), own_dims_(own_dimensions), steps_(steps), inst_(jobs.size()) {
+      : jobs_(jobs), kind_(kind), cluster_(cluster), own_dims_(own_dimensions), steps_(steps), inst_(jobs.size()) {
     for (std::size_t j = 0; j < jobs.size(); ++j) {
       jobs[j].cost_base = static_cast<int>(costs_.size());
       for (const auto& c : jobs[j].alone.comm_costs) {
@@ -234,11 +237,36 @@ class CoRun {
       JobState& js = jobs_[j];
       std::vector<double> next = js.alone_duration;
       const StepInstances& mine = inst_[j][s];
+      // The step's instances are independent given the others' times: their keys first, the
+      // runs not memoized yet on worker threads (in key order: the same runs whatever the
+      // threads), then the durations.
+      std::vector<Key> keys(mine.in.size());
+      std::vector<std::vector<int>> partner_jobs(mine.in.size());
+      std::vector<std::pair<Key, double>> missing;  // (key, the instance's time alone)
+      std::set<Key> asked;
+      for (std::size_t k = 0; k < mine.in.size() && may_share_[j]; ++k) {
+        const double a = js.alone_duration[mine.in[k].ops.front()];
+        keys[k] = key_of({j, s, k}, a, partner_jobs[k]);
+        if (!keys[k].empty() && memo_.count(keys[k]) == 0 && asked.insert(keys[k]).second) missing.emplace_back(keys[k], a);
+      }
+      std::vector<double> ran(missing.size());
+      support::parallel_for(missing.size(), {}, [&](std::size_t i) {
+        sim::Engine* e = acquire_engine();
+        try {
+          ran[i] = run_key(missing[i].first, missing[i].second, *e);
+        } catch (...) {
+          release_engine(e);
+          throw;
+        }
+        release_engine(e);
+      });
+      for (std::size_t i = 0; i < missing.size(); ++i) memo_.emplace(std::move(missing[i].first), ran[i]);
+      runs_ += missing.size();
       for (std::size_t k = 0; k < mine.in.size(); ++k) {
         const Instance& me = mine.in[k];
         const double a = js.alone_duration[me.ops.front()];
-        partners.clear();
-        const double d = may_share_[j] ? std::max(a, contended({j, s, k}, a, partners)) : a;
+        partners = partner_jobs[k];
+        const double d = keys[k].empty() ? a : std::max(a, memo_.at(keys[k]));
         for (std::uint32_t op : me.ops) next[op] = d;
         DimensionContention& dc = loss_[j][static_cast<std::size_t>(me.dim)];
         dc.ops += 1;
@@ -270,6 +298,8 @@ class CoRun {
   }
 
   std::size_t runs() const { return runs_; }
+  /// Runs each op with its partners' own partners too (chained overlaps; see run_jobs).
+  void set_chained(bool on) { chosen_hops_ = on; }
 
   /// Per job, its dimensions with communication ops as the last pass found them (over every
   /// step of the window), `to` naming the jobs the time was lost to.
@@ -317,17 +347,15 @@ class CoRun {
   const Instance& at(const Ref& r) const { return inst_[r.job][r.step].in[r.index]; }
   double offset(const Ref& r) const { return jobs_[r.job].step_start[r.step]; }
 
-  /// Instance `me`'s duration beside the overlapping instances that share its links; `partners`
-  /// gets the jobs of those chosen (each once, ascending).
-  double contended(const Ref& me_ref, double alone, std::vector<int>& partners) {
-    partners.clear();
-    const Instance& me = at(me_ref);
-    const double me_start = offset(me_ref) + me.start, me_end = offset(me_ref) + me.end;
+  /// Instances that overlap instance `of` in time and share a link with it: other jobs', and
+  /// with own dimensions its own job's other dimensions (never its own dimension).
+  void neighbours(const Ref& of, std::vector<std::pair<double, Ref>>& cand) const {
+    const Instance& me = at(of);
+    const double me_start = offset(of) + me.start, me_end = offset(of) + me.end;
     const double eps = 1e-12 * std::max(1.0, me_end);
-    std::vector<std::pair<double, Ref>> cand;  // (overlap, instance)
     for (std::size_t j = 0; j < jobs_.size(); ++j) {
-      if (j == me_ref.job && !own_dims_) continue;
-      // The job's steps that overlap me: consecutive, found by their starts.
+      if (j == of.job && !own_dims_) continue;
+      // The job's steps that overlap it: consecutive, found by their starts.
       const std::vector<double>& ss = jobs_[j].step_start;
       const auto past = static_cast<std::size_t>(std::upper_bound(ss.begin(), ss.end(), me_end) - ss.begin());
       std::size_t from = past;
@@ -340,32 +368,76 @@ class CoRun {
           const Ref r{j, s, static_cast<std::size_t>(it - list.starts.begin())};
           const Instance& x = list.in[r.index];
           if (x.end + off <= me_start + eps) continue;
-          if (j == me_ref.job && (x.dim == me.dim || (s == me_ref.step && r.index == me_ref.index))) continue;
+          if (j == of.job && (x.dim == me.dim || (s == of.step && r.index == of.index))) continue;
           if (!shares(link_memo_, links_, me.cost, x.cost)) continue;
           cand.emplace_back(std::min(me_end, x.end + off) - std::max(me_start, x.start + off), r);
         }
       }
     }
-    if (cand.empty()) return alone;
+  }
+
+  /// Whether `r` is one physical op with one of `set` seen from another replica class: the same
+  /// job and dimension, GPUs in common, at overlapping times.
+  bool twin_of_any(const Ref& r, const std::vector<Ref>& set) const {
+    const Instance& x = at(r);
+    const double xs = offset(r) + x.start, xe = offset(r) + x.end;
+    for (const Ref& c : set) {
+      const Instance& y = at(c);
+      if (c.job != r.job || y.dim != x.dim) continue;
+      const double ys = offset(c) + y.start, ye = offset(c) + y.end;
+      if (std::min(xe, ye) <= std::max(xs, ys)) continue;  // one after the other: not twins
+      if (y.cost == x.cost || shares(gpu_memo_, gpus_, y.cost, x.cost)) return true;
+    }
+    return false;
+  }
+
+  using Key = std::vector<std::pair<int, long long>>;
+
+  /// The key of instance `me`'s run beside the overlapping instances that share its links (its
+  /// cost, then each partner's cost and offset in units of 1e-3 of `alone`), or empty when none
+  /// overlaps; `partners` gets the jobs of the first-hop partners (each once, ascending).
+  Key key_of(const Ref& me_ref, double alone, std::vector<int>& partners) const {
+    partners.clear();
+    const Instance& me = at(me_ref);
+    const double me_start = offset(me_ref) + me.start;
+    std::vector<std::pair<double, Ref>> cand;  // (overlap, instance)
+    neighbours(me_ref, cand);
+    if (cand.empty()) return {};
     std::sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
     std::vector<Ref> chosen;
-    for (const auto& [overlap, r] : cand) {
-      bool twin = false;  // one physical op of a job, seen from two replica classes
-      const Instance& x = at(r);
-      for (const Ref& c : chosen) {
-        const Instance& y = at(c);
-        twin = twin || (c.job == r.job && y.dim == x.dim && (y.cost == x.cost || shares(gpu_memo_, gpus_, y.cost, x.cost)));
-      }
-      if (!twin) chosen.push_back(r);
-    }
+    for (const auto& [overlap, r] : cand)
+      if (!twin_of_any(r, chosen)) chosen.push_back(r);
     for (const Ref& r : chosen) partners.push_back(static_cast<int>(r.job));
     std::sort(partners.begin(), partners.end());
     partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
+    // Second hop: what slows my partners (another job's op before or after me, my own job's
+    // previous op) runs too, so that a partner slowed by it overlaps me as long as it does.
+    const std::size_t first_hop = chosen_hops_ ? chosen.size() : 0;
+    for (std::size_t i = 0; i < first_hop; ++i) {
+      cand.clear();
+      neighbours(chosen[i], cand);
+      std::sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+      for (const auto& [overlap, r] : cand) {
+        if ((r.job == me_ref.job && r.step == me_ref.step && r.index == me_ref.index) || std::find_if(chosen.begin(), chosen.end(), [&](const Ref& c) {
+              return c.job == r.job && c.step == r.step && c.index == r.index;
+            }) != chosen.end()) {
+          continue;
+        }
+        std::vector<Ref> with_me = chosen;
+        with_me.push_back(me_ref);
+        if (!twin_of_any(r, with_me)) chosen.push_back(r);
+      }
+    }
     const double q = kOffsetQuantum * alone;
-    std::vector<std::pair<int, long long>> key{{me.cost, 0}};
+    Key key{{me.cost, 0}};
     for (const Ref& r : chosen) key.emplace_back(at(r).cost, std::llround((offset(r) + at(r).start - me_start) / q));
     std::sort(key.begin() + 1, key.end());
-    if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
+    return key;
+  }
+
+  /// The run a key stands for on `engine`: the first part's end from its own start, seconds.
+  double run_key(const Key& key, double alone, sim::Engine& engine) const {
+    const double q = kOffsetQuantum * alone;
     std::vector<const sim::PlanPart*> parts;
     std::vector<double> offsets;
     for (const auto& [c, off] : key) {
@@ -375,11 +447,24 @@ class CoRun {
     const double shift = -*std::min_element(offsets.begin(), offsets.end());
     for (double& o : offsets) o += shift;
     const auto merged = sim::merge_plans(parts, offsets);
-    const sim::Timeline tl = engine_->run(merged->plan);
-    const double t = sim::part_ends(merged->plan, tl).front() - shift;
-    ++runs_;
-    memo_.emplace(std::move(key), t);
-    return t;
+    const sim::Timeline tl = engine.run(merged->plan);
+    return sim::part_ends(merged->plan, tl).front() - shift;
+  }
+
+  /// An engine for one worker thread (created on first use, returned by release_engine).
+  sim::Engine* acquire_engine() {
+    std::lock_guard<std::mutex> lock(engine_mutex_);
+    if (free_engines_.empty()) {
+      engines_.push_back(sim::make_engine(kind_, cluster_));
+      return engines_.back().get();
+    }
+    sim::Engine* e = free_engines_.back();
+    free_engines_.pop_back();
+    return e;
+  }
+  void release_engine(sim::Engine* e) {
+    std::lock_guard<std::mutex> lock(engine_mutex_);
+    free_engines_.push_back(e);
   }
 
   static bool shares(std::map<std::pair<int, int>, bool>& memo, const std::vector<std::vector<std::uint32_t>>& sets, int a, int b) {
@@ -390,18 +475,23 @@ class CoRun {
   }
 
   std::vector<JobState>& jobs_;
-  std::unique_ptr<sim::Engine> engine_;
+  models::EngineKind kind_;
+  const models::Cluster& cluster_;
+  std::mutex engine_mutex_;
+  std::vector<std::unique_ptr<sim::Engine>> engines_;  ///< one per worker thread that ran
+  std::vector<sim::Engine*> free_engines_;
   bool own_dims_;
   int steps_;
   std::vector<const CommCost*> costs_;
   std::vector<std::vector<std::uint32_t>> links_, gpus_;
   std::vector<std::vector<StepInstances>> inst_;  ///< [job][step]
   std::vector<StepInstances> alone_inst_;         ///< per job: a step timed alone
-  std::map<std::pair<int, int>, bool> link_memo_, gpu_memo_;
+  mutable std::map<std::pair<int, int>, bool> link_memo_, gpu_memo_;
   std::map<std::vector<std::pair<int, long long>>, double> memo_;
   std::size_t runs_ = 0;
   std::vector<std::vector<DimensionContention>> loss_;
   std::vector<bool> may_share_;  ///< per job: some op of it shares a link with another's
+  bool chosen_hops_ = false;     ///< chained: partners' partners run too
 };
 
 }  // namespace
@@ -588,27 +678,58 @@ CoRunResult co_run(const models::Scenario& scenario, const models::Cluster& clus
     bool changed = false;
     double damping = 0, previous_change = std::numeric_limits<double>::infinity();
     r.window = run.layout(changed);
-    for (int p = 0; p < kMaxPasses; ++p) {
-      if (o.progress) o.progress("co-run passes", static_cast<std::size_t>(p), kMaxPasses);
-      ++r.passes;
-      std::vector<double> before;
-      for (const auto& js : jobs) before.insert(before.end(), js.step_time.begin(), js.step_time.end());
-      // Undamped while the passes settle; once a pass moves the steps more than the one before
-      // (the co-run oscillates between overlap patterns), damped: half the change.
-      if (r.passes >= 3 && r.last_change > previous_change) damping = 0.5;
-      previous_change = r.last_change;
-      const bool same = run.pass(damping);
-      std::vector<double> after;
-      for (const auto& js : jobs) after.insert(after.end(), js.step_time.begin(), js.step_time.end());
-      r.last_change = 0;
-      for (std::size_t i = 0; i < before.size(); ++i) r.last_change = std::max(r.last_change, std::abs(after[i] - before[i]) / before[i]);
-      r.window = run.layout(changed);
-      // Converged: no duration moved (or no step time by more than kStepTolerance) and the
-      // window holds the same steps (a step added to cover it starts alone and needs a pass).
-      if ((same || r.last_change <= kStepTolerance) && !changed) {
-        r.converged = true;
-        break;
+    // Shared links' utilisation in the co-run (Σ_j bytes per step / mean step over bandwidth),
+    // from each job's link loads alone.
+    std::map<models::LinkId, std::vector<std::pair<std::size_t, double>>> load;
+    for (std::size_t j = 0; j < jobs.size(); ++j)
+      for (const auto& l : jobs[j].alone.links)
+        if (l.bytes > 0) load[l.link].emplace_back(j, l.bytes);
+    const auto max_utilisation = [&]() {
+      double worst = 0;
+      for (const auto& [link, per] : load) {
+        if (per.size() < 2) continue;
+        double rate = 0;
+        for (const auto& [j, bytes] : per) {
+          const auto& st = jobs[j].step_time;
+          rate += bytes * static_cast<double>(st.size()) / std::accumulate(st.begin(), st.end(), 0.0);
+        }
+        worst = std::max(worst, rate / cluster.topology.link(link).bandwidth);
       }
+      return worst;
+    };
+    // Passes to a fixed point; `limit` passes at most.
+    const auto iterate = [&](int limit) {
+      double damping = 0, previous_change = std::numeric_limits<double>::infinity();
+      for (int p = 0; p < limit; ++p) {
+        if (o.progress) o.progress("co-run passes", static_cast<std::size_t>(r.passes), static_cast<std::size_t>(2 * kMaxPasses));
+        ++r.passes;
+        std::vector<double> before;
+        for (const auto& js : jobs) before.insert(before.end(), js.step_time.begin(), js.step_time.end());
+        // Undamped while the passes settle; once a pass moves the steps more than the one before
+        // (the co-run oscillates between overlap patterns), damped: half the change.
+        if (p >= 2 && r.last_change > previous_change) damping = 0.5;
+        previous_change = r.last_change;
+        const bool same = run.pass(damping);
+        std::vector<double> after;
+        for (const auto& js : jobs) after.insert(after.end(), js.step_time.begin(), js.step_time.end());
+        r.last_change = 0;
+        for (std::size_t i = 0; i < std::min(before.size(), after.size()); ++i)
+          r.last_change = std::max(r.last_change, std::abs(after[i] - before[i]) / before[i]);
+        r.window = run.layout(changed);
+        // Converged: no duration moved (or no step time by more than kStepTolerance) and the
+        // window holds the same steps (a step added to cover it starts alone and needs a pass).
+        if ((same || r.last_change <= kStepTolerance) && !changed) return true;
+      }
+      return false;
+    };
+    r.converged = iterate(kMaxPasses);
+    // Pairwise runs under-count overlaps that chain (A's op beside B's, which was itself slowed
+    // by A's previous op): where that leaves a shared link above its bandwidth, the passes go
+    // on with each op's partners' partners in its run, from the pairwise fixed point.
+    if (max_utilisation() > 1 + 1e-6) {
+      run.set_chained(true);
+      r.chained = true;
+      r.converged = iterate(kMaxPasses);
     }
     r.runs = run.runs();
     std::vector<std::string> names;
@@ -892,9 +1013,13 @@ std::string jobs_summary(const models::Scenario& scenario, const models::Cluster
     out += p.render(0);
   }
   out += fmt::format("\n(co-run: {} pass{}{}, {} merged engine run{}; each communication op beside the other jobs' ops that overlap it on "
-                     "shared links)\n",
-                     r.passes, r.passes == 1 ? "" : "es", r.converged ? ", converged" : fmt::format(", NOT converged (stopped at {}; the last moved a step by {:.2g} %)", kMaxPasses, 100 * r.last_change), r.runs,
-                     r.runs == 1 ? "" : "s");
+                     "shared links{})\n",
+                     r.passes, r.passes == 1 ? "" : "es",
+                     r.converged ? ", converged" : fmt::format(", NOT converged (the last pass moved a step by {:.2g} %)", 100 * r.last_change),
+                     r.runs, r.runs == 1 ? "" : "s",
+                     r.chained ? "; chained overlaps: the pairwise runs left a shared link above its bandwidth, so each op also ran "
+                                 "beside its partners' partners"
+                               : "");
   for (const std::string& w : jobs_warnings(r)) out += "warning: " + w + "\n";
   return out;
 }
@@ -911,6 +1036,7 @@ std::string jobs_report_json(const models::Scenario& scenario, const models::Clu
   j["passes"] = r.passes;
   j["converged"] = r.converged;
   j["last_pass_step_change"] = r.last_change;
+  j["chained_overlaps"] = r.chained;
   j["warnings"] = jobs_warnings(r);
   j["merged_runs"] = r.runs;
   j["feasible"] = r.passes > 0;

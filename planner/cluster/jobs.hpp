@@ -100,6 +100,9 @@ struct CoRunResult {
   /// than 1e-4 relative (offsets are rounded to 1e-3 of an op's time: finer is noise).
   bool converged = false;
   double last_change = 0;          ///< largest relative change of a step time in the last pass
+  /// The pairwise co-run left a shared link above its bandwidth, so the passes went on with
+  /// chained overlaps (each op's partners' partners in its run).
+  bool chained = false;
   /// Shared links whose co-run utilisation is above 100 % (the per-op runs under-count chained
   /// overlaps there: the slowdowns are lower bounds), and the highest utilisation of a shared link.
   std::size_t over_capacity = 0;
