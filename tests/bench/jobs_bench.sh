@@ -28,7 +28,7 @@ YAML
 median() {  # command... -> "wall_s peak_kb", medians of 3 runs
   local walls=() mems=() i
   for ((i = 0; i < 3; i++)); do
-    /usr/bin/time -f "%e %M" -o "$work/t" "$@" > /dev/null
+    /usr/bin/time -f "%e %M" -o "$work/t" "$@" > /dev/null 2> "$work/err"
     read -r w m < "$work/t"
     walls+=("$w"); mems+=("$m")
   done
