@@ -28,9 +28,9 @@ static int simulate_jobs(const RunCliOptions& o, const models::Scenario& scenari
 
 CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   CLI::App* c = app.add_subcommand("run", "simulate one step of the scenario's LLM workload (training step, prefill or decode) or a batch of requests (serving)");
-  c->add_option("scenario", o.scenario, "scenario file with cluster, workload and strategy sections")->required();
+  c->add_option("scenario", o.scenario, "scenario file with cluster, workload and strategy sections (or cluster and a jobs: list)")->required();
   c->add_option("--engine", o.engine, "analytic or flow (default: the scenario's simulation.engine)");
-  c->add_option("--out", o.out, "directory for report.json, ops.csv, links.csv, trace.json, effective.yaml")
+  c->add_option("--out", o.out, "directory for report.json, ops.csv, links.csv, trace.json, effective.yaml (with jobs: report.json, steps.csv, effective.yaml)")
       ->check([](const std::string& v) { return v.empty() ? std::string("--out: an empty path") : std::string(); });
   c->add_flag("--report-only", o.report_only,
               "with --out: write report.json and effective.yaml only (ops.csv and trace.json of a large run take most of its time)");
@@ -43,7 +43,7 @@ CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   c->add_option("--horizon", o.horizon,
                 "simulate failures over a run of this wall time (30d, 720h) with the scenario's reliability section or its defaults");
   c->add_option("--steps", o.steps,
-                "with a jobs: list: steps of the longest job in the co-run window (default 4; every job runs until that job has done them)")
+                "with a jobs: list: the co-run window holds this many steps of the job with the longest step (default 4; the other jobs run the steps that fit)")
       ->check(CLI::Range(1, 1000));
   return c;
 }

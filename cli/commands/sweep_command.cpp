@@ -203,7 +203,7 @@ void write_outputs(const SweepCliOptions& o, const planner::SweepResult& r) {
 CLI::App* add_sweep_command(CLI::App& app, SweepCliOptions& o) {
   CLI::App* c = app.add_subcommand(
       "sweep", "run the scenario at every point of a grid of overrides (--set KEY=V1,V2,...), one row per point; splits the points between ranks under mpirun");
-  c->add_option("scenario", o.scenario, "scenario file with cluster, workload and strategy sections")->required();
+  c->add_option("scenario", o.scenario, "scenario file with cluster, workload and strategy sections (or cluster and a jobs: list)")->required();
   c->add_option("--set", o.sets,
                 "KEY=V1,V2,...: a key path into the scenario (cluster.nodes[0].count, strategy.tp, "
                 "cluster.nodes[0].node.nics.link) and its values; repeat for more keys (the first is the outermost loop); "

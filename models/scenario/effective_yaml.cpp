@@ -119,7 +119,7 @@ std::string effective_yaml(const Scenario& sc) {
       } else {
         j["placement"] = std::string(to_string(p));
       }
-      j["start"] = fmt::format("{:.17g}s", job.start);
+      j["start"] = fmt::format("{}s", job.start);
       jobs.push_back(j);
     }
     out["jobs"] = jobs;

@@ -641,6 +641,7 @@ CoRunResult co_run(const models::Scenario& scenario, const models::Cluster& clus
   std::vector<JobState> jobs;
   CoRunResult r;
   r.steps = o.steps;
+  r.engine = o.engine;
   for (std::size_t j = 0; j < scenario.jobs.size(); ++j) {
     std::shared_ptr<JobState> alone;
     const auto key = std::make_pair(j, gpus[j]);
@@ -842,7 +843,7 @@ BestPlacement place_best(const models::Scenario& scenario, const models::Cluster
     }
     res = co_run(scenario, cluster, options, gpus, &cache);
     for (auto& jo : res.jobs) {
-      if (jo.name == scenario.jobs[b.job].name) jo.placement = std::string(models::to_string(p));
+      if (jo.name == scenario.jobs[b.job].name) jo.placement = "best: " + std::string(models::to_string(p));
     }
     double others = 0;
     for (std::size_t j = 0; j < res.jobs.size(); ++j) {
@@ -927,7 +928,8 @@ std::string jobs_summary(const models::Scenario& scenario, const models::Cluster
   const int total = static_cast<int>(cluster.topology.gpus().size());
   int used = 0;
   for (const auto& j : r.jobs) used += static_cast<int>(j.gpus.size());
-  out += fmt::format("# scenario: {}\n", scenario.name);
+  out += fmt::format("# ccsim run: {} — several jobs on one fabric, {} engine\n", scenario.name,
+                     r.engine == models::EngineKind::Flow ? "flow" : "analytic");
   out += fmt::format("# {} job{} on {} GPUs of {} ({} idle)\n", r.jobs.size(), r.jobs.size() == 1 ? "" : "s", used, total, total - used);
   for (std::size_t j = 0; j < r.jobs.size(); ++j) {
     const auto& job = scenario.jobs[j];
@@ -952,10 +954,11 @@ std::string jobs_summary(const models::Scenario& scenario, const models::Cluster
                seconds(j.p50), seconds(j.max), fmt::format("{}{}", j.step_time.size(), j.truncated ? " (limit)" : ""),
                fmt::format("{:.3f}x", j.slowdown)});
   }
-  out += fmt::format("step time alone and beside the other jobs ({} steps of the longest job, window {}):\n", r.steps, seconds(r.window));
+  out += fmt::format("step time alone and beside the other jobs (window {}: {} step{} of the job with the longest step):\n", seconds(r.window),
+                     r.steps, r.steps == 1 ? "" : "s");
   out += t.render(0);
   out += "\n";
-  support::TextTable c({"job", "dim", "ops per step", "slowed", "comm alone per step", "beside others", "lost to"},
+  support::TextTable c({"job", "dim", "ops per step", "slowed per step", "comm alone per step", "beside others", "lost to"},
                        {false, false, true, true, true, true, false});
   for (const auto& j : r.jobs) {
     const double n = static_cast<double>(std::max<std::size_t>(j.step_time.size(), 1));
@@ -966,7 +969,8 @@ std::string jobs_summary(const models::Scenario& scenario, const models::Cluster
                  seconds(d.alone / n), seconds(d.contended / n), to.empty() ? "-" : to});
     }
   }
-  out += "communication per step (mean over the window's steps; each op instance at its representative ranks):\n";
+  out += "communication per step (means over the window's steps; times are sums over the ops of every pipeline stage and replica "
+         "class, so they can exceed the step):\n";
   out += c.render(0);
   out += "\n";
   if (r.shared.empty()) {

@@ -94,6 +94,7 @@ struct CoRunResult {
   std::vector<JobOutcome> jobs;
   std::vector<SharedLink> shared;  ///< by co-run utilisation, descending
   int steps = 0;                   ///< the steps setting
+  models::EngineKind engine = models::EngineKind::Analytic;
   double window = 0;               ///< seconds: the end of the window
   int passes = 0;
   /// The last pass changed no op duration by more than 1e-9 relative, or no step time by more

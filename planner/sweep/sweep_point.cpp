@@ -72,7 +72,7 @@ SweepRow jobs_point(const models::Scenario& scenario, const PointOptions& o) {
   row.hbm_gib = hbm / kGiB;
   const JobOutcome& last = r.jobs.back();
   row.placement = last.placement;
-  if (ranking && ranking->job + 1 == r.jobs.size()) row.placement = "best: " + last.placement;
+  // (a job with placement best reads "best: leaf": place_best names it so)
   if (r.passes == 0) {
     for (const auto& j : r.jobs) {
       if (j.result.feasible) continue;

@@ -188,7 +188,7 @@ TEST_CASE("jobs: the best placement of a new job keeps it off the running job's 
   CHECK(b.ranking[2].policy == models::PlacementPolicy::Spread);
   CHECK(b.ranking[2].same_as == "packed");
   CHECK(b.best.jobs[1].gpus == std::vector<int>{4, 5});
-  CHECK(b.best.jobs[1].placement == "leaf");
+  CHECK(b.best.jobs[1].placement == "best: leaf");
 }
 
 TEST_CASE("jobs: one job over the whole cluster equals the one-job shorthand", "[jobs]") {
