@@ -417,7 +417,8 @@ class CoRun {
       cand.clear();
       neighbours(chosen[i], cand);
       std::sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
-      for (const auto& [overlap, r] : cand) {
+      for (const auto& entry : cand) {
+        const Ref& r = entry.second;  // (not a structured binding: a lambda captures it)
         if ((r.job == me_ref.job && r.step == me_ref.step && r.index == me_ref.index) || std::find_if(chosen.begin(), chosen.end(), [&](const Ref& c) {
               return c.job == r.job && c.step == r.step && c.index == r.index;
             }) != chosen.end()) {
@@ -677,7 +678,6 @@ CoRunResult co_run(const models::Scenario& scenario, const models::Cluster& clus
   if (feasible) {
     CoRun run(jobs, cluster, o.engine, scenario.simulation.contention, o.steps);
     bool changed = false;
-    double damping = 0, previous_change = std::numeric_limits<double>::infinity();
     r.window = run.layout(changed);
     // Shared links' utilisation in the co-run (Σ_j bytes per step / mean step over bandwidth),
     // from each job's link loads alone.
