@@ -37,77 +37,12 @@ constexpr double kOffsetQuantum = 1e-3;  // of an instance's time alone
 
 std::string job_key(std::size_t j, const char* key) { return fmt::format("jobs[{}].{}", j, key); }
 
-/// The tier-1 switch above `node` (through its first GPU's NIC), or -1.
-long long leaf_of(const models::Topology& t, DeviceId first_gpu) {
-  const DeviceId nic = t.device(first_gpu).nic;
-  if (nic == models::kNoDevice) return -1;
-  for (models::LinkId l : t.out_links(nic)) {
-    const DeviceId d = t.link_target(l);
-    if (t.device(d).kind == models::DeviceKind::NetworkSwitch) return d;
-  }
-  return -1;
-}
-
-/// The ordered nodes a whole-node policy takes, from the free whole nodes grouped by leaf
-/// (leaves in first-appearance order, nodes ascending).
-std::vector<int> order_nodes(PlacementPolicy policy, const std::vector<std::vector<int>>& leaves, const std::vector<int>& node_size,
-                             int need) {
-  std::vector<int> out;
-  if (policy == PlacementPolicy::Spread) {
-    for (std::size_t round = 0;; ++round) {
-      bool any = false;
-      for (const auto& l : leaves) {
-        if (round >= l.size()) continue;
-        any = true;
-        out.push_back(l[round]);
-      }
-      if (!any) return out;
-    }
-  }
-  std::vector<int> free(leaves.size(), 0);
-  for (std::size_t i = 0; i < leaves.size(); ++i)
-    for (int n : leaves[i]) free[i] += node_size[static_cast<std::size_t>(n)];
-  // One leaf holds the job: the one it fills most (least free that fits), the lowest first.
-  std::size_t fit = leaves.size();
-  for (std::size_t i = 0; i < leaves.size(); ++i)
-    if (free[i] >= need && (fit == leaves.size() || free[i] < free[fit])) fit = i;
-  if (fit != leaves.size()) return leaves[fit];
-  std::vector<std::size_t> order(leaves.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return free[a] > free[b]; });
-  for (std::size_t i : order) out.insert(out.end(), leaves[i].begin(), leaves[i].end());
-  return out;
-}
-
 double percentile50(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-bool sorted_intersect(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {
-  auto i = a.begin();
-  auto j = b.begin();
-  while (i != a.end() && j != b.end()) {
-    if (*i == *j) return true;
-    if (*i < *j) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
-  return false;
-}
-
-constexpr int kDims = 6;  // ParallelDim's five, then expert data parallel (as contention.hpp names them)
-constexpr const char* kDimNames[kDims] = {"TP", "PP", "DP", "EP", "CP", "EDP"};
-
-int dimension_of(const models::ProgramOp& op) {
-  if (op.expert && op.dim == models::ParallelDim::DP) return 5;
-  return static_cast<int>(op.dim);
-}
-
-/// One job's step alone and its co-run steps.
 struct JobState {
   std::unique_ptr<models::Scenario> scenario;
   std::unique_ptr<models::Cluster> cluster;
@@ -226,7 +161,7 @@ class CoRun {
   bool pass(double damping = 0) {
     bool same = true;
     // Per job and dimension: what its instances lost, and to which jobs.
-    loss_.assign(jobs_.size(), std::vector<DimensionContention>(kDims));
+    loss_.assign(jobs_.size(), std::vector<DimensionContention>(kContentionDims));
     std::vector<std::pair<double, std::pair<std::size_t, std::size_t>>> order;
     for (std::size_t j = 0; j < jobs_.size(); ++j)
       for (std::size_t k = 0; k < jobs_[j].step_start.size(); ++k) order.push_back({jobs_[j].step_start[k], {j, k}});
@@ -306,10 +241,10 @@ class CoRun {
   std::vector<std::vector<DimensionContention>> losses(const std::vector<std::string>& names) const {
     std::vector<std::vector<DimensionContention>> out(loss_.size());
     for (std::size_t j = 0; j < loss_.size(); ++j) {
-      for (int d = 0; d < kDims; ++d) {
+      for (int d = 0; d < kContentionDims; ++d) {
         DimensionContention x = loss_[j][static_cast<std::size_t>(d)];
         if (x.ops == 0) continue;
-        x.dim = kDimNames[d];
+        x.dim = contention_dimension_name(d);
         for (std::size_t o = 0; o < x.lost_to.size(); ++o)
           if (x.lost_to[o] > 0) x.to.emplace_back(names[o], x.lost_to[o]);
         x.lost_to.clear();
@@ -331,7 +266,7 @@ class CoRun {
       const int c = js.alone.op_comm[i];
       if (c < 0 || !js.alone.comm_costs[static_cast<std::size_t>(c)].plan || js.alone_duration[i] <= 0) continue;
       const auto [it, fresh] = index.try_emplace({c, timing[i].start}, out.in.size());
-      if (fresh) out.in.push_back({js.cost_base + c, dimension_of(p.ops[i]), timing[i].start, timing[i].end, {}});
+      if (fresh) out.in.push_back({js.cost_base + c, contention_dimension(p.ops[i]), timing[i].start, timing[i].end, {}});
       out.in[it->second].ops.push_back(i);
     }
     std::stable_sort(out.in.begin(), out.in.end(), [](const Instance& a, const Instance& b) {
@@ -524,114 +459,6 @@ JobState run_alone(const models::Scenario& scenario, const models::Cluster& clus
 
 }  // namespace
 
-void check_jobs_scenario(const models::Scenario& scenario, bool horizon) {
-  if (scenario.jobs.empty()) return;
-  const support::Fields root(scenario.layers, "");
-  if (scenario.reliability.enabled) {
-    throw support::InputError(!horizon ? root.location("reliability") : support::SourceLocation{"<command line>", 0, 0},
-                              !horizon ? "reliability" : "--horizon", "a one-job scenario (failures over a run are modelled for one job)",
-                              "a scenario with a jobs: list");
-  }
-  for (std::size_t j = 0; j < scenario.jobs.size(); ++j) {
-    if (scenario.jobs[j].workload.phase == models::WorkloadPhase::Serving) {
-      throw support::InputError(scenario.jobs[j].location, job_key(j, "workload.phase"),
-                                "training_step, prefill or decode (a job's step; serving's request batches are one job's)", "serving");
-    }
-  }
-  for (const auto& rule : scenario.what_if.links) {
-    if (rule.timed()) {
-      throw support::InputError(rule.where, rule.key, "a static rule beside jobs: (timed link events are timed from one job's step)",
-                                "a timed rule (at:)");
-    }
-  }
-}
-
-std::string format_index_ranges(const std::vector<int>& indices) {
-  std::string out;
-  for (std::size_t i = 0; i < indices.size();) {
-    std::size_t k = i;
-    while (k + 1 < indices.size() && indices[k + 1] == indices[k] + 1) ++k;
-    if (!out.empty()) out += ",";
-    out += k == i ? std::to_string(indices[i]) : fmt::format("{}-{}", indices[i], indices[k]);
-    i = k + 1;
-  }
-  return out;
-}
-
-std::vector<std::vector<int>> resolve_placements(const models::Scenario& scenario, const models::Cluster& cluster,
-                                                 const std::vector<PlacementPolicy>& override_policy) {
-  const models::Topology& t = cluster.topology;
-  const auto& all = t.gpus();
-  const int n_gpus = static_cast<int>(all.size());
-  const int n_nodes = t.num_nodes();
-  std::vector<std::vector<int>> node_gpus(static_cast<std::size_t>(n_nodes));
-  for (int g = 0; g < n_gpus; ++g) node_gpus[static_cast<std::size_t>(t.device(all[static_cast<std::size_t>(g)]).node)].push_back(g);
-  std::vector<long long> leaf(static_cast<std::size_t>(n_nodes), -1);
-  std::vector<int> node_size(static_cast<std::size_t>(n_nodes), 0);
-  for (int n = 0; n < n_nodes; ++n) {
-    const auto& ng = node_gpus[static_cast<std::size_t>(n)];
-    node_size[static_cast<std::size_t>(n)] = static_cast<int>(ng.size());
-    if (!ng.empty()) leaf[static_cast<std::size_t>(n)] = leaf_of(t, all[static_cast<std::size_t>(ng.front())]);
-  }
-  std::vector<char> used(static_cast<std::size_t>(n_gpus), 0);
-  std::vector<std::vector<int>> out(scenario.jobs.size());
-  // Listed placements first: they are fixed (parse_jobs checked them for overlaps).
-  for (std::size_t j = 0; j < scenario.jobs.size(); ++j) {
-    const auto& p = scenario.jobs[j].placement;
-    if (p.policy == PlacementPolicy::Gpus) out[j] = p.indices;
-    if (p.policy == PlacementPolicy::Nodes)
-      for (int n : p.indices) out[j].insert(out[j].end(), node_gpus[static_cast<std::size_t>(n)].begin(), node_gpus[static_cast<std::size_t>(n)].end());
-    for (int g : out[j]) used[static_cast<std::size_t>(g)] = 1;
-  }
-  for (std::size_t j = 0; j < scenario.jobs.size(); ++j) {
-    const auto& job = scenario.jobs[j];
-    PlacementPolicy policy = job.placement.policy;
-    if (policy == PlacementPolicy::Gpus || policy == PlacementPolicy::Nodes) continue;
-    if (policy == PlacementPolicy::Best) {
-      policy = j < override_policy.size() && override_policy[j] != PlacementPolicy::Best ? override_policy[j] : PlacementPolicy::Packed;
-    }
-    const int need = static_cast<int>(job.gpus());  // at most the cluster's (parse_jobs)
-    const int free = static_cast<int>(std::count(used.begin(), used.end(), 0));
-    // Rules on the point's values (a sweep reports them as infeasible rows).
-    if (free < need) {
-      throw support::RuleError(job.placement.location, job_key(j, "placement"),
-                                fmt::format("{} free GPUs for job '{}' (tp·pp·cp·dp)", need, job.name),
-                                fmt::format("{} GPUs left by the jobs placed before it (listed placements first, then policies in list order)", free));
-    }
-    std::vector<int>& gpus = out[j];
-    if (policy == PlacementPolicy::Packed) {
-      for (int g = 0; g < n_gpus && static_cast<int>(gpus.size()) < need; ++g)
-        if (used[static_cast<std::size_t>(g)] == 0) gpus.push_back(g);
-    } else {
-      // Whole free nodes, grouped by leaf in the order leaves first appear.
-      std::vector<std::vector<int>> leaves;
-      std::map<long long, std::size_t> leaf_index;
-      int whole = 0;
-      for (int n = 0; n < n_nodes; ++n) {
-        const auto& ng = node_gpus[static_cast<std::size_t>(n)];
-        if (ng.empty() || std::any_of(ng.begin(), ng.end(), [&](int g) { return used[static_cast<std::size_t>(g)] != 0; })) continue;
-        const auto [it, fresh] = leaf_index.try_emplace(leaf[static_cast<std::size_t>(n)], leaves.size());
-        if (fresh) leaves.emplace_back();
-        leaves[it->second].push_back(n);
-        whole += static_cast<int>(ng.size());
-      }
-      if (whole < need) {
-        throw support::RuleError(job.placement.location, job_key(j, "placement"),
-                                  fmt::format("{} GPUs on whole free nodes for job '{}' (policy {} takes whole nodes)", need, job.name,
-                                              models::to_string(policy)),
-                                  fmt::format("{} GPUs on whole free nodes ({} free GPUs in all; packed takes any)", whole, free));
-      }
-      for (int n : order_nodes(policy, leaves, node_size, need)) {
-        for (int g : node_gpus[static_cast<std::size_t>(n)]) {
-          if (static_cast<int>(gpus.size()) == need) break;
-          gpus.push_back(g);
-        }
-      }
-    }
-    for (int g : gpus) used[static_cast<std::size_t>(g)] = 1;
-  }
-  return out;
-}
 
 namespace {
 
@@ -874,260 +701,6 @@ BestPlacement place_best(const models::Scenario& scenario, const models::Cluster
     if (t.policy == b.ranking.front().policy) b.best = std::move(res);
   }
   return b;
-}
-
-namespace {
-
-std::string seconds(double s) { return support::format_time(s); }
-
-/// format_index_ranges, cut short for a text summary when long (a spread placement).
-std::string short_ranges(const std::vector<int>& gpus) {
-  std::string text = format_index_ranges(gpus);
-  if (text.size() <= 96) return text;
-  const std::size_t cut = text.rfind(',', 80);
-  return fmt::format("{},... ({} ranges; report.json lists every GPU)", text.substr(0, cut), std::count(text.begin(), text.end(), ',') + 1);
-}
-
-std::string layout_of(const models::StrategySpec& s) {
-  std::string out;
-  const auto add = [&](const char* n, int v) {
-    if (v <= 1) return;
-    if (!out.empty()) out += " × ";
-    out += fmt::format("{} {}", n, v);
-  };
-  add("TP", s.tp);
-  add("PP", s.pp);
-  add("CP", s.cp);
-  add("DP", s.dp);
-  add("EP", s.ep);
-  return out.empty() ? "one GPU" : out;
-}
-
-}  // namespace
-
-std::vector<std::string> jobs_warnings(const CoRunResult& r) {
-  std::vector<std::string> out;
-  if (r.passes > 0 && !r.converged) {
-    out.push_back(fmt::format("the co-run did not converge in {} passes (the last moved a step by {:.2g} %): its step times are "
-                              "one pass of an oscillation between overlap patterns, not a steady state",
-                              r.passes, 100 * r.last_change));
-  }
-  if (r.over_capacity > 0) {
-    out.push_back(fmt::format("{} shared link{} carr{} more than {} bandwidth in the co-run (up to {:.1f} %): each op is run beside "
-                              "the overlapping ops at their own times, which under-counts overlaps that chain; the slowdowns are "
-                              "lower bounds (docs/limitations.md)",
-                              r.over_capacity, r.over_capacity == 1 ? "" : "s", r.over_capacity == 1 ? "ies" : "y",
-                              r.over_capacity == 1 ? "its" : "their", 100 * r.max_utilisation));
-  }
-  return out;
-}
-
-std::string jobs_summary(const models::Scenario& scenario, const models::Cluster& cluster, const CoRunResult& r,
-                         const BestPlacement* ranking) {
-  std::string out;
-  const int total = static_cast<int>(cluster.topology.gpus().size());
-  int used = 0;
-  for (const auto& j : r.jobs) used += static_cast<int>(j.gpus.size());
-  out += fmt::format("# ccsim run: {} — several jobs on one fabric, {} engine\n", scenario.name,
-                     r.engine == models::EngineKind::Flow ? "flow" : "analytic");
-  out += fmt::format("# {} job{} on {} GPUs of {} ({} idle)\n", r.jobs.size(), r.jobs.size() == 1 ? "" : "s", used, total, total - used);
-  for (std::size_t j = 0; j < r.jobs.size(); ++j) {
-    const auto& job = scenario.jobs[j];
-    const auto& w = job.workload;
-    out += fmt::format("# {}: {} {}, {}, GPUs {}\n", job.name, job.model.name, models::to_string(w.phase), layout_of(job.strategy),
-                       short_ranges(r.jobs[j].gpus));
-  }
-  out += "\n";
-  for (std::size_t j = 0; j < r.jobs.size(); ++j) {
-    const auto& res = r.jobs[j].result;
-    if (res.feasible) continue;
-    double worst = 0;
-    for (const auto& m : res.memory) worst = std::max(worst, m.total());
-    out += fmt::format("INFEASIBLE: job {} needs {:.1f} GiB per GPU, more than the {:.1f} GiB of HBM; not simulated.\n", r.jobs[j].name,
-                       worst / (1024.0 * 1024 * 1024), res.hbm_capacity / (1024.0 * 1024 * 1024));
-  }
-  if (r.passes == 0) return out;
-  support::TextTable t({"job", "GPUs", "placement", "start", "alone", "co-run mean", "min", "p50", "max", "steps", "slowdown"},
-                       {false, true, false, true, true, true, true, true, true, true, true});
-  for (const auto& j : r.jobs) {
-    t.add_row({j.name, std::to_string(j.gpus.size()), j.placement, seconds(j.start), seconds(j.alone), seconds(j.mean), seconds(j.min),
-               seconds(j.p50), seconds(j.max), fmt::format("{}{}", j.step_time.size(), j.truncated ? " (limit)" : ""),
-               fmt::format("{:.3f}x", j.slowdown)});
-  }
-  out += fmt::format("step time alone and beside the other jobs (window {}: {} step{} of the job with the longest step):\n", seconds(r.window),
-                     r.steps, r.steps == 1 ? "" : "s");
-  out += t.render(0);
-  out += "\n";
-  support::TextTable c({"job", "dim", "ops per step", "slowed per step", "comm alone per step", "beside others", "lost to"},
-                       {false, false, true, true, true, true, false});
-  for (const auto& j : r.jobs) {
-    const double n = static_cast<double>(std::max<std::size_t>(j.step_time.size(), 1));
-    for (const auto& d : j.comm) {
-      std::string to;
-      for (const auto& [who, lost] : d.to) to += fmt::format("{}{} {}", to.empty() ? "" : ", ", who, seconds(lost / n));
-      c.add_row({j.name, d.dim, fmt::format("{:g}", static_cast<double>(d.ops) / n), fmt::format("{:g}", static_cast<double>(d.slowed) / n),
-                 seconds(d.alone / n), seconds(d.contended / n), to.empty() ? "-" : to});
-    }
-  }
-  out += "communication per step (means over the window's steps; times are sums over the ops of every pipeline stage and replica "
-         "class, so they can exceed the step):\n";
-  out += c.render(0);
-  out += "\n";
-  if (r.shared.empty()) {
-    out += fmt::format("shared links: none (the jobs' traffic uses {} links, none of them carries two jobs)\n", r.fabric_links);
-  } else {
-    std::vector<std::string> head{"shared link", "bandwidth"};
-    std::vector<bool> right{false, true};
-    for (const auto& j : r.jobs) {
-      head.push_back(j.name + " bytes/step");
-      right.push_back(true);
-      head.push_back(j.name + " share");
-      right.push_back(true);
-    }
-    head.push_back("utilisation");
-    right.push_back(true);
-    support::TextTable s(head, right);
-    const std::size_t shown = std::min<std::size_t>(r.shared.size(), 10);
-    for (std::size_t i = 0; i < shown; ++i) {
-      const auto& l = r.shared[i];
-      std::vector<std::string> row{l.name, support::format_bandwidth(l.capacity)};
-      double rate = 0;
-      for (std::size_t j = 0; j < l.bytes.size(); ++j) rate += l.bytes[j] / r.jobs[j].mean;
-      for (std::size_t j = 0; j < l.bytes.size(); ++j) {
-        row.push_back(support::format_bytes(l.bytes[j]));
-        row.push_back(fmt::format("{:.1f} %", rate > 0 ? 100 * l.bytes[j] / r.jobs[j].mean / rate : 0.0));
-      }
-      row.push_back(fmt::format("{:.1f} %", 100 * l.utilisation));
-      s.add_row(row);
-    }
-    out += fmt::format("shared links: {} of the {} links the jobs use carry two or more jobs' traffic{}\n", r.shared.size(),
-                       r.fabric_links, shown < r.shared.size() ? fmt::format(" (the {} busiest shown)", shown) : "");
-    out += s.render(0);
-    out += "(share: of the link's bytes per second in the co-run; utilisation: all jobs' bytes per second over its bandwidth)\n";
-  }
-  if (ranking != nullptr) {
-    out += "\n";
-    out += fmt::format("placement of job {} (placement: best), best first:\n", scenario.jobs[ranking->job].name);
-    support::TextTable p({"policy", "GPUs", "worst slowdown", "job's mean step", "others' mean slowdown"}, {false, false, true, true, true});
-    for (const auto& tr : ranking->ranking) {
-      p.add_row({std::string(models::to_string(tr.policy)) + (tr.same_as.empty() ? "" : " (= " + tr.same_as + ")"),
-                 short_ranges(tr.gpus), fmt::format("{:.3f}x", tr.worst_slowdown), seconds(tr.job_mean),
-                 fmt::format("{:.3f}x", tr.others_mean_slowdown)});
-    }
-    out += p.render(0);
-  }
-  out += fmt::format("\n(co-run: {} pass{}{}, {} merged engine run{}; each communication op beside the other jobs' ops that overlap it on "
-                     "shared links{})\n",
-                     r.passes, r.passes == 1 ? "" : "es",
-                     r.converged ? ", converged" : fmt::format(", NOT converged (the last pass moved a step by {:.2g} %)", 100 * r.last_change),
-                     r.runs, r.runs == 1 ? "" : "s",
-                     r.chained ? "; chained overlaps: the pairwise runs left a shared link above its bandwidth, so each op also ran "
-                                 "beside its partners' partners"
-                               : "");
-  for (const std::string& w : jobs_warnings(r)) out += "warning: " + w + "\n";
-  return out;
-}
-
-std::string jobs_report_json(const models::Scenario& scenario, const models::Cluster& cluster, const CoRunResult& r,
-                             const BestPlacement* ranking, models::EngineKind engine) {
-  nlohmann::ordered_json j;
-  j["schema"] = "ccsim.jobs/1";
-  j["scenario"] = scenario.name;
-  j["engine"] = engine == models::EngineKind::Flow ? "flow" : "analytic";
-  j["gpus"] = cluster.topology.gpus().size();
-  j["steps"] = r.steps;
-  j["window_s"] = r.window;
-  j["passes"] = r.passes;
-  j["converged"] = r.converged;
-  j["last_pass_step_change"] = r.last_change;
-  j["chained_overlaps"] = r.chained;
-  j["warnings"] = jobs_warnings(r);
-  j["merged_runs"] = r.runs;
-  j["feasible"] = r.passes > 0;
-  nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
-  for (std::size_t k = 0; k < r.jobs.size(); ++k) {
-    const auto& o = r.jobs[k];
-    nlohmann::ordered_json x;
-    x["name"] = o.name;
-    x["model"] = scenario.jobs[k].model.name;
-    x["phase"] = std::string(models::to_string(scenario.jobs[k].workload.phase));
-    x["placement"] = o.placement;
-    x["gpus"] = o.gpus;
-    x["start_s"] = o.start;
-    x["feasible"] = o.result.feasible;
-    // Figures that were not computed (a job out of memory, or a co-run that did not run) are null.
-    const bool ran = r.passes > 0;
-    const auto figure = [](bool known, double v) { return known ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); };
-    x["alone_step_s"] = figure(o.result.feasible, o.alone);
-    x["mfu_alone"] = figure(o.result.feasible, o.mfu_alone);
-    x["step_start_s"] = o.step_start;
-    x["step_time_s"] = o.step_time;
-    x["mean_s"] = figure(ran, o.mean);
-    x["min_s"] = figure(ran, o.min);
-    x["p50_s"] = figure(ran, o.p50);
-    x["max_s"] = figure(ran, o.max);
-    x["slowdown"] = figure(ran, o.slowdown);
-    x["steps_truncated"] = o.truncated;
-    x["tokens_per_s_alone"] = figure(o.result.feasible && o.alone > 0, o.alone > 0 ? o.tokens / o.alone : 0.0);
-    x["tokens_per_s"] = figure(ran && o.mean > 0, o.mean > 0 ? o.tokens / o.mean : 0.0);
-    nlohmann::ordered_json comm = nlohmann::ordered_json::array();
-    for (const auto& d : o.comm) {
-      nlohmann::ordered_json lost = nlohmann::ordered_json::object();
-      for (const auto& [who, t] : d.to) lost[who] = t;
-      comm.push_back({{"dim", d.dim}, {"op_instances", d.ops}, {"slowed", d.slowed}, {"alone_s", d.alone}, {"co_run_s", d.contended},
-                      {"lost_to_s", std::move(lost)}});
-    }
-    x["comm_over_window"] = std::move(comm);
-    jobs.push_back(std::move(x));
-  }
-  j["jobs"] = std::move(jobs);
-  nlohmann::ordered_json shared = nlohmann::ordered_json::array();
-  for (const auto& l : r.shared) {
-    nlohmann::ordered_json x;
-    x["link"] = l.name;
-    x["bandwidth_Bps"] = l.capacity;
-    nlohmann::ordered_json per = nlohmann::ordered_json::object();
-    for (std::size_t k = 0; k < l.bytes.size(); ++k) per[r.jobs[k].name] = l.bytes[k];
-    x["bytes_per_step"] = std::move(per);
-    x["utilisation"] = l.utilisation;
-    shared.push_back(std::move(x));
-  }
-  j["shared_links"] = std::move(shared);
-  j["links_used"] = r.fabric_links;
-  if (ranking != nullptr) {
-    nlohmann::ordered_json p = nlohmann::ordered_json::array();
-    for (const auto& tr : ranking->ranking) {
-      nlohmann::ordered_json x;
-      x["policy"] = std::string(models::to_string(tr.policy));
-      x["gpus"] = tr.gpus;
-      x["same_as"] = tr.same_as;
-      const bool ran = r.passes > 0;
-      x["worst_slowdown"] = ran ? nlohmann::ordered_json(tr.worst_slowdown) : nlohmann::ordered_json(nullptr);
-      x["job_mean_s"] = ran ? nlohmann::ordered_json(tr.job_mean) : nlohmann::ordered_json(nullptr);
-      x["others_mean_slowdown"] = ran ? nlohmann::ordered_json(tr.others_mean_slowdown) : nlohmann::ordered_json(nullptr);
-      p.push_back(std::move(x));
-    }
-    nlohmann::ordered_json pr;
-    pr["job"] = scenario.jobs[ranking->job].name;
-    pr["ranking"] = std::move(p);
-    j["placement_ranking"] = std::move(pr);
-  }
-  return j.dump(2) + "\n";
-}
-
-std::string jobs_steps_csv(const CoRunResult& r) {
-  // RFC 4180: a name with a comma, quote or line break is quoted, quotes doubled.
-  const auto cell = [](const std::string& v) {
-    if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-    std::string q = "\"";
-    for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  };
-  std::string out = "job,step,start_s,time_s,alone_s\n";
-  for (const auto& j : r.jobs)
-    for (std::size_t k = 0; k < j.step_time.size(); ++k)
-      out += fmt::format("{},{},{:.9g},{:.9g},{:.9g}\n", cell(j.name), k, j.step_start[k], j.step_time[k], j.alone);
-  return out;
 }
 
 }  // namespace ccsim::planner

@@ -13,14 +13,6 @@ namespace {
 
 using models::ParallelDim;
 
-constexpr int kDims = 6;  // ParallelDim's five, then expert data parallel
-constexpr const char* kDimNames[kDims] = {"TP", "PP", "DP", "EP", "CP", "EDP"};
-
-int dimension_of(const models::ProgramOp& op) {
-  if (op.expert && op.dim == ParallelDim::DP) return 5;
-  return static_cast<int>(op.dim);
-}
-
 /// One communication op at its start: the Program ops it stands for (the copies of a DP
 /// collective joined across replica classes are one op).
 struct Instance {
@@ -29,6 +21,18 @@ struct Instance {
   double start = 0, end = 0;
   std::vector<std::uint32_t> ops;
 };
+
+}  // namespace
+
+int contention_dimension(const models::ProgramOp& op) {
+  if (op.expert && op.dim == models::ParallelDim::DP) return 5;
+  return static_cast<int>(op.dim);
+}
+
+const char* contention_dimension_name(int d) {
+  static constexpr const char* kNames[kContentionDims] = {"TP", "PP", "DP", "EP", "CP", "EDP"};
+  return kNames[d];
+}
 
 bool sorted_intersect(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {
   auto i = a.begin();
@@ -43,8 +47,6 @@ bool sorted_intersect(const std::vector<std::uint32_t>& a, const std::vector<std
   }
   return false;
 }
-
-}  // namespace
 
 class CrossDimensionContention::Impl {
  public:
@@ -69,7 +71,7 @@ class CrossDimensionContention::Impl {
       const int c = op_comm_[i];
       if (c < 0 || !costs_[static_cast<std::size_t>(c)].plan || alone[i] <= 0) continue;
       const auto [it, fresh] = index.try_emplace({c, timing[i].start}, out.size());
-      if (fresh) out.push_back({c, dimension_of(p_.ops[i]), timing[i].start, timing[i].end, {}});
+      if (fresh) out.push_back({c, contention_dimension(p_.ops[i]), timing[i].start, timing[i].end, {}});
       out[it->second].ops.push_back(i);
     }
     std::sort(out.begin(), out.end(), [](const Instance& a, const Instance& b) {
@@ -186,7 +188,7 @@ std::vector<double> CrossDimensionContention::durations(const std::vector<OpTimi
 
 std::vector<DimensionContention> CrossDimensionContention::dims() const {
   const Impl& c = *impl_;
-  std::vector<DimensionContention> dims(kDims);
+  std::vector<DimensionContention> dims(kContentionDims);
   for (std::size_t k = 0; k < c.in.size(); ++k) {
     auto& d = dims[static_cast<std::size_t>(c.in[k].dim)];
     const double a = c.alone[c.in[k].ops.front()];
@@ -197,17 +199,17 @@ std::vector<DimensionContention> CrossDimensionContention::dims() const {
     // The loss split evenly over the dimensions it ran beside.
     const int n = __builtin_popcount(c.partners[k]);
     if (n == 0 || c.length[k] <= a) continue;
-    if (d.lost_to.empty()) d.lost_to.assign(kDims, 0.0);
-    for (int other = 0; other < kDims; ++other)
+    if (d.lost_to.empty()) d.lost_to.assign(kContentionDims, 0.0);
+    for (int other = 0; other < kContentionDims; ++other)
       if ((c.partners[k] >> other) & 1U) d.lost_to[static_cast<std::size_t>(other)] += (c.length[k] - a) / n;
   }
   std::vector<DimensionContention> out;
-  for (int d = 0; d < kDims; ++d) {
+  for (int d = 0; d < kContentionDims; ++d) {
     if (dims[static_cast<std::size_t>(d)].ops == 0) continue;
     DimensionContention& x = dims[static_cast<std::size_t>(d)];
-    x.dim = kDimNames[d];
+    x.dim = contention_dimension_name(d);
     for (std::size_t o = 0; o < x.lost_to.size(); ++o)
-      if (x.lost_to[o] > 0) x.to.emplace_back(kDimNames[o], x.lost_to[o]);
+      if (x.lost_to[o] > 0) x.to.emplace_back(contention_dimension_name(static_cast<int>(o)), x.lost_to[o]);
     x.lost_to.clear();
     out.push_back(std::move(x));
   }

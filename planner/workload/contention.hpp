@@ -29,6 +29,16 @@
 
 namespace ccsim::planner {
 
+/// Parallel dimensions as contention reports them: ParallelDim's five (TP, PP, DP, EP, CP), then
+/// expert data parallel (EDP: an expert's DP op).
+inline constexpr int kContentionDims = 6;
+/// The dimension index of a communication op (0 .. kContentionDims−1).
+int contention_dimension(const models::ProgramOp& op);
+/// "TP", "PP", "DP", "EP", "CP", "EDP".
+const char* contention_dimension_name(int d);
+/// Whether two ascending lists share an element (link or GPU ids of two runs).
+bool sorted_intersect(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b);
+
 /// What one parallel dimension lost to the others in a step.
 struct DimensionContention {
   std::string dim;            ///< "TP", "CP", "DP", "EP", "PP", "EDP" (expert data parallel)
