@@ -10,6 +10,7 @@
 
 #include "cli/commands/calibrate_command.hpp"
 #include "cli/commands/collective_command.hpp"
+#include "cli/commands/synthesize_command.hpp"
 #include "cli/commands/compare_command.hpp"
 #include "cli/commands/plan_command.hpp"
 #include "cli/commands/replay_command.hpp"
@@ -43,6 +44,8 @@ int main(int argc, char** argv) {
   CLI::App* replay_cmd = ccsim::cli::add_replay_command(app, replay);
   ccsim::cli::SweepCliOptions sweep;
   CLI::App* sweep_cmd = ccsim::cli::add_sweep_command(app, sweep);
+  ccsim::cli::SynthesizeCliOptions synthesize;
+  CLI::App* synthesize_cmd = ccsim::cli::add_synthesize_command(app, synthesize);
 
   try {
     app.parse(argc, argv);
@@ -58,7 +61,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "ccsim: a subcommand is required (topo, collective, compare, run, plan, sweep, calibrate, replay); see ccsim --help\n";
+    std::cerr << "ccsim: a subcommand is required (topo, collective, compare, run, plan, sweep, calibrate, replay, synthesize); see ccsim --help\n";
     return 2;
   }
   try {
@@ -71,6 +74,7 @@ int main(int argc, char** argv) {
     if (plan_cmd->parsed()) rc = ccsim::cli::run_plan(plan);
     if (sweep_cmd->parsed()) rc = ccsim::cli::run_sweep(sweep);
     if (replay_cmd->parsed()) rc = ccsim::cli::run_replay(replay);
+    if (synthesize_cmd->parsed()) rc = ccsim::cli::run_synthesize(synthesize);
     std::cout.flush();
     if (!std::cout) {
       std::cerr << "ccsim: error: cannot write to standard output\n";

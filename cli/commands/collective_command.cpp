@@ -18,6 +18,9 @@
 #include "support/units.hpp"
 #include "planner/collective/channel_plan.hpp"
 #include "planner/collective/collective_runner.hpp"
+#include "planner/synthesis/msccl_xml.hpp"
+#include "support/input_file.hpp"
+#include "sim/engine.hpp"
 
 namespace ccsim::cli {
 
@@ -231,6 +234,48 @@ std::vector<planner::CollectiveResult> simulate_sizes(planner::CollectiveRunner&
   return rows;
 }
 
+/// `--algo synth:FILE`: the MSCCL XML schedule of FILE at every size, on the runner's ranks and
+/// engine, with the bound of the runner's placement.
+std::vector<planner::CollectiveResult> simulate_synthesized(const models::Cluster& cluster, const planner::CostModel& costs,
+                                                            const planner::CollectiveOptions& opts, const std::string& file,
+                                                            const std::vector<std::uint64_t>& sizes) {
+  const std::string text = support::read_input_file(file, "an MSCCL XML schedule");
+  const planner::synthesis::MscclHeader h = planner::synthesis::read_msccl_header(text, file);
+  const int n = static_cast<int>(opts.gpus.size());
+  if (h.ranks != n) {
+    throw InputError({file, 0, 0}, "algo.ngpus", fmt::format("{} (the ranks of this run; --ranks or --group choose them)", n), std::to_string(h.ranks));
+  }
+  if (h.collective != opts.collective) {
+    throw InputError({file, 0, 0}, "algo.coll", std::string(models::to_string(opts.collective)) + " (--op)",
+                     std::string(models::to_string(h.collective)));
+  }
+  planner::CollectiveOptions o = opts;
+  o.algorithm.reset();
+  planner::CollectiveRunner runner(cluster, costs, o);
+  models::Router router(cluster);
+  const planner::LowerBound bound = planner::lower_bound(cluster, router, opts.collective, opts.gpus, opts.root);
+  std::unique_ptr<sim::Engine> engine = sim::make_engine(opts.engine, cluster);
+  std::vector<planner::CollectiveResult> rows;
+  for (const std::uint64_t bytes : sizes) {
+    if (h.max_bytes > 0 && (bytes < h.min_bytes || bytes > h.max_bytes)) {
+      std::cerr << "ccsim: note: " << bytes << " bytes: outside the file's minBytes " << h.min_bytes << " .. maxBytes " << h.max_bytes
+                << " (MSCCL would not run it there); simulated anyway\n";
+    }
+    const models::Schedule s = planner::synthesis::from_msccl_xml(text, file, bytes, opts.element_size);
+    const sim::Timeline tl = runner.run_schedule(s, planner::Algorithm::Synthesized, planner::Protocol::Simple, *engine);
+    planner::CollectiveResult r;
+    r.bytes = bytes;
+    r.algorithm = planner::Algorithm::Synthesized;
+    r.protocol = planner::Protocol::Simple;
+    r.time = tl.makespan;
+    r.transfers = tl.transfers;
+    r.bound = bound.time(static_cast<double>(bytes));
+    if (r.time < r.bound * (1.0 - 1e-9)) throw std::logic_error(fmt::format("{}: simulated below the lower bound at {} bytes", file, bytes));
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
 /// nccl-tests' table of `rows` in the format asked (text, csv or json) on stdout.
 void print_table(const TableContext& c, const std::vector<planner::CollectiveResult>& rows) {
   const CollectiveCliOptions& o = c.options;
@@ -406,6 +451,16 @@ int run_collective(const CollectiveCliOptions& o) {
   }
   const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
   const planner::CostModel costs = planner::CostModel::load(cost_table.path);
+  if (opts.algorithm == planner::Algorithm::Synthesized) {
+    if (opts.protocol && *opts.protocol != planner::Protocol::Simple) {
+      throw InputError({"<command line>", 0, 0}, "--protocol", "auto or Simple with --algo synth:FILE (MSCCL schedules run on Simple)", o.protocol);
+    }
+    if (o.skew) throw InputError({"<command line>", 0, 0}, "--skew", "no --skew with --algo synth:FILE", "'" + *o.skew + "'");
+    const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, *collective, opts.element_size, n);
+    const std::vector<planner::CollectiveResult> rows = simulate_synthesized(cluster, costs, opts, o.algo.substr(6), sizes.sizes);
+    print_table({o, *collective, n, cluster, sizes.unit, 1, costs.source() + cost_table.note("--calibration", "calibration"), opts.rank_ready}, rows);
+    return 0;
+  }
   const std::unique_ptr<planner::CollectiveRunner> built = make_runner(cluster, costs, opts, o.algo, o.protocol);
   planner::CollectiveRunner& runner = *built;
 

@@ -24,10 +24,11 @@ namespace ccsim::planner {
 /// Those before VllmOneShot are the collective library's (Selection::Library: `--algo` and a
 /// scenario's strategy.algorithms name them; a new library algorithm goes there); VllmOneShot
 /// and VllmTwoShot are vLLM's custom all-reduce kernels, P2p the point-to-point sends of
-/// pipeline parallelism.
+/// pipeline parallelism, Synthesized a schedule synthesized for the fabric or imported
+/// (planner/synthesis: `ccsim synthesize`, `--algo synth:FILE`), which no generator builds.
 enum class Algorithm : std::uint8_t {
   Ring, Tree, HalvingDoubling, RecursiveDoubling, Bruck, Direct, Pairwise, Hierarchical, Nvls, NvlsTree,
-  VllmOneShot, VllmTwoShot, P2p
+  VllmOneShot, VllmTwoShot, P2p, Synthesized
 };
 
 /// The entry's name: "ring", "tree", "halving-doubling", ..., "vllm-oneshot", "p2p".

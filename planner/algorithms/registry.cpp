@@ -181,12 +181,33 @@ void add_kernels_and_p2p(std::vector<AlgorithmEntry>& r) {
                .generate = built<Algorithm::P2p, detail::p2p>});
 }
 
+std::string synthesized_refusal(const AlgorithmRequest&) {
+  return "a synthesized schedule is given whole (ccsim synthesize, or an MSCCL XML file with --algo synth:FILE), not generated";
+}
+
+models::Schedule synthesized_generate(const AlgorithmRequest& r) { throw std::invalid_argument(synthesized_refusal(r)); }
+
+/// Schedules given whole (planner/synthesis): costed with the default row and Simple, as MSCCL
+/// runs its interpreted schedules on NCCL's Simple protocol primitives.
+void add_synthesized(std::vector<AlgorithmEntry>& r) {
+  r.push_back({.algorithm = Algorithm::Synthesized,
+               .name = "synthesized",
+               .selection = Selection::Synthesized,
+               .collectives = {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::Broadcast,
+                               Collective::Reduce, Collective::AlltoAll},
+               .protocols = kSimple,
+               .granularities = kStep,
+               .refusal = synthesized_refusal,
+               .generate = synthesized_generate});
+}
+
 std::vector<AlgorithmEntry> make_registry() {
   std::vector<AlgorithmEntry> r;
   add_ring_and_tree(r);
   add_exchanges(r);
   add_node_algorithms(r);
   add_kernels_and_p2p(r);
+  add_synthesized(r);
   for (std::size_t i = 0; i < r.size(); ++i) {
     if (static_cast<std::size_t>(r[i].algorithm) != i || r[i].refusal == nullptr || r[i].generate == nullptr) {
       throw std::logic_error("algorithm registry: entry " + std::to_string(i) + " (" + std::string(r[i].name) +

@@ -31,6 +31,9 @@
 //   vllm-twoshot       vLLM's two-stage custom all-reduce kernel inside a node (vllm_allreduce.hpp)
 //   p2p                point-to-point sends (pipeline parallelism): rank 2i sends its input to
 //                      rank 2i+1 (NCCL's p2p with the Simple protocol)
+//   synthesized        a Schedule given whole: ForestColl trees from `ccsim synthesize`, or an
+//                      MSCCL XML file (--algo synth:FILE); its entry carries the costs (the
+//                      default row, Simple), its generator refuses every request
 
 #include <cstdint>
 #include <initializer_list>
@@ -67,6 +70,7 @@ enum class Selection : std::uint8_t {
   Library,       ///< a collective library's algorithm: `--algo`, strategy.algorithms and the NCCL policy name it
   Kernel,        ///< a framework's own kernel (vLLM's custom all-reduce), chosen by the framework's rule
   PointToPoint,  ///< point-to-point sends (pipeline parallelism): not a collective choice
+  Synthesized,   ///< a schedule synthesized for the fabric or imported from MSCCL XML (planner/synthesis): given, not generated
 };
 
 /// Where a group's ranks are, as far as an algorithm's placement rule asks: what NCCL's tuner

@@ -1,0 +1,204 @@
+#include "cli/commands/synthesize_command.hpp"
+
+#include <chrono>
+#include <iostream>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands/collective_command.hpp"
+#include "cli/options.hpp"
+#include "models/collective/collective.hpp"
+#include "planner/synthesis/msccl_xml.hpp"
+#include "planner/synthesis/synthesis_runner.hpp"
+#include "planner/synthesis/tree_xml.hpp"
+#include "support/output_dir.hpp"
+#include "support/input_error.hpp"
+
+namespace ccsim::cli {
+
+using support::InputError;
+
+CLI::App* add_synthesize_command(CLI::App& app, SynthesizeCliOptions& o) {
+  CLI::App* c = app.add_subcommand("synthesize", "Synthesize a collective's schedule for the fabric (ForestColl trees) and compare it with NCCL's");
+  c->add_option("scenario", o.scenario, "scenario YAML file")->required();
+  c->add_option("--op", o.op, "allgather, reducescatter or allreduce")->required();
+  c->add_option("--method", o.method, "forest (ForestColl's throughput-optimal spanning trees) or auto (forest)")
+      ->check(CLI::IsMember({"auto", "forest"}));
+  c->add_option("-b,--minbytes", o.min_bytes, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)");
+  c->add_option("-e,--maxbytes", o.max_bytes, "largest size");
+  c->add_option("-f,--stepfactor", o.factor, "multiply the size by this factor between rows")->check(CLI::Range(2, 1024));
+  c->add_option("--engine", o.engine, "analytic or flow")->check(CLI::IsMember({"analytic", "flow"}));
+  c->add_option("--ranks", o.ranks, "use the first N GPUs (default: all)")->check(CLI::Range(1, 1 << 20));
+  c->add_option("--group", o.group, "use these global GPU ranks, e.g. 0-7,16-23");
+  c->add_option("--chunks", o.chunks, "pipeline chunks per tree (default: by size, up to 16)")->check(CLI::Range(1, 256));
+  c->add_option("-d,--datatype", o.datatype, "element type: float, half, bfloat16, double, int8");
+  c->add_option("--format", o.format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
+  c->add_option("--calibration", o.calibration, "calibration table (default: the scenario's simulation.calibration, else the shipped one)");
+  c->add_option("--catalog", o.catalog, "hardware catalog directory");
+  c->add_option("--out", o.out, "directory to write the trees (ForestColl XML) and the schedule (MSCCL XML) into");
+  return c;
+}
+
+namespace {
+
+/// "node0/gpu0-7, node1/gpu0-3": the GPUs of `ranks`, grouped by node.
+std::string describe_ranks(const planner::synthesis::SynthesisGraph& g, const std::vector<int>& ranks) {
+  if (ranks.empty()) return "none";
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size() && i < 4; ++i) out += (i ? ", " : "") + g.name[static_cast<std::size_t>(ranks[i])];
+  if (ranks.size() > 4) out += fmt::format(", ... ({} ranks)", ranks.size());
+  return out;
+}
+
+struct ForestSummary {
+  std::string name;
+  const planner::synthesis::Forest* f;
+};
+
+}  // namespace
+
+int run_synthesize(const SynthesizeCliOptions& o) {
+  const auto collective = models::parse_collective(o.op);
+  if (!collective) {
+    throw InputError({"<command line>", 0, 0}, "--op", "allgather, reducescatter or allreduce", "'" + o.op + "'");
+  }
+  const std::uint64_t lo = parse_size(o.min_bytes, "--minbytes");
+  const std::uint64_t hi = parse_size(o.max_bytes, "--maxbytes");
+  if (lo == 0) throw InputError({"<command line>", 0, 0}, "--minbytes", "a size above 0", o.min_bytes);
+  if (hi < lo) throw InputError({"<command line>", 0, 0}, "--maxbytes", "a size at least --minbytes", o.max_bytes);
+  const models::Scenario scenario = load_cluster_scenario_file(o.scenario, o.catalog);
+  const models::Cluster cluster = models::build_scenario_cluster(scenario);
+  planner::synthesis::SynthesisOptions opts;
+  opts.collective = *collective;
+  opts.gpus = select_gpus(cluster, o.ranks, o.group);
+  opts.element_size = element_size(o.datatype);
+  opts.chunks = o.chunks;
+  opts.engine = *models::parse_engine_kind(o.engine);  // checked by the option
+  const int n = static_cast<int>(opts.gpus.size());
+  const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
+  const planner::CostModel costs = planner::CostModel::load(cost_table.path);
+
+  const std::string stem(models::nccl_tests_name(*collective));
+  std::optional<support::OutputDir> out;
+  if (!o.out.empty()) {
+    out.emplace(o.out, support::OutputDirRules{.option = "--out", .create = support::CreateDir::AtWrite,
+                                               .regular_files = {stem + ".msccl.xml", "allgather.trees.xml", "reducescatter.trees.xml"},
+                                               .probe_prefix = {}});
+    out->prepare();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  planner::synthesis::SynthesisRunner runner(cluster, costs, opts);
+  const double synth_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, *collective, opts.element_size, n);
+  std::vector<planner::synthesis::SynthesisRow> rows;
+  for (std::uint64_t bytes : sizes.sizes) {
+    if (bytes % (static_cast<std::uint64_t>(n) * opts.element_size) != 0) continue;  // a whole number of elements per rank
+    rows.push_back(runner.run(bytes));
+  }
+  if (rows.empty()) {
+    throw InputError({"<command line>", 0, 0}, "--maxbytes", fmt::format("a size with a whole number of elements for each of the {} ranks", n),
+                     o.max_bytes);
+  }
+  std::vector<ForestSummary> forests;
+  if (runner.allgather()) forests.push_back({"allgather", runner.allgather()});
+  if (runner.reducescatter()) forests.push_back({"reducescatter", runner.reducescatter()});
+
+  std::string written;
+  if (out) {
+    const planner::synthesis::GridSchedule grid = runner.grid_schedule();
+    const std::string xml = planner::synthesis::to_msccl_xml(grid.schedule, fmt::format("ccsim forest {} {} ranks", stem, n), lo, hi);
+    out->create();
+    for (const ForestSummary& s : forests) out->write(s.name + ".trees.xml", planner::synthesis::to_tree_xml(*s.f, runner.graph(), s.name));
+    out->write(stem + ".msccl.xml", xml);
+    written = fmt::format("# wrote {}: {}.msccl.xml ({} chunks per rank's block, {}){}\n", o.out, stem, grid.grid,
+                          grid.exact ? "the trees' weights exact" : fmt::format("the trees' weights rounded: fluid time x{:.4f}", grid.fluid_ratio),
+                          forests.size() == 2 ? ", allgather.trees.xml, reducescatter.trees.xml" : ", " + forests.front().name + ".trees.xml");
+  }
+  const double factor = models::busbw_factor(*collective, n);
+  const bool reduces = *collective != models::Collective::AllGather;
+  const std::string redop = reduces ? "sum" : "none";
+  struct Cells {
+    double us, algbw, busbw, bound_us, reached, forest_us, of_forest, fluid, nccl_us, nccl_busbw, gain;
+  };
+  const auto cells = [&](const planner::synthesis::SynthesisRow& r) {
+    const double algbw = static_cast<double>(r.bytes) / r.time / 1e9;
+    const double nccl_algbw = static_cast<double>(r.bytes) / r.nccl.time / 1e9;
+    return Cells{r.time * 1e6, algbw, algbw * factor, r.bound * 1e6, r.bound / r.time * 100.0, r.forest_time * 1e6,
+                 r.forest_time / r.time * 100.0, r.forest_time / r.fluid_time, r.nccl.time * 1e6, nccl_algbw * factor, r.nccl.time / r.time};
+  };
+  if (o.format == "json") {
+    nlohmann::json j;
+    j["collective"] = std::string(models::to_string(*collective));
+    j["ranks"] = n;
+    j["cluster"] = cluster.spec.name;
+    j["engine"] = o.engine;
+    j["method"] = "forest";
+    j["synthesis_seconds"] = synth_seconds;
+    for (const ForestSummary& s : forests) {
+      j["forests"][s.name] = {{"trees", s.f->trees.size()}, {"height", s.f->height()}, {"rate_GBps", s.f->rate() / 1e9},
+                              {"optimal_algbw_GBps", s.f->rate() * n / 1e9}, {"tight_cut_ranks", s.f->tight_cut},
+                              {"tight_cut_GBps", s.f->tight_bandwidth / 1e9}, {"rank_classes", s.f->rank_classes},
+                              {"max_flows", s.f->max_flows}};
+    }
+    j["rows"] = nlohmann::json::array();
+    for (const auto& r : rows) {
+      const Cells c = cells(r);
+      j["rows"].push_back({{"size_B", r.bytes}, {"count", r.bytes / sizes.unit}, {"type", o.datatype}, {"redop", redop},
+                           {"time_us", c.us}, {"algbw_GBps", c.algbw}, {"busbw_GBps", c.busbw}, {"chunks", r.chunks}, {"ops", r.ops},
+                           {"bound_us", c.bound_us}, {"bound_reached_pct", c.reached}, {"forest_us", c.forest_us},
+                           {"forest_reached_pct", c.of_forest}, {"fluid_fraction", c.fluid},
+                           {"nccl", {{"algorithm", std::string(planner::to_string(r.nccl.algorithm))},
+                                     {"protocol", std::string(planner::to_string(r.nccl.protocol))},
+                                     {"time_us", c.nccl_us}, {"busbw_GBps", c.nccl_busbw}}},
+                           {"speedup_vs_nccl", c.gain}});
+    }
+    std::cout << j.dump(2) << "\n";
+  } else if (o.format == "csv") {
+    std::cout << "size_B,count,type,redop,time_us,algbw_GBps,busbw_GBps,chunks,ops,bound_us,bound_reached_pct,forest_us,forest_reached_pct,fluid_fraction,"
+                 "nccl_algorithm,nccl_protocol,nccl_time_us,nccl_busbw_GBps,speedup_vs_nccl\n";
+    for (const auto& r : rows) {
+      const Cells c = cells(r);
+      std::cout << fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.4g},{:.6g},{:.4g},{:.6g},{},{},{:.6g},{:.6g},{:.4g}\n", r.bytes,
+                               r.bytes / sizes.unit, o.datatype, redop, c.us, c.algbw, c.busbw, r.chunks, r.ops, c.bound_us, c.reached,
+                               c.forest_us, c.of_forest, c.fluid, planner::to_string(r.nccl.algorithm), planner::to_string(r.nccl.protocol),
+                               c.nccl_us, c.nccl_busbw, c.gain);
+    }
+  } else {
+    std::cout << fmt::format("# ccsim synthesize: {} over {} ranks of {} ({} node{}, {} GPUs), method forest, {} engine\n",
+                             models::to_string(*collective), n, cluster.spec.name, cluster.nodes.size(),
+                             cluster.nodes.size() == 1 ? "" : "s", cluster.topology.gpus().size(), o.engine);
+    for (const auto& line : cluster.perturbations) std::cout << "# what-if: " << line << "\n";
+    for (const ForestSummary& s : forests) {
+      std::set<int> roots;
+      for (const auto& t : s.f->trees) roots.insert(t.root);
+      std::cout << fmt::format("# {} trees: {} for {} roots, height {}; optimum {:.2f} GB/s per root = algbw {:.2f} GB/s\n", s.name,
+                               s.f->trees.size(), roots.size(), s.f->height(), s.f->rate() / 1e9, s.f->rate() * n / 1e9);
+      std::cout << fmt::format("#   tight cut: {} ({} of {} ranks), {:.2f} GB/s {} them\n", describe_ranks(runner.graph(), s.f->tight_cut),
+                               s.f->tight_cut.size(), n, s.f->tight_bandwidth / 1e9, s.name == "allgather" ? "into" : "out of");
+    }
+    std::cout << fmt::format("# synthesized in {:.2f} s; costs: {} (the default row, Simple)\n", synth_seconds,
+                             costs.source() + cost_table.note("--calibration", "calibration"));
+    std::cout << written;
+    std::cout << "# bound: planner/collective/bounds.hpp; forest: the trees' bandwidth term (S/N)/x*"
+              << (*collective == models::Collective::AllReduce ? " for ReduceScatter plus AllGather" : " (ForestColl's optimum)") << "\n#\n";
+    std::cout << fmt::format("#{:>11}  {:>12}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>5}  {:<18}  {:>7}  {:>6}  {:>6}\n", "size",
+                             "count", "time", "algbw", "busbw", "chunks", "bound", "reached", "forest", "reached", "fluid", "nccl", "time",
+                             "busbw", "gain");
+    std::cout << fmt::format("#{:>11}  {:>12}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>5}  {:<18}  {:>7}  {:>6}  {:>6}\n", "(B)",
+                             "(elements)", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(%)", "(us)", "(%)", "", "(algorithm/proto)",
+                             "(us)", "(GB/s)", "(x)");
+    for (const auto& r : rows) {
+      const Cells c = cells(r);
+      const std::string nccl = fmt::format("{}/{}", planner::to_string(r.nccl.algorithm), planner::to_string(r.nccl.protocol));
+      std::cout << fmt::format("{:>12}  {:>12}  {:>7}  {:>6.2f}  {:>6.2f}  {:>6}  {:>7}  {:>7.1f}  {:>7}  {:>7.1f}  {:>5.3f}  {:<18}  {:>7}  {:>6.2f}  {:>6.2f}\n",
+                               r.bytes, r.bytes / sizes.unit, format_time_us(c.us), c.algbw, c.busbw, r.chunks, format_time_us(c.bound_us),
+                               c.reached, format_time_us(c.forest_us), c.of_forest, c.fluid, nccl, format_time_us(c.nccl_us), c.nccl_busbw, c.gain);
+    }
+  }
+  return 0;
+}
+
+}  // namespace ccsim::cli

@@ -1,0 +1,128 @@
+#include "planner/synthesis/synthesis_runner.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <fmt/format.h>
+#include <unordered_map>
+
+#include "planner/collective/schedule_limits.hpp"
+#include "planner/synthesis/forest_schedule.hpp"
+#include "support/input_error.hpp"
+
+namespace ccsim::planner::synthesis {
+
+using models::Collective;
+
+std::string_view to_string(Method m) {
+  switch (m) {
+    case Method::Forest: return "forest";
+  }
+  return "forest";
+}
+
+SynthesisRunner::SynthesisRunner(const models::Cluster& cluster, const CostModel& costs, SynthesisOptions options)
+    : cluster_(cluster), costs_(costs), options_(std::move(options)) {
+  const Collective c = options_.collective;
+  if (c != Collective::AllGather && c != Collective::ReduceScatter && c != Collective::AllReduce) {
+    throw support::InputError({"<command line>", 0, 0}, "--op", "allgather, reducescatter or allreduce (what ForestColl's trees build)",
+                              "'" + std::string(models::to_string(c)) + "'");
+  }
+  router_ = std::make_unique<models::Router>(cluster_);
+  graph_ = synthesis_graph(cluster_, *router_, options_.gpus);
+  if (c != Collective::ReduceScatter) allgather_ = allgather_forest(graph_, options_.forest);
+  if (c != Collective::AllGather) reducescatter_ = allgather_forest(graph_.reversed(), options_.forest);
+  CollectiveOptions o;
+  o.collective = c;
+  o.gpus = options_.gpus;
+  o.element_size = options_.element_size;
+  o.engine = options_.engine;
+  nccl_ = std::make_unique<CollectiveRunner>(cluster_, costs_, o);
+  bound_ = lower_bound(cluster_, *router_, c, options_.gpus, 0);
+}
+
+SynthesisRunner::~SynthesisRunner() = default;
+
+int SynthesisRunner::chunks(std::uint64_t bytes) const {
+  std::size_t trees = 0;
+  std::int64_t edges = 0;
+  for (const Forest* f : {allgather(), reducescatter()}) {
+    if (f == nullptr) continue;
+    trees = std::max(trees, f->trees.size());
+    for (const Tree& t : f->trees) edges += static_cast<std::int64_t>(t.edges.size());
+  }
+  int k = options_.chunks > 0 ? options_.chunks : default_chunks(bytes, static_cast<int>(options_.gpus.size()), trees);
+  // Two ops (send, receive) per tree edge and chunk.
+  const auto ops = [&](int chunks) { return 2.0 * static_cast<double>(edges) * chunks + static_cast<double>(options_.gpus.size()); };
+  while (k > 1 && ops(k) > static_cast<double>(kMaxScheduleOps)) --k;
+  if (ops(k) > static_cast<double>(kMaxScheduleOps)) {
+    throw ScheduleTooLarge({"<command line>", 0, 0}, "--ranks", fmt::format("a schedule of at most {} ops", kMaxScheduleOps),
+                           fmt::format("{:.0f} ops for one chunk per tree ({} tree edges)", ops(1), edges));
+  }
+  return k;
+}
+
+models::Schedule SynthesisRunner::schedule(std::uint64_t bytes) const {
+  return forest_schedule(options_.collective, allgather(), reducescatter(), bytes, options_.element_size, chunks(bytes));
+}
+
+double SynthesisRunner::fluid_time(const models::Schedule& s) {
+  std::unordered_map<models::LinkId, double> load;
+  for (int r = 0; r < s.nranks; ++r) {
+    for (const models::Op& op : s.ranks[static_cast<std::size_t>(r)].ops) {
+      if (op.kind != models::OpKind::Send) continue;
+      const auto& p = router_->route(options_.gpus[static_cast<std::size_t>(r)], options_.gpus[static_cast<std::size_t>(op.peer)]);
+      for (models::LinkId l : p.links) load[l] += static_cast<double>(op.bytes());
+    }
+  }
+  double t = 0;
+  for (const auto& [l, bytes] : load) t = std::max(t, bytes / cluster_.topology.link(l).bandwidth);
+  return t;
+}
+
+GridSchedule SynthesisRunner::grid_schedule() {
+  GridSchedule g;
+  int grid = 1;
+  bool exact = true;
+  for (const Forest* f : {allgather(), reducescatter()}) {
+    if (f == nullptr) continue;
+    const int e = exact_grid(*f, 8, 64);
+    exact = exact && e > 0;
+    grid = std::lcm(grid, e > 0 ? e : 64);
+  }
+  if (grid > 64) {  // two exact grids whose common multiple is too fine
+    grid = 64;
+    exact = false;
+  }
+  std::optional<Forest> ag, rs;
+  if (allgather()) ag = on_grid(*allgather(), grid);
+  if (reducescatter()) rs = on_grid(*reducescatter(), grid);
+  const std::uint64_t bytes = static_cast<std::uint64_t>(grid) * options_.element_size * options_.gpus.size();
+  g.schedule = forest_schedule(options_.collective, ag ? &*ag : nullptr, rs ? &*rs : nullptr, bytes, options_.element_size, 0);
+  g.grid = grid;
+  g.exact = exact;
+  if (!exact) {
+    const models::Schedule fine = forest_schedule(options_.collective, allgather(), reducescatter(), bytes * 64, options_.element_size, 1);
+    g.fluid_ratio = fluid_time(g.schedule) * 64 / fluid_time(fine);
+  }
+  return g;
+}
+
+SynthesisRow SynthesisRunner::run(std::uint64_t bytes) {
+  SynthesisRow row;
+  row.bytes = bytes;
+  row.chunks = chunks(bytes);
+  const models::Schedule s = forest_schedule(options_.collective, allgather(), reducescatter(), bytes, options_.element_size, row.chunks);
+  row.ops = s.op_count();
+  row.fluid_time = fluid_time(s);
+  if (!engine_) engine_ = sim::make_engine(options_.engine, cluster_);
+  row.time = nccl_->run_schedule(s, Algorithm::Synthesized, Protocol::Simple, *engine_).makespan;
+  row.bound = bound_.time(static_cast<double>(bytes));
+  const double block = static_cast<double>(bytes) / static_cast<double>(options_.gpus.size());
+  for (const Forest* f : {allgather(), reducescatter()}) {
+    if (f != nullptr) row.forest_time += block / f->rate();
+  }
+  row.nccl = nccl_->run(bytes);
+  return row;
+}
+
+}  // namespace ccsim::planner::synthesis

@@ -1,0 +1,106 @@
+#pragma once
+// Synthesizes a collective's schedule for a placement and times it: the synthesis graph of the
+// ranks (synthesis_graph.hpp), the ForestColl forests (forest.hpp: AllGather's, and
+// ReduceScatter's on the reversed graph), their Schedule per size (forest_schedule.hpp) timed on
+// the analytic or flow engine with the cost table's `default` row and Simple (the Synthesized
+// registry entry), beside what NCCL's tuner would run (CollectiveRunner in auto mode).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/hardware/cluster.hpp"
+#include "models/hardware/router.hpp"
+#include "planner/collective/bounds.hpp"
+#include "planner/collective/collective_runner.hpp"
+#include "planner/synthesis/forest.hpp"
+#include "planner/synthesis/synthesis_graph.hpp"
+#include "planner/tuning/cost_model.hpp"
+
+namespace ccsim::planner::synthesis {
+
+/// How a schedule is synthesized.
+enum class Method : std::uint8_t {
+  Forest,  ///< ForestColl's throughput-optimal trees
+};
+std::string_view to_string(Method m);  ///< "forest"
+
+struct SynthesisOptions {
+  models::Collective collective = models::Collective::AllGather;
+  std::vector<models::DeviceId> gpus;  ///< GPU of each rank, in rank order
+  std::uint32_t element_size = 4;
+  int chunks = 0;                      ///< pipeline chunks per tree share; 0: default_chunks()
+  models::EngineKind engine = models::EngineKind::Analytic;
+  Method method = Method::Forest;
+  ForestOptions forest;
+};
+
+/// The schedule on a chunk grid (forest_schedule's grid mode): what MSCCL XML can express.
+struct GridSchedule {
+  models::Schedule schedule;  ///< at the smallest size the grid allows (one element per chunk)
+  int grid = 0;               ///< chunks per rank's block
+  bool exact = false;         ///< the trees' weights are exact on the grid (else rounded: on_grid)
+  double fluid_ratio = 1;     ///< the rounded schedule's fluid time ÷ the exact trees' (1 when exact)
+};
+
+/// One size: the synthesized schedule's time and what NCCL would run.
+struct SynthesisRow {
+  std::uint64_t bytes = 0;
+  double time = 0;            ///< seconds, the synthesized schedule on the engine
+  double bound = 0;           ///< seconds, planner::lower_bound (latency, volume, cuts, the forest cut)
+  /// Seconds, the forests' bandwidth term: (S/N)/x* for AllGather and ReduceScatter (the max-flow
+  /// bound's, ForestColl's optimum), their sum for AllReduce (RS + AG on optimal trees).
+  double forest_time = 0;
+  /// Seconds, the schedule's fluid-limit time on the engines' routes (fluid_time): forest_time
+  /// when its trees load the links as the synthesis planned.
+  double fluid_time = 0;
+  int chunks = 1;
+  std::size_t ops = 0;
+  CollectiveResult nccl;      ///< NCCL's choice (auto) for the same ranks and size
+};
+
+class SynthesisRunner {
+ public:
+  /// Builds the graph and the forests. Throws support::InputError for a collective the method
+  /// cannot synthesize (key --op) or ranks it cannot join (synthesis_graph), what
+  /// allgather_forest throws otherwise.
+  SynthesisRunner(const models::Cluster& cluster, const CostModel& costs, SynthesisOptions options);
+  SynthesisRunner(const SynthesisRunner&) = delete;
+  SynthesisRunner& operator=(const SynthesisRunner&) = delete;
+  ~SynthesisRunner();
+
+  const SynthesisGraph& graph() const { return graph_; }
+  /// AllGather's forest (AllGather, AllReduce), else null.
+  const Forest* allgather() const { return allgather_ ? &*allgather_ : nullptr; }
+  /// ReduceScatter's forest, on the reversed graph (ReduceScatter, AllReduce), else null.
+  const Forest* reducescatter() const { return reducescatter_ ? &*reducescatter_ : nullptr; }
+  /// Pipeline chunks at `bytes`: the option, else default_chunks(), lowered until the schedule
+  /// fits kMaxScheduleOps. Throws ScheduleTooLarge when one chunk does not fit.
+  int chunks(std::uint64_t bytes) const;
+  /// The Step-granularity Schedule at `bytes` (a whole number of elements per rank).
+  models::Schedule schedule(std::uint64_t bytes) const;
+  /// The schedule on the smallest chunk grid of at least 8 chunks per block that holds the trees'
+  /// weights exactly, at most 64; else on 64 chunks with the weights rounded (on_grid).
+  GridSchedule grid_schedule();
+  /// Times the schedule at `bytes` and NCCL's choice beside it.
+  SynthesisRow run(std::uint64_t bytes);
+  /// Fluid-limit time of `s` on this placement: the largest bytes ÷ bandwidth over the links its
+  /// sends cross on the routes the engines take (models::Router, the first ECMP hash). A schedule
+  /// reaching the forests' bandwidth term has forest_time == fluid_time.
+  double fluid_time(const models::Schedule& s);
+
+ private:
+  const models::Cluster& cluster_;
+  const CostModel& costs_;
+  SynthesisOptions options_;
+  std::unique_ptr<models::Router> router_;
+  SynthesisGraph graph_;
+  std::optional<Forest> allgather_, reducescatter_;
+  std::unique_ptr<CollectiveRunner> nccl_;
+  std::unique_ptr<sim::Engine> engine_;  ///< times the synthesized schedules (its route caches persist)
+  LowerBound bound_;
+};
+
+}  // namespace ccsim::planner::synthesis
