@@ -175,12 +175,8 @@ std::unique_ptr<planner::CollectiveRunner> make_runner(const models::Cluster& cl
 
 std::optional<planner::Algorithm> algorithm_option(const std::string& text) {
   if (text == "auto") return std::nullopt;
-  if (text.rfind("synth:", 0) == 0) {
-    if (text.size() == 6) throw InputError({"<command line>", 0, 0}, "--algo", "synth:FILE with the MSCCL XML file's path", "'" + text + "'");
-    return planner::Algorithm::Synthesized;
-  }
   const auto a = planner::parse_algorithm(text);
-  if (!a) throw InputError({"<command line>", 0, 0}, "--algo", "auto, an algorithm name or synth:FILE (see --help)", "'" + text + "'");
+  if (!a) throw InputError({"<command line>", 0, 0}, "--algo", "auto or an algorithm name (see --help)", "'" + text + "'");
   return a;
 }
 
@@ -201,7 +197,7 @@ std::optional<models::Granularity> granularity_option(const std::string& text) {
 std::string algorithm_help() {
   std::string help = "auto (NCCL's choice)";
   for (std::string_view name : planner::algorithm_names()) help += ", " + std::string(name);
-  return help + ", or synth:FILE (an MSCCL XML schedule: ccsim synthesize --out, msccl-tools, TACCL)";
+  return help;
 }
 
 std::uint32_t element_size(const std::string& type) {

@@ -36,7 +36,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
   CLI::App* c = app.add_subcommand("collective", "Simulate one collective over a sweep of sizes and print nccl-tests' table");
   c->add_option("scenario", o.scenario, "scenario YAML file")->required();
   c->add_option("--op", o.op, "allreduce, reducescatter, allgather, broadcast, reduce, alltoall, sendrecv")->required();
-  c->add_option("--algo", o.algo, algorithm_help());
+  c->add_option("--algo", o.algo, algorithm_help() + ", or synth:FILE (an MSCCL XML schedule: ccsim synthesize --out, msccl-tools, TACCL, TE-CCL)");
   c->add_option("--protocol", o.protocol, "auto, LL, LL128, Simple");
   c->add_option("-b,--minbytes", o.min_bytes, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)");
   c->add_option("-e,--maxbytes", o.max_bytes, "largest size");
@@ -414,7 +414,11 @@ int run_collective(const CollectiveCliOptions& o) {
   }
   planner::CollectiveOptions opts;
   opts.collective = *collective;
-  opts.algorithm = algorithm_option(o.algo);
+  const bool synthesized = o.algo.rfind("synth:", 0) == 0;
+  if (synthesized && o.algo.size() == 6) {
+    throw InputError({"<command line>", 0, 0}, "--algo", "synth:FILE with the path of an MSCCL XML schedule", "'" + o.algo + "'");
+  }
+  opts.algorithm = synthesized ? std::optional<planner::Algorithm>(planner::Algorithm::Synthesized) : algorithm_option(o.algo);
   opts.protocol = protocol_option(o.protocol);
   const std::uint64_t lo = parse_size(o.min_bytes, "--minbytes");
   const std::uint64_t hi = parse_size(o.max_bytes, "--maxbytes");

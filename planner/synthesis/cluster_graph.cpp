@@ -69,29 +69,21 @@ SynthesisGraph synthesis_graph(const models::Cluster& cluster, models::Router& r
   std::set<LinkId> raw;  // topology links that are arcs of their own
   std::map<int, std::vector<int>> ranks_of_node;
   for (int r = 0; r < g.compute; ++r) ranks_of_node[t.device(gpus[static_cast<std::size_t>(r)]).node].push_back(r);
-  const auto nvlink_only = [&](const models::Path& p) {
-    for (std::size_t i = 0; i < p.links.size(); ++i) {
-      if (t.link(p.links[i]).link_class != models::LinkClass::ScaleUp) return false;
-      if (i > 0 && t.device(t.link_source(p.links[i])).kind != DeviceKind::NvSwitch) return false;
-    }
-    return !p.links.empty();
-  };
-  // Inside each node: the routes between the group's GPUs.
+  // Inside each node: the links of the routes between the group's GPUs (NVLink, PCIe, the host),
+  // and each route itself, which edge splitting prefers (synthesis_graph.hpp).
   for (const auto& [node, ranks] : ranks_of_node) {
     for (int a : ranks) {
       for (int b : ranks) {
         if (a == b) continue;
         const models::Path& p = router.route(gpus[static_cast<std::size_t>(a)], gpus[static_cast<std::size_t>(b)]);
-        if (nvlink_only(p)) {
-          raw.insert(p.links.begin(), p.links.end());
-        } else {
-          g.add_arc(a, b, p.bandwidth, p.links);
-        }
+        raw.insert(p.links.begin(), p.links.end());
+        g.routes[{a, b}] = p.links;
       }
     }
   }
-  // Each GPU to and from its own NIC.
-  std::set<DeviceId> nics;
+  // Each GPU to and from its own NIC: the NIC is two vertices, its way out to the network (from
+  // its GPUs) and its way in (to them), so no path turns around inside a NIC.
+  std::map<DeviceId, std::pair<int, int>> nic_vertices;  // NIC -> (egress, ingress)
   for (int r = 0; r < g.compute; ++r) {
     const DeviceId gpu = gpus[static_cast<std::size_t>(r)];
     const DeviceId nic = t.device(gpu).nic;
@@ -99,13 +91,19 @@ SynthesisGraph synthesis_graph(const models::Cluster& cluster, models::Router& r
     bool up = false;
     for (LinkId id : t.out_links(nic)) up = up || t.link(id).link_class == models::LinkClass::Network;
     if (!up) continue;  // a NIC without a network port that is up reaches nothing
-    const models::Path out = router.route(gpu, nic);
-    const models::Path in = router.route(nic, gpu);
-    const int v = vertex_of(nic);
-    g.add_arc(r, v, out.bandwidth, out.links);
-    g.add_arc(v, r, in.bandwidth, in.links);
-    nics.insert(nic);
+    auto it = nic_vertices.find(nic);
+    if (it == nic_vertices.end()) {
+      const int out = g.add_vertex(t.name(nic) + ".out", nic);
+      const int in = g.add_vertex(t.name(nic) + ".in", nic);
+      it = nic_vertices.emplace(nic, std::pair<int, int>{out, in}).first;
+    }
+    const models::Path to_nic = router.route(gpu, nic);
+    const models::Path from_nic = router.route(nic, gpu);
+    g.add_arc(r, it->second.first, to_nic.bandwidth, to_nic.links);
+    g.add_arc(it->second.second, r, from_nic.bandwidth, from_nic.links);
   }
+  std::set<DeviceId> nics;
+  for (const auto& [nic, v] : nic_vertices) nics.insert(nic);
   // The network: links between the group's NICs and the switches that serve them (a leaf with
   // one of the NICs, a spine above such a leaf, a core above such a spine), tier by tier, as
   // the router's leaf-spine(-core) routes use them.
@@ -131,7 +129,15 @@ SynthesisGraph synthesis_graph(const models::Cluster& cluster, models::Router& r
   for (LinkId id : raw) {
     const models::Link& l = t.link(id);
     if (l.failed) continue;
-    g.add_arc(vertex_of(t.link_source(id)), vertex_of(t.link_target(id)), l.bandwidth, {id});
+    const DeviceId a = t.link_source(id), b = t.link_target(id);
+    const auto nic_a = nic_vertices.find(a), nic_b = nic_vertices.find(b);
+    if (l.link_class == models::LinkClass::Network && (nic_a != nic_vertices.end() || nic_b != nic_vertices.end())) {
+      const int from = nic_a != nic_vertices.end() ? nic_a->second.first : vertex_of(a);
+      const int to = nic_b != nic_vertices.end() ? nic_b->second.second : vertex_of(b);
+      g.add_arc(from, to, l.bandwidth, {id});
+      continue;
+    }
+    g.add_arc(vertex_of(a), vertex_of(b), l.bandwidth, {id});
   }
   check_reachable(g, true);
   check_reachable(g, false);

@@ -212,10 +212,19 @@ class Synthesizer {
       if (ins.empty() || outs.empty()) break;
       bool progress = false;
       for (std::size_t bi : outs) {
-        // Pairs that make a loop (u -> w -> u) come last: they carry nothing.
-        std::stable_sort(ins.begin(), ins.end(), [&](std::size_t x, std::size_t y) {
-          return (arcs_[x].from == arcs_[bi].to) < (arcs_[y].from == arcs_[bi].to);
-        });
+        // Pairs that make the router's route between two ranks come first, pairs making a path
+        // the router does not take after them, loops (u -> w -> u, carrying nothing) last.
+        const auto rank_of = [&](std::size_t x) {
+          const int u = arcs_[x].from, t = arcs_[bi].to;
+          if (u == t) return 2;
+          if (u >= n_ || t >= n_) return 0;
+          const auto route = g_.routes.find({u, t});
+          if (route == g_.routes.end()) return 0;
+          std::vector<models::LinkId> links = arcs_[x].links;
+          links.insert(links.end(), arcs_[bi].links.begin(), arcs_[bi].links.end());
+          return links == route->second ? 0 : 1;
+        };
+        std::stable_sort(ins.begin(), ins.end(), [&](std::size_t x, std::size_t y) { return rank_of(x) < rank_of(y); });
         for (std::size_t ai : ins) {
           if (arcs_[bi].cap <= 0) break;
           if (arcs_[ai].cap <= 0) continue;

@@ -38,6 +38,12 @@ SynthesisGraph SynthesisGraph::reversed() const {
     for (auto it = a.links.rbegin(); it != a.links.rend(); ++it) back.push_back(models::Topology::reverse(*it));
     a.links = std::move(back);
   }
+  r.routes.clear();
+  for (const auto& [pair, links] : routes) {
+    std::vector<LinkId> back;
+    for (auto it = links.rbegin(); it != links.rend(); ++it) back.push_back(models::Topology::reverse(*it));
+    r.routes[{pair.second, pair.first}] = std::move(back);
+  }
   return r;
 }
 

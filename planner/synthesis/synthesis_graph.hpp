@@ -6,18 +6,22 @@
 //
 // The graph is the one ccsim's engines see, so that a schedule synthesized on it loads the
 // links the engines charge it for (they route every send with models::Router):
-//  * inside a node, the links of the router's route between every two of the group's GPUs
-//    when that route is NVLink (direct or through the NVSwitch); a route through PCIe or the
-//    host becomes one arc of its own (its links in order, the route's bandwidth);
+//  * inside a node, the links of the router's routes between the group's GPUs (NVLink, the
+//    NVSwitch, PCIe switches, CPUs, host memory), each once; the routes themselves are kept
+//    (SynthesisGraph::routes) so that switch removal prefers the paths the router takes;
 //  * a GPU reaches the network only through its own NIC (Device::nic, as the router routes it):
 //    one arc GPU -> NIC and one NIC -> GPU, each the router's route with its bandwidth, so a
-//    GPU never borrows the NIC of a neighbour on its PCIe switch;
-//  * the network links between the NICs of the group's nodes and the fabric's switches.
-// Failed links are absent. Limitation: a PCIe link shared by a GPU's NIC traffic and its PCIe
-// peer traffic is counted in both arcs (the engines share it); NVLink nodes never route peers
-// over PCIe, so this only concerns PCIe-only nodes spanning several nodes.
+//    GPU never borrows the NIC of a neighbour on its PCIe switch. A NIC is two vertices, its way
+//    out and its way in, so that no path turns around inside it;
+//  * the network links between the NICs of the group's nodes and the fabric's switches that
+//    serve them.
+// Failed links are absent. Limitations: a PCIe link shared by a GPU's NIC traffic and its PCIe
+// peer traffic is counted in both (the engines share it; NVLink nodes never route peers over
+// PCIe, so this only concerns PCIe-only nodes spanning several nodes); between leaves the
+// router picks a spine by hash while the trees take the spine their splitting chose.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +43,9 @@ struct SynthesisGraph {
   std::vector<models::DeviceId> device;
   std::vector<std::string> name;  ///< per vertex, for messages and the tree XML
   std::vector<SynthesisArc> arcs;
+  /// The router's route (its links) between ranks of one node: switch removal prefers arcs that
+  /// are these routes. Empty for a hand-built graph.
+  std::map<std::pair<int, int>, std::vector<models::LinkId>> routes;
 
   int vertices() const { return static_cast<int>(name.size()); }
   /// Adds a vertex; returns its id.
