@@ -12,7 +12,7 @@
 #include "cli/options.hpp"
 #include "models/collective/collective.hpp"
 #include "planner/synthesis/msccl_xml.hpp"
-#include "planner/synthesis/synthesis_runner.hpp"
+#include "planner/collective/synthesis_runner.hpp"
 #include "planner/synthesis/tree_xml.hpp"
 #include "support/output_dir.hpp"
 #include "support/input_error.hpp"

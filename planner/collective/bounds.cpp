@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "planner/synthesis/forest.hpp"
+#include "planner/synthesis/synthesis_graph.hpp"
+
 namespace ccsim::planner {
 
 using models::Collective;
@@ -47,6 +50,13 @@ LowerBound lower_bound(const models::Cluster& cluster, models::Router& router, C
   const std::vector<models::DeviceId> a(gpus.begin(), gpus.begin() + b.half), z(gpus.begin() + b.half, gpus.end());
   b.flow_ab = t.max_flow(a, z);
   b.flow_ba = t.max_flow(z, a);
+  if ((c == Collective::AllGather || c == Collective::ReduceScatter) && n <= kForestBoundRanks) {
+    synthesis::SynthesisGraph g = synthesis::synthesis_graph(cluster, router, gpus);
+    if (c == Collective::ReduceScatter) g = g.reversed();
+    synthesis::ForestOptions o;
+    o.build_trees = false;
+    b.forest_rate = synthesis::allgather_forest(g, o).rate();
+  }
   return b;
 }
 
@@ -80,7 +90,8 @@ double LowerBound::time(double s) const {
     case Collective::SendRecv: ab = ba = s; break;
   }
   const double cut = std::max(flow_ab > 0 ? ab / flow_ab : 0.0, flow_ba > 0 ? ba / flow_ba : 0.0);
-  return std::max({alpha_far, worst + alpha_near, cut + alpha_near});
+  const double forest = forest_rate > 0 ? s / n / forest_rate : 0.0;
+  return std::max({alpha_far, worst + alpha_near, cut + alpha_near, forest + alpha_near});
 }
 
 }  // namespace ccsim::planner

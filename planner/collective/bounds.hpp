@@ -11,7 +11,12 @@
 //    ways; Broadcast/Reduce: S at the root and at every other rank; SendRecv S), at most at
 //    its GPU's total link bandwidth, and the last byte still needs the shortest path latency;
 //  * cut: across the halves of the ranks (first half against second) the volume one half
-//    needs from the other, divided by the max-flow between them (Boost push-relabel).
+//    needs from the other, divided by the max-flow between them (Boost push-relabel);
+//  * forest cut (AllGather, ReduceScatter; up to kForestBoundRanks ranks): the tightest cut of
+//    all, ForestColl's optimum x* on the synthesis graph (planner/synthesis/forest.hpp): every
+//    set S of vertices holding some ranks must take in (AllGather; ReduceScatter: send out) a
+//    block for each rank outside it, so the time is at least (S/N) / x*, x* = min over S of
+//    B⁻(S) / |ranks ∉ S|. Exact: the number ForestColl's trees reach.
 
 #include <cstdint>
 #include <vector>
@@ -30,14 +35,20 @@ struct LowerBound {
   double alpha_near = 0;               ///< seconds
   std::vector<double> egress, ingress; ///< bytes/s per rank, raw link bandwidth of its GPU
   double flow_ab = 0, flow_ba = 0;     ///< bytes/s, max-flow between the halves
+  /// bytes/s per root: ForestColl's optimum x* (AllGather, ReduceScatter), 0 when not computed
+  double forest_rate = 0;
   int root = 0;
 
   /// Lower bound in seconds for nccl-tests size `bytes`.
   double time(double bytes) const;
 };
 
+/// Ranks up to which lower_bound computes the forest cut (a few max-flows on the synthesis graph
+/// per rank class; above, the half cut stands alone).
+inline constexpr int kForestBoundRanks = 2048;
+
 /// Computes the bound's ingredients for ranks placed on `gpus` (rank i on gpus[i]).
-/// Cost: O(n) routes and two max-flows.
+/// Cost: O(n) routes and two max-flows, and for AllGather and ReduceScatter the forest cut.
 LowerBound lower_bound(const models::Cluster& cluster, models::Router& router, models::Collective c,
                        const std::vector<models::DeviceId>& gpus, int root);
 

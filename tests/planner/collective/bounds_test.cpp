@@ -72,16 +72,19 @@ TEST_CASE("lower bound on 1 x DGX H100 at 1 GiB: the per-rank volume term domina
   }
   SECTION("AllGather") {
     // Per rank: send S/8, receive 7S/8 = 939524096 B → / 513e9 = 1.83143e-3 s.
-    // Cut: 4 ranks × S/8 = S/2 each way / 1.928e12 = 2.785e-4 s. Per rank dominates:
-    // 1.83143e-3 + 0.6e-6 = 1.83203e-3 s.
-    CHECK(h100_bound(c, Collective::AllGather).time(S) == Approx(1.8320310e-3));
-    CHECK(h100_bound(c, Collective::AllGather).time(S) == Approx(7 * S / 8 / 513e9 + 0.6e-6));
+    // Cut: 4 ranks × S/8 = S/2 each way / 1.928e12 = 2.785e-4 s.
+    // Forest cut (on the router's routes: peers over the NVSwitch only, the PCIe link carries
+    // none of a one-node AllGather): one GPU takes in 7 blocks at 450 GB/s, 7S/8 / 450e9 =
+    // 2.08784e-3 s. It dominates: 2.08784e-3 + 0.6e-6 = 2.08844e-3 s.
+    CHECK(h100_bound(c, Collective::AllGather).time(S) == Approx(2.0884313e-3));
+    CHECK(h100_bound(c, Collective::AllGather).time(S) == Approx(7 * S / 8 / 450e9 + 0.6e-6));
   }
   SECTION("ReduceScatter") {
     // Per rank: send 7S/8, receive S/8 → 1.83143e-3 s; cut S/2 each way → 2.785e-4 s.
-    // bound = 1.83143e-3 + 0.6e-6 = 1.83203e-3 s.
-    CHECK(h100_bound(c, Collective::ReduceScatter).time(S) == Approx(1.8320310e-3));
-    CHECK(h100_bound(c, Collective::ReduceScatter).time(S) == Approx(7 * S / 8 / 513e9 + 0.6e-6));
+    // Forest cut on the reversed graph: one GPU sends out 7 blocks at 450 GB/s → 2.08784e-3 s.
+    // bound = 2.08784e-3 + 0.6e-6 = 2.08844e-3 s.
+    CHECK(h100_bound(c, Collective::ReduceScatter).time(S) == Approx(2.0884313e-3));
+    CHECK(h100_bound(c, Collective::ReduceScatter).time(S) == Approx(7 * S / 8 / 450e9 + 0.6e-6));
   }
   SECTION("Broadcast from rank 0") {
     // The root sends S, every other rank receives S: S / 513e9 = 2.09306e-3 s.
@@ -111,11 +114,11 @@ TEST_CASE("lower bound on 1 x DGX H100 at 8 bytes: the latency term dominates", 
     INFO(std::string(models::to_string(coll)));
     CHECK(h100_bound(c, coll).time(S) == Approx(0.6e-6).epsilon(1e-4));
   }
-  // Exactly: 0.6e-6 + the per-rank term.
+  // Exactly: 0.6e-6 + the per-rank term (AllGather, ReduceScatter: the forest cut, 7 B / 450e9).
   CHECK(h100_bound(c, Collective::AllReduce).time(S) == Approx(0.6e-6 + 8 / 513e9).epsilon(1e-12));
   CHECK(h100_bound(c, Collective::Broadcast).time(S) == Approx(0.6e-6 + 8 / 513e9).epsilon(1e-12));
-  CHECK(h100_bound(c, Collective::AllGather).time(S) == Approx(0.6e-6 + 7 / 513e9).epsilon(1e-12));
-  CHECK(h100_bound(c, Collective::ReduceScatter).time(S) == Approx(0.6e-6 + 7 / 513e9).epsilon(1e-12));
+  CHECK(h100_bound(c, Collective::AllGather).time(S) == Approx(0.6e-6 + 7 / 450e9).epsilon(1e-12));
+  CHECK(h100_bound(c, Collective::ReduceScatter).time(S) == Approx(0.6e-6 + 7 / 450e9).epsilon(1e-12));
   CHECK(h100_bound(c, Collective::AlltoAll).time(S) == Approx(0.6e-6 + 7 / 513e9).epsilon(1e-12));
 }
 

@@ -1,4 +1,4 @@
-#include "planner/synthesis/synthesis_runner.hpp"
+#include "planner/collective/synthesis_runner.hpp"
 
 #include <algorithm>
 #include <numeric>
