@@ -62,8 +62,9 @@ struct ForestSummary {
 
 int run_synthesize(const SynthesizeCliOptions& o) {
   const auto collective = models::parse_collective(o.op);
-  if (!collective) {
-    throw InputError({"<command line>", 0, 0}, "--op", "allgather, reducescatter or allreduce", "'" + o.op + "'");
+  if (!collective || (*collective != models::Collective::AllGather && *collective != models::Collective::ReduceScatter &&
+                      *collective != models::Collective::AllReduce)) {
+    throw InputError({"<command line>", 0, 0}, "--op", "allgather, reducescatter or allreduce (what ForestColl's trees build)", "'" + o.op + "'");
   }
   const std::uint64_t lo = parse_size(o.min_bytes, "--minbytes");
   const std::uint64_t hi = parse_size(o.max_bytes, "--maxbytes");
@@ -92,6 +93,7 @@ int run_synthesize(const SynthesizeCliOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   planner::synthesis::SynthesisRunner runner(cluster, costs, opts);
   const double synth_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cerr << fmt::format("ccsim: note: trees synthesized in {:.2f} s\n", synth_seconds);
   const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, *collective, opts.element_size, n);
   std::vector<planner::synthesis::SynthesisRow> rows;
   for (std::uint64_t bytes : sizes.sizes) {
@@ -136,7 +138,6 @@ int run_synthesize(const SynthesizeCliOptions& o) {
     j["cluster"] = cluster.spec.name;
     j["engine"] = o.engine;
     j["method"] = "forest";
-    j["synthesis_seconds"] = synth_seconds;
     for (const ForestSummary& s : forests) {
       j["forests"][s.name] = {{"trees", s.f->trees.size()}, {"height", s.f->height()}, {"rate_GBps", s.f->rate() / 1e9},
                               {"optimal_algbw_GBps", s.f->rate() * n / 1e9}, {"tight_cut_ranks", s.f->tight_cut},
@@ -179,8 +180,7 @@ int run_synthesize(const SynthesizeCliOptions& o) {
       std::cout << fmt::format("#   tight cut: {} ({} of {} ranks), {:.2f} GB/s {} them\n", describe_ranks(runner.graph(), s.f->tight_cut),
                                s.f->tight_cut.size(), n, s.f->tight_bandwidth / 1e9, s.name == "allgather" ? "into" : "out of");
     }
-    std::cout << fmt::format("# synthesized in {:.2f} s; costs: {} (the default row, Simple)\n", synth_seconds,
-                             costs.source() + cost_table.note("--calibration", "calibration"));
+    std::cout << fmt::format("# costs: {} (the default row, Simple)\n", costs.source() + cost_table.note("--calibration", "calibration"));
     std::cout << written;
     std::cout << "# bound: planner/collective/bounds.hpp; forest: the trees' bandwidth term (S/N)/x*"
               << (*collective == models::Collective::AllReduce ? " for ReduceScatter plus AllGather" : " (ForestColl's optimum)") << "\n#\n";

@@ -69,13 +69,22 @@ SynthesisGraph synthesis_graph(const models::Cluster& cluster, models::Router& r
   std::set<LinkId> raw;  // topology links that are arcs of their own
   std::map<int, std::vector<int>> ranks_of_node;
   for (int r = 0; r < g.compute; ++r) ranks_of_node[t.device(gpus[static_cast<std::size_t>(r)]).node].push_back(r);
+  const auto route_of = [&](int a, int b) -> const models::Path& {
+    try {
+      return router.route(gpus[static_cast<std::size_t>(a)], gpus[static_cast<std::size_t>(b)]);
+    } catch (const std::runtime_error& e) {
+      throw support::InputError({}, "ranks", "ranks that reach each other over links that are up",
+                                fmt::format("rank {} ({}) cannot reach rank {} ({}): {}", a, g.name[static_cast<std::size_t>(a)], b,
+                                            g.name[static_cast<std::size_t>(b)], e.what()));
+    }
+  };
   // Inside each node: the links of the routes between the group's GPUs (NVLink, PCIe, the host),
   // and each route itself, which edge splitting prefers (synthesis_graph.hpp).
   for (const auto& [node, ranks] : ranks_of_node) {
     for (int a : ranks) {
       for (int b : ranks) {
         if (a == b) continue;
-        const models::Path& p = router.route(gpus[static_cast<std::size_t>(a)], gpus[static_cast<std::size_t>(b)]);
+        const models::Path& p = route_of(a, b);
         raw.insert(p.links.begin(), p.links.end());
         g.routes[{a, b}] = p.links;
       }
@@ -97,8 +106,14 @@ SynthesisGraph synthesis_graph(const models::Cluster& cluster, models::Router& r
       const int in = g.add_vertex(t.name(nic) + ".in", nic);
       it = nic_vertices.emplace(nic, std::pair<int, int>{out, in}).first;
     }
-    const models::Path to_nic = router.route(gpu, nic);
-    const models::Path from_nic = router.route(nic, gpu);
+    models::Path to_nic, from_nic;
+    try {
+      to_nic = router.route(gpu, nic);
+      from_nic = router.route(nic, gpu);
+    } catch (const std::runtime_error& e) {
+      throw support::InputError({}, "ranks", "ranks that reach each other over links that are up",
+                                fmt::format("rank {} ({}) cannot reach its NIC {}: {}", r, g.name[static_cast<std::size_t>(r)], t.name(nic), e.what()));
+    }
     g.add_arc(r, it->second.first, to_nic.bandwidth, to_nic.links);
     g.add_arc(it->second.second, r, from_nic.bandwidth, from_nic.links);
   }

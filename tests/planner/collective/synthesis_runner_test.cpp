@@ -121,3 +121,65 @@ TEST_CASE("synthesis: MSCCL XML export, import and export again is a fixed point
     CHECK(models::verify(twice).ok);
   }
 }
+
+// Bad input: a rank cut off from the others (every link of GPU 3 down), a collective the trees
+// do not build; both are refusals naming the reason, not internal errors.
+TEST_CASE("synthesis: a disconnected group and an unsupported collective are refused with the reason", "[synthesis][bad]") {
+  models::Cluster c = test::shipped_cluster("dgx-h100-1node.yaml");
+  const models::DeviceId gpu3 = c.topology.gpus()[3];
+  for (models::LinkId id : c.topology.out_links(gpu3)) {
+    c.topology.fail_link(id);
+    c.topology.fail_link(models::Topology::reverse(id));
+  }
+  try {
+    planner::synthesis::SynthesisRunner runner(c, test::shipped_costs(c), options(c, Collective::AllGather));
+    FAIL("a disconnected group was synthesized");
+  } catch (const support::InputError& e) {
+    CHECK(e.key() == "ranks");
+    CHECK_THAT(e.found(), Catch::Contains("rank 3 (node0/gpu3) cannot reach") || Catch::Contains("cannot reach rank 3 (node0/gpu3)"));
+  }
+  const models::Cluster ok = test::shipped_cluster("dgx-h100-1node.yaml");
+  CHECK_THROWS_AS(planner::synthesis::SynthesisRunner(ok, test::shipped_costs(ok), options(ok, Collective::Broadcast)), support::InputError);
+}
+
+// Bad MSCCL XML: each refusal names the file, line and column, the element or attribute, what
+// was expected and what was found.
+TEST_CASE("synthesis: bad MSCCL XML is refused with line, column and reason", "[synthesis][msccl][bad]") {
+  const auto error_of = [](const std::string& text) {
+    try {
+      (void)planner::synthesis::from_msccl_xml(text, "f.xml", 64, 4);
+    } catch (const support::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string head = R"(<algo name="a" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" coll="allgather" inplace="0" outofplace="1" minBytes="0" maxBytes="0">)";
+  const std::string gpu0 = R"(<gpu id="0" i_chunks="1" o_chunks="2" s_chunks="0"><tb id="0" send="1" recv="-1" chan="0"><step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="o" dstoff="-1" cnt="1" depid="-1" deps="-1" hasdep="0"/></tb></gpu>)";
+  CHECK_THAT(error_of("<algo"), Catch::StartsWith("f.xml:1:") && Catch::Contains("expected well-formed XML"));
+  CHECK_THAT(error_of("<foo/>"), Catch::Contains("expected an MSCCL file: a top-level <algo> element, found <foo>"));
+  CHECK_THAT(error_of(R"(<algo name="a"/>)"), Catch::Contains("algo.proto: expected a 'proto' attribute on <algo>, found none"));
+  std::string bad_coll = head;
+  bad_coll.replace(bad_coll.find("allgather"), 9, "gather");
+  CHECK_THAT(error_of(bad_coll + "</algo>"), Catch::Contains("algo.coll: expected allgather, reducescatter, allreduce, broadcast, reduce or alltoall, found 'gather'"));
+  CHECK_THAT(error_of(head + "\n" + gpu0 + "</algo>"), Catch::Contains("a <gpu> for each of the 2 ranks, found no gpu 1"));
+  std::string far = gpu0;
+  far.replace(far.find(R"(srcoff="0")"), 10, R"(srcoff="5")");
+  CHECK_THAT(error_of(head + "\n" + far + "</algo>"), Catch::StartsWith("f.xml:2:") && Catch::Contains("srcoff: expected an offset from 0 with 1 chunks inside the buffer's 1, found 5"));
+  std::string self = gpu0;
+  self.replace(self.find(R"(send="1")"), 8, R"(send="0")");
+  CHECK_THAT(error_of(head + self + "</algo>"), Catch::Contains("peers other than the thread block's own GPU"));
+  std::string gap = gpu0;
+  gap.replace(gap.find(R"(tb id="0")"), 9, R"(tb id="1")");
+  CHECK_THAT(error_of(head + gap + "</algo>"), Catch::Contains("thread block ids 0 to 0 without gaps, found no thread block 0"));
+  std::string dep = gpu0;
+  dep.replace(dep.find(R"(depid="-1")"), 10, R"(depid="4")");
+  CHECK_THAT(error_of(head + dep + "</algo>"), Catch::Contains("expected a step of a thread block of this GPU, found thread block 4"));
+  CHECK_THAT(error_of(head + gpu0 + "</algo>").substr(0, 0) + [&] {
+    try {
+      (void)planner::synthesis::from_msccl_xml(head + gpu0 + "</algo>", "f.xml", 63, 4);
+    } catch (const support::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  }(), Catch::Contains("size: expected a size whose loop buffer"));
+}
