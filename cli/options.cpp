@@ -1,5 +1,7 @@
 #include "cli/options.hpp"
 
+#include "support/input_file.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -198,6 +200,26 @@ std::string algorithm_help() {
   std::string help = "auto (NCCL's choice)";
   for (std::string_view name : planner::algorithm_names()) help += ", " + std::string(name);
   return help;
+}
+
+bool is_synth_option(const std::string& algo) { return algo.rfind("synth:", 0) == 0; }
+
+SynthFile synth_option(const std::string& algo, models::Collective c, int ranks) {
+  if (!is_synth_option(algo) || algo.size() == 6) {
+    throw InputError({"<command line>", 0, 0}, "--algo", "synth:FILE with the path of an MSCCL XML schedule", "'" + algo + "'");
+  }
+  SynthFile f;
+  f.path = algo.substr(6);
+  f.text = support::read_input_file(f.path, "an MSCCL XML schedule");
+  f.header = planner::synthesis::read_msccl_header(f.text, f.path);
+  if (f.header.ranks != ranks) {
+    throw InputError({f.path, 0, 0}, "algo.ngpus", fmt::format("{} (the ranks of this run; --ranks or --group choose them)", ranks),
+                     std::to_string(f.header.ranks));
+  }
+  if (f.header.collective != c) {
+    throw InputError({f.path, 0, 0}, "algo.coll", std::string(models::to_string(c)) + " (--op)", std::string(models::to_string(f.header.collective)));
+  }
+  return f;
 }
 
 std::uint32_t element_size(const std::string& type) {

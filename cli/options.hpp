@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "planner/collective/collective_runner.hpp"
+#include "planner/synthesis/msccl_xml.hpp"
 
 #include "models/hardware/cluster.hpp"
 #include "models/scenario/scenario.hpp"
@@ -93,6 +94,19 @@ std::optional<models::Granularity> granularity_option(const std::string& text);
 /// "auto (NCCL's choice), ring, tree, ...": the `--algo` values, the library algorithms of the
 /// registry in its order.
 std::string algorithm_help();
+
+/// An MSCCL XML schedule named by `--algo synth:FILE` (planner/synthesis/msccl_xml.hpp).
+struct SynthFile {
+  std::string path;
+  std::string text;
+  planner::synthesis::MscclHeader header;
+};
+/// Whether `algo` is `synth:FILE`.
+bool is_synth_option(const std::string& algo);
+/// The file of `--algo synth:FILE`, read and checked against the run: its collective `c`, its
+/// `ranks` ranks. Throws InputError: "synth:" without a path, a file that cannot be read, XML
+/// that is not an MSCCL algorithm (line:column), another collective or rank count.
+SynthFile synth_option(const std::string& algo, models::Collective c, int ranks);
 
 /// Bytes per element for nccl-tests' -d names (float, half, bfloat16, double, int8, ...).
 std::uint32_t element_size(const std::string& type);

@@ -19,7 +19,6 @@
 #include "planner/collective/channel_plan.hpp"
 #include "planner/collective/collective_runner.hpp"
 #include "planner/synthesis/msccl_xml.hpp"
-#include "support/input_file.hpp"
 #include "sim/engine.hpp"
 
 namespace ccsim::cli {
@@ -237,18 +236,12 @@ std::vector<planner::CollectiveResult> simulate_sizes(planner::CollectiveRunner&
 /// `--algo synth:FILE`: the MSCCL XML schedule of FILE at every size, on the runner's ranks and
 /// engine, with the bound of the runner's placement.
 std::vector<planner::CollectiveResult> simulate_synthesized(const models::Cluster& cluster, const planner::CostModel& costs,
-                                                            const planner::CollectiveOptions& opts, const std::string& file,
+                                                            const planner::CollectiveOptions& opts, const std::string& algo,
                                                             const std::vector<std::uint64_t>& sizes) {
-  const std::string text = support::read_input_file(file, "an MSCCL XML schedule");
-  const planner::synthesis::MscclHeader h = planner::synthesis::read_msccl_header(text, file);
-  const int n = static_cast<int>(opts.gpus.size());
-  if (h.ranks != n) {
-    throw InputError({file, 0, 0}, "algo.ngpus", fmt::format("{} (the ranks of this run; --ranks or --group choose them)", n), std::to_string(h.ranks));
-  }
-  if (h.collective != opts.collective) {
-    throw InputError({file, 0, 0}, "algo.coll", std::string(models::to_string(opts.collective)) + " (--op)",
-                     std::string(models::to_string(h.collective)));
-  }
+  const SynthFile synth = synth_option(algo, opts.collective, static_cast<int>(opts.gpus.size()));
+  const std::string& text = synth.text;
+  const std::string& file = synth.path;
+  const planner::synthesis::MscclHeader& h = synth.header;
   planner::CollectiveOptions o = opts;
   o.algorithm.reset();
   planner::CollectiveRunner runner(cluster, costs, o);
@@ -414,10 +407,8 @@ int run_collective(const CollectiveCliOptions& o) {
   }
   planner::CollectiveOptions opts;
   opts.collective = *collective;
-  const bool synthesized = o.algo.rfind("synth:", 0) == 0;
-  if (synthesized && o.algo.size() == 6) {
-    throw InputError({"<command line>", 0, 0}, "--algo", "synth:FILE with the path of an MSCCL XML schedule", "'" + o.algo + "'");
-  }
+  const bool synthesized = is_synth_option(o.algo);
+  if (synthesized && o.algo.size() == 6) (void)synth_option(o.algo, *collective, 0);  // the refusal of "synth:" alone
   opts.algorithm = synthesized ? std::optional<planner::Algorithm>(planner::Algorithm::Synthesized) : algorithm_option(o.algo);
   opts.protocol = protocol_option(o.protocol);
   const std::uint64_t lo = parse_size(o.min_bytes, "--minbytes");
@@ -461,7 +452,7 @@ int run_collective(const CollectiveCliOptions& o) {
     }
     if (o.skew) throw InputError({"<command line>", 0, 0}, "--skew", "no --skew with --algo synth:FILE", "'" + *o.skew + "'");
     const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, *collective, opts.element_size, n);
-    const std::vector<planner::CollectiveResult> rows = simulate_synthesized(cluster, costs, opts, o.algo.substr(6), sizes.sizes);
+    const std::vector<planner::CollectiveResult> rows = simulate_synthesized(cluster, costs, opts, o.algo, sizes.sizes);
     print_table({o, *collective, n, cluster, sizes.unit, 1, costs.source() + cost_table.note("--calibration", "calibration"), opts.rank_ready}, rows);
     return 0;
   }

@@ -27,7 +27,7 @@ CLI::App* add_replay_command(CLI::App& app, ReplayCliOptions& o) {
                                              "check it, and print an nccl-tests log with the per-op comparison to the simulation");
   c->add_option("scenario", o.scenario, "scenario whose cluster the Schedules are lowered for")->required();
   c->add_option("--op", o.op, "allreduce, reducescatter, allgather, broadcast, reduce, alltoall, sendrecv")->required();
-  c->add_option("--algo", o.algo, "auto (NCCL's choice on the scenario) or an algorithm name, as ccsim collective");
+  c->add_option("--algo", o.algo, "auto (NCCL's choice on the scenario), an algorithm name, as ccsim collective, or synth:FILE (an MSCCL XML schedule)");
   c->add_option("--protocol", o.protocol, "auto, LL, LL128, Simple (chooses the schedule's pipelining; data moves as plain copies)");
   c->add_option("--channels", o.channels, "channels of the schedule (default: as ccsim collective)")->check(CLI::Range(1, 64));
   c->add_option("-b,--minbytes", o.min_bytes, "smallest size (nccl-tests syntax: 8, 64K, 1M)");
@@ -192,7 +192,7 @@ planner::CollectiveOptions collective_options(const ReplayCliOptions& o, const R
   }
   planner::CollectiveOptions opts;
   opts.collective = in.collective;
-  opts.algorithm = algorithm_option(o.algo);
+  opts.algorithm = is_synth_option(o.algo) ? std::nullopt : algorithm_option(o.algo);  // synth:FILE: the file's schedule (plan_size)
   opts.protocol = protocol_option(o.protocol);
   opts.element_size = replay::size_of(in.type);
   opts.channels = o.channels;
@@ -251,6 +251,7 @@ struct SizeLoop {
   sim::Engine& engine;
   replay::Backend& backend;
   bool reporter;  ///< launched as rank 0: prints the notes
+  const SynthFile* synth = nullptr;  ///< --algo synth:FILE: its schedule at every size
 };
 
 /// What the size loop measured.
@@ -265,6 +266,13 @@ replay::ReplayedSize plan_size(const SizeLoop& loop, std::uint64_t bytes) {
   s.bytes = bytes;
   planner::Algorithm a{};
   planner::Protocol p{};
+  if (loop.synth != nullptr) {
+    s.schedule = planner::synthesis::from_msccl_xml(loop.synth->text, loop.synth->path, bytes, loop.runner.options().element_size);
+    s.algorithm = "synthesized";
+    s.protocol = "Simple";
+    s.simulated = loop.runner.run_schedule(s.schedule, planner::Algorithm::Synthesized, planner::Protocol::Simple, loop.engine);
+    return s;
+  }
   try {
     const planner::CollectiveResult choice = loop.runner.run(bytes);
     a = choice.algorithm;
@@ -400,11 +408,18 @@ int run_replay(const ReplayCliOptions& o) {
 
   const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
   const planner::CostModel costs = planner::CostModel::load(cost_table.path);
-  const std::unique_ptr<planner::CollectiveRunner> runner = make_runner(cluster, costs, opts, o.algo, o.protocol);
+  std::optional<SynthFile> synth;
+  if (is_synth_option(o.algo)) {
+    synth = synth_option(o.algo, in.collective, n);
+    if (opts.protocol && *opts.protocol != planner::Protocol::Simple) {
+      throw InputError({"<command line>", 0, 0}, "--protocol", "auto or Simple with --algo synth:FILE (MSCCL schedules run on Simple)", o.protocol);
+    }
+  }
+  const std::unique_ptr<planner::CollectiveRunner> runner = make_runner(cluster, costs, opts, synth ? "auto" : o.algo, o.protocol);
   const ReplaySizes sizes = replay_sizes(o, in, opts.element_size, n);
   const std::unique_ptr<sim::Engine> engine = sim::make_engine(models::EngineKind::Analytic, cluster);
   Replayed replayed;
-  if (const int rc = replay_all({o, in.type, *runner, *engine, *backend, reporter}, sizes, replayed); rc != 0) return rc;
+  if (const int rc = replay_all({o, in.type, *runner, *engine, *backend, reporter, synth ? &*synth : nullptr}, sizes, replayed); rc != 0) return rc;
   if (!backend->reporter()) return 0;
   return report(o, log_info(o, in, n, *backend), replayed, sizes.traced, out ? &*out : nullptr);
 }

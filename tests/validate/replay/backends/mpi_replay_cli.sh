@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `ccsim replay --backend mpi` end to end under mpirun (ctest label mpi): 3 ranks (an odd count)
-# replay ring AllReduce and nvls ReduceScatter on int8 (wrapping sums through the emulated
-# switch) with every row's #wrong 0 and the log's "Out of bounds values : 0 OK"; the log header
+# replay ring AllReduce, nvls ReduceScatter on int8 (wrapping sums through the emulated
+# switch) and a synthesized ReduceScatter read from MSCCL XML with every row's #wrong 0 and the log's "Out of bounds values : 0 OK"; the log header
 # names the MPI processes; without a launcher the backend refuses with its message. Exit 77
 # (ctest SKIP_RETURN_CODE) when mpirun is missing or cannot start 3 local ranks here.
 # Usage: mpi_replay_cli.sh CCSIM SOURCE_DIR WORK_DIR
@@ -24,6 +24,8 @@ run() {  # name, then ccsim replay's arguments
 }
 run ring-allreduce --op allreduce --algo ring -b 3K -e 48K -f 4
 run nvls-reducescatter-int8 --op reducescatter --algo nvls -d int8 -b 3K -e 48K -f 4
+# A synthesized schedule (ForestColl trees written as MSCCL XML by ccsim synthesize --out).
+run synth-reducescatter --op reducescatter --algo synth:tests/data/synthesis/dgx-h100-3ranks-reducescatter.msccl.xml -b 3K -e 48K -f 4
 # --out that rank 0 cannot use (a regular file): every rank stops with exit 2, none waits for it.
 touch "$work/afile"
 timeout 120 mpirun -n 3 --oversubscribe "$ccsim" replay scenarios/dgx-h100-1node.yaml --backend mpi --op allreduce -b 8 -e 1K -n 1 -w 0 \
