@@ -1,6 +1,7 @@
 #include "planner/synthesis/forest.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
@@ -53,11 +54,19 @@ class Synthesizer {
 
   Forest run() {
     if (n_ < 2) throw std::invalid_argument("allgather_forest: fewer than two ranks");
+    using Clock = std::chrono::steady_clock;
+    const auto seconds = [](Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); };
+    auto t = Clock::now();
     optimum();
+    f_.seconds_optimum = seconds(t);
     if (o_.build_trees) {
       for (WorkArc& a : arcs_) a.cap *= q_;
+      t = Clock::now();
       split_switches();
+      f_.seconds_splitting = seconds(t);
+      t = Clock::now();
       pack();
+      f_.seconds_packing = seconds(t);
     }
     f_.ranks = n_;
     f_.unit = o_.unit;
@@ -157,30 +166,39 @@ class Synthesizer {
   /// does); no other cut changes. One forced max-flow per rank for each family.
   std::int64_t split_slack(int u, int w, int t, std::int64_t limit) {
     const std::int64_t need = static_cast<std::int64_t>(n_) * p_;
-    const FlowNetwork base = network(p_, 1);
+    FlowNetwork net = network(p_, 1);
+    const std::size_t su = net.add_slot(v_, u), st = net.add_slot(v_, t), sw = net.add_slot(v_, w);
+    std::vector<std::size_t> w_to(static_cast<std::size_t>(n_)), u_to(static_cast<std::size_t>(n_)), t_to(static_cast<std::size_t>(n_));
+    for (int r = 0; r < n_; ++r) {
+      w_to[static_cast<std::size_t>(r)] = net.add_slot(w, r);
+      if (u != r) u_to[static_cast<std::size_t>(r)] = net.add_slot(u, r);
+      if (t != r) t_to[static_cast<std::size_t>(r)] = net.add_slot(t, r);
+    }
+    FlowSolver solver(net);
     std::int64_t slack = limit;
     // u, t outside, w inside.
-    {
-      FlowNetwork net = base;
-      net.add_arc(v_, u, kUnbounded);
-      net.add_arc(v_, t, kUnbounded);
-      for (int r = 0; r < n_ && slack > 0; ++r) {
-        if (r == u || r == t) continue;
-        FlowNetwork forced = net;
-        forced.add_arc(w, r, kUnbounded);
-        slack = std::min(slack, flow(forced, r) - need);
-      }
+    solver.set_capacity(su, kUnbounded);
+    solver.set_capacity(st, kUnbounded);
+    for (int r = 0; r < n_ && slack > 0; ++r) {
+      if (r == u || r == t) continue;
+      solver.set_capacity(w_to[static_cast<std::size_t>(r)], kUnbounded);
+      ++flows_;
+      slack = std::min(slack, solver.max_flow(v_, r) - need);
+      solver.set_capacity(w_to[static_cast<std::size_t>(r)], 0);
     }
+    solver.set_capacity(su, 0);
+    solver.set_capacity(st, 0);
     // u, t inside, w outside.
     if (slack > 0) {
-      FlowNetwork net = base;
-      net.add_arc(v_, w, kUnbounded);
+      solver.set_capacity(sw, kUnbounded);
       const int rank = u < n_ ? u : (t < n_ ? t : -1);
       for (int r = (rank >= 0 ? rank : 0); r < (rank >= 0 ? rank + 1 : n_) && slack > 0; ++r) {
-        FlowNetwork forced = net;
-        if (u != r) forced.add_arc(u, r, kUnbounded);
-        if (t != r) forced.add_arc(t, r, kUnbounded);
-        slack = std::min(slack, flow(forced, r) - need);
+        if (u != r) solver.set_capacity(u_to[static_cast<std::size_t>(r)], kUnbounded);
+        if (t != r) solver.set_capacity(t_to[static_cast<std::size_t>(r)], kUnbounded);
+        ++flows_;
+        slack = std::min(slack, solver.max_flow(v_, r) - need);
+        if (u != r) solver.set_capacity(u_to[static_cast<std::size_t>(r)], 0);
+        if (t != r) solver.set_capacity(t_to[static_cast<std::size_t>(r)], 0);
       }
     }
     return std::max<std::int64_t>(slack, 0);
@@ -263,15 +281,33 @@ class Synthesizer {
     std::vector<TreeEdge> edges;
   };
 
-  /// The packing network: ranks, super-source, one vertex per tree (weight from s, unbounded to
-  /// its members), the compute arcs.
-  FlowNetwork packing_network(const std::vector<Partial>& trees) const {
-    FlowNetwork net(n_ + 1 + static_cast<int>(trees.size()));
+  /// The packing network with tree `grow` tentatively grown: ranks, super-source, one vertex per
+  /// incomplete tree (its weight from s, unbounded arcs to its members), the compute arcs; tree
+  /// `grow` keeps weight − mu and a copy of it joined by `y` has mu. A complete tree meets every
+  /// cut: it is left out and `need` (what every rank must receive) lowered by its weight.
+  FlowNetwork packing_network(const std::vector<Partial>& trees, std::size_t grow, std::int64_t mu, int y, std::int64_t& need) const {
+    FlowNetwork net(n_ + 2 + static_cast<int>(trees.size()));
     const int s = n_;
+    need = static_cast<std::int64_t>(n_) * p_;
     for (std::size_t i = 0; i < trees.size(); ++i) {
+      const std::int64_t w = trees[i].weight - (i == grow ? mu : 0);
+      if (static_cast<int>(trees[i].members.size()) == n_) {
+        need -= trees[i].weight;
+        continue;
+      }
       const int a = n_ + 1 + static_cast<int>(i);
-      net.add_arc(s, a, trees[i].weight);
+      net.add_arc(s, a, w);
       for (int m : trees[i].members) net.add_arc(a, m, kUnbounded);
+    }
+    if (grow < trees.size() && mu > 0) {  // the grown copy
+      const int a = n_ + 1 + static_cast<int>(trees.size());
+      if (static_cast<int>(trees[grow].members.size()) + 1 == n_) {
+        need -= mu;
+      } else {
+        net.add_arc(s, a, mu);
+        for (int m : trees[grow].members) net.add_arc(a, m, kUnbounded);
+        net.add_arc(a, y, kUnbounded);
+      }
     }
     for (const WorkArc& arc : arcs_) net.add_arc(arc.from, arc.to, arc.cap);
     return net;
@@ -288,7 +324,6 @@ class Synthesizer {
       t.members = {r};
       trees.push_back(std::move(t));
     }
-    const std::int64_t need = static_cast<std::int64_t>(n_) * p_;
     std::vector<std::size_t> stack;
     for (std::size_t i = trees.size(); i-- > 0;) stack.push_back(i);
     while (!stack.empty()) {
@@ -307,17 +342,15 @@ class Synthesizer {
           std::int64_t mu = std::min(trees[i].weight, arcs_[ai].cap);
           while (mu > 0) {
             // Tentative: the arc loses mu; tree i keeps weight − mu, a copy of it with y joins at mu.
-            std::vector<Partial> tentative = trees;
-            Partial grown_tree = trees[i];
-            grown_tree.weight = mu;
-            grown_tree.in[static_cast<std::size_t>(y)] = 1;
-            grown_tree.members.push_back(y);
-            tentative[i].weight -= mu;
-            tentative.push_back(grown_tree);
             arcs_[ai].cap -= mu;
             std::vector<char> side;
-            const std::int64_t f = flow(packing_network(tentative), y, &side, n_);
+            std::int64_t need = 0;
+            const std::int64_t f = flow(packing_network(trees, i, mu, y, need), y, &side, n_);
             if (f >= need) {
+              Partial grown_tree = trees[i];
+              grown_tree.weight = mu;
+              grown_tree.in[static_cast<std::size_t>(y)] = 1;
+              grown_tree.members.push_back(y);
               TreeEdge e{x, y, arcs_[ai].via, arcs_[ai].links};
               if (mu == trees[i].weight) {
                 trees[i].in[static_cast<std::size_t>(y)] = 1;
@@ -336,7 +369,7 @@ class Synthesizer {
             // The failing cut X (y inside) lost mu exactly when x is outside and X meets tree i.
             bool meets = false;
             for (int m : trees[i].members) meets = meets || (m != x && side[static_cast<std::size_t>(m)]);
-            if (side[static_cast<std::size_t>(x)] || !meets) throw std::logic_error(fmt::format("allgather_forest: packing started from an infeasible state x={} y={} mu={} f={} need={} sidex={} meets={} trees={}", x, y, mu, f, need, (int)side[x], meets, trees.size()));
+            if (side[static_cast<std::size_t>(x)] || !meets) throw std::logic_error("allgather_forest: packing started from an infeasible state");
             mu -= need - f;
           }
         }

@@ -71,6 +71,7 @@ struct Forest {
   int rank_classes = 0;            ///< equivalence classes of ranks tested
   bool every_rank_checked = false; ///< every rank was checked at the optimum (not one per class)
   std::int64_t max_flows = 0;      ///< max-flow computations, for the benchmarks
+  double seconds_optimum = 0, seconds_splitting = 0, seconds_packing = 0;  ///< wall time of each step
 
   /// x*: bytes per second at which every root's block leaves it (AllGather algbw = N·x*).
   double rate() const { return static_cast<double>(rate_num) / static_cast<double>(rate_den) * unit; }
