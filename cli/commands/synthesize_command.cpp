@@ -182,6 +182,13 @@ int run_synthesize(const SynthesizeCliOptions& o) {
     }
     std::cout << fmt::format("# costs: {} (the default row, Simple)\n", costs.source() + cost_table.note("--calibration", "calibration"));
     std::cout << written;
+    double fluid = 1;
+    for (const auto& r : rows) fluid = std::min(fluid, r.forest_time / r.fluid_time);
+    if (fluid < 0.999) {
+      std::cout << fmt::format("# note: fluid {:.3f}: the trees take paths the router does not (a PCIe shortcut past an NVLink route or "
+                               "a host-memory bounce), so the engine's links carry more than planned (docs/commands/synthesize.md, Limits)\n",
+                               fluid);
+    }
     std::cout << "# bound: planner/collective/bounds.hpp; forest: the trees' bandwidth term (S/N)/x*"
               << (*collective == models::Collective::AllReduce ? " for ReduceScatter plus AllGather" : " (ForestColl's optimum)") << "\n#\n";
     std::cout << fmt::format("#{:>11}  {:>12}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>5}  {:<18}  {:>7}  {:>6}  {:>6}\n", "size",
