@@ -39,6 +39,10 @@ CLI::App* add_synthesize_command(CLI::App& app, SynthesizeCliOptions& o) {
   c->add_option("--calibration", o.calibration, "calibration table (default: the scenario's simulation.calibration, else the shipped one)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
   c->add_option("--out", o.out, "directory to write the trees (ForestColl XML) and the schedule (MSCCL XML) into");
+  c->add_option("--max-tree-ranks", o.max_tree_ranks,
+                "build trees up to this many ranks; above, print the exact optimum and NCCL's distance from it only "
+                "(tree synthesis grows as N^3: 128 ranks take about 20 s on 2 cores)")
+      ->check(CLI::Range(2, 1 << 20));
   return c;
 }
 
@@ -79,6 +83,11 @@ int run_synthesize(const SynthesizeCliOptions& o) {
   opts.chunks = o.chunks;
   opts.engine = *models::parse_engine_kind(o.engine);  // checked by the option
   const int n = static_cast<int>(opts.gpus.size());
+  opts.forest.build_trees = n <= o.max_tree_ranks;
+  if (!opts.forest.build_trees && !o.out.empty()) {
+    throw InputError({"<command line>", 0, 0}, "--out", fmt::format("no --out above --max-tree-ranks {} (no trees are built)", o.max_tree_ranks),
+                     fmt::format("{} ranks", n), "raise --max-tree-ranks (synthesis grows as N^3) or choose fewer ranks");
+  }
   const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
   const planner::CostModel costs = planner::CostModel::load(cost_table.path);
 
@@ -93,7 +102,7 @@ int run_synthesize(const SynthesizeCliOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   planner::synthesis::SynthesisRunner runner(cluster, costs, opts);
   const double synth_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cerr << fmt::format("ccsim: note: trees synthesized in {:.2f} s\n", synth_seconds);
+  std::cerr << fmt::format("ccsim: note: {} in {:.2f} s\n", opts.forest.build_trees ? "trees synthesized" : "optimum found", synth_seconds);
   const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, *collective, opts.element_size, n);
   std::vector<planner::synthesis::SynthesisRow> rows;
   for (std::uint64_t bytes : sizes.sizes) {
@@ -126,8 +135,11 @@ int run_synthesize(const SynthesizeCliOptions& o) {
     double us, algbw, busbw, bound_us, reached, forest_us, of_forest, fluid, nccl_us, nccl_busbw, gain;
   };
   const auto cells = [&](const planner::synthesis::SynthesisRow& r) {
-    const double algbw = static_cast<double>(r.bytes) / r.time / 1e9;
     const double nccl_algbw = static_cast<double>(r.bytes) / r.nccl.time / 1e9;
+    if (r.time <= 0) {  // no trees built: the synthesized columns are 0
+      return Cells{0, 0, 0, r.bound * 1e6, 0, r.forest_time * 1e6, 0, 0, r.nccl.time * 1e6, nccl_algbw * factor, 0};
+    }
+    const double algbw = static_cast<double>(r.bytes) / r.time / 1e9;
     return Cells{r.time * 1e6, algbw, algbw * factor, r.bound * 1e6, r.bound / r.time * 100.0, r.forest_time * 1e6,
                  r.forest_time / r.time * 100.0, r.forest_time / r.fluid_time, r.nccl.time * 1e6, nccl_algbw * factor, r.nccl.time / r.time};
   };
@@ -175,15 +187,22 @@ int run_synthesize(const SynthesizeCliOptions& o) {
     for (const ForestSummary& s : forests) {
       std::set<int> roots;
       for (const auto& t : s.f->trees) roots.insert(t.root);
-      std::cout << fmt::format("# {} trees: {} for {} roots, height {}; optimum {:.2f} GB/s per root = algbw {:.2f} GB/s\n", s.name,
-                               s.f->trees.size(), roots.size(), s.f->height(), s.f->rate() / 1e9, s.f->rate() * n / 1e9);
+      if (opts.forest.build_trees) {
+        std::cout << fmt::format("# {} trees: {} for {} roots, height {}; optimum {:.2f} GB/s per root = algbw {:.2f} GB/s\n", s.name,
+                                 s.f->trees.size(), roots.size(), s.f->height(), s.f->rate() / 1e9, s.f->rate() * n / 1e9);
+      } else {
+        std::cout << fmt::format("# {} optimum {:.2f} GB/s per root = algbw {:.2f} GB/s ({} rank class{} tested)\n", s.name, s.f->rate() / 1e9,
+                                 s.f->rate() * n / 1e9, s.f->rank_classes, s.f->rank_classes == 1 ? "" : "es");
+      }
       std::cout << fmt::format("#   tight cut: {} ({} of {} ranks), {:.2f} GB/s {} them\n", describe_ranks(runner.graph(), s.f->tight_cut),
                                s.f->tight_cut.size(), n, s.f->tight_bandwidth / 1e9, s.name == "allgather" ? "into" : "out of");
     }
     std::cout << fmt::format("# costs: {} (the default row, Simple)\n", costs.source() + cost_table.note("--calibration", "calibration"));
     std::cout << written;
     double fluid = 1;
-    for (const auto& r : rows) fluid = std::min(fluid, r.forest_time / r.fluid_time);
+    for (const auto& r : rows) {
+      if (r.fluid_time > 0) fluid = std::min(fluid, r.forest_time / r.fluid_time);
+    }
     if (fluid < 0.999) {
       std::cout << fmt::format("# note: fluid {:.3f}: the trees take paths the router does not (a PCIe shortcut past an NVLink route or "
                                "a host-memory bounce), so the engine's links carry more than planned (docs/commands/synthesize.md, Limits)\n",
@@ -191,6 +210,22 @@ int run_synthesize(const SynthesizeCliOptions& o) {
     }
     std::cout << "# bound: planner/collective/bounds.hpp; forest: the trees' bandwidth term (S/N)/x*"
               << (*collective == models::Collective::AllReduce ? " for ReduceScatter plus AllGather" : " (ForestColl's optimum)") << "\n#\n";
+    if (!opts.forest.build_trees) {
+      std::cout << fmt::format("# trees not built: {} ranks is above --max-tree-ranks {} (synthesis grows as N^3); the optimum is exact\n#\n",
+                               n, o.max_tree_ranks);
+      std::cout << fmt::format("#{:>11}  {:>12}  {:>7}  {:>7}  {:>8}  {:<18}  {:>7}  {:>6}  {:>8}\n", "size", "count", "bound", "forest", "optimal",
+                               "nccl", "time", "busbw", "headroom");
+      std::cout << fmt::format("#{:>11}  {:>12}  {:>7}  {:>7}  {:>8}  {:<18}  {:>7}  {:>6}  {:>8}\n", "(B)", "(elements)", "(us)", "(us)", "(GB/s)",
+                               "(algorithm/proto)", "(us)", "(GB/s)", "(x)");
+      for (const auto& r : rows) {
+        const Cells c = cells(r);
+        const std::string nccl = fmt::format("{}/{}", planner::to_string(r.nccl.algorithm), planner::to_string(r.nccl.protocol));
+        std::cout << fmt::format("{:>12}  {:>12}  {:>7}  {:>7}  {:>8.2f}  {:<18}  {:>7}  {:>6.2f}  {:>8.2f}\n", r.bytes, r.bytes / sizes.unit,
+                                 format_time_us(c.bound_us), format_time_us(c.forest_us), static_cast<double>(r.bytes) / r.forest_time / 1e9 * factor,
+                                 nccl, format_time_us(c.nccl_us), c.nccl_busbw, r.nccl.time / r.forest_time);
+      }
+      return 0;
+    }
     std::cout << fmt::format("#{:>11}  {:>12}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>5}  {:<18}  {:>7}  {:>6}  {:>6}\n", "size",
                              "count", "time", "algbw", "busbw", "chunks", "bound", "reached", "forest", "reached", "fluid", "nccl", "time",
                              "busbw", "gain");

@@ -27,6 +27,7 @@ struct SynthesizeCliOptions {
   std::string calibration;
   std::string catalog;
   std::string out;  ///< directory for the tree and schedule files; empty: none written
+  int max_tree_ranks = 128;  ///< above, only the optimum (the trees take minutes to hours)
 };
 
 CLI::App* add_synthesize_command(CLI::App& app, SynthesizeCliOptions& options);

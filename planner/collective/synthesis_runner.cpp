@@ -110,12 +110,14 @@ GridSchedule SynthesisRunner::grid_schedule() {
 SynthesisRow SynthesisRunner::run(std::uint64_t bytes) {
   SynthesisRow row;
   row.bytes = bytes;
-  row.chunks = chunks(bytes);
-  const models::Schedule s = forest_schedule(options_.collective, allgather(), reducescatter(), bytes, options_.element_size, row.chunks);
-  row.ops = s.op_count();
-  row.fluid_time = fluid_time(s);
-  if (!engine_) engine_ = sim::make_engine(options_.engine, cluster_);
-  row.time = nccl_->run_schedule(s, Algorithm::Synthesized, Protocol::Simple, *engine_).makespan;
+  if (options_.forest.build_trees) {
+    row.chunks = chunks(bytes);
+    const models::Schedule s = forest_schedule(options_.collective, allgather(), reducescatter(), bytes, options_.element_size, row.chunks);
+    row.ops = s.op_count();
+    row.fluid_time = fluid_time(s);
+    if (!engine_) engine_ = sim::make_engine(options_.engine, cluster_);
+    row.time = nccl_->run_schedule(s, Algorithm::Synthesized, Protocol::Simple, *engine_).makespan;
+  }
   row.bound = bound_.time(static_cast<double>(bytes));
   const double block = static_cast<double>(bytes) / static_cast<double>(options_.gpus.size());
   for (const Forest* f : {allgather(), reducescatter()}) {

@@ -48,7 +48,7 @@ struct GridSchedule {
 /// One size: the synthesized schedule's time and what NCCL would run.
 struct SynthesisRow {
   std::uint64_t bytes = 0;
-  double time = 0;            ///< seconds, the synthesized schedule on the engine
+  double time = 0;            ///< seconds, the synthesized schedule on the engine (0: no trees built)
   double bound = 0;           ///< seconds, planner::lower_bound (latency, volume, cuts, the forest cut)
   /// Seconds, the forests' bandwidth term: (S/N)/x* for AllGather and ReduceScatter (the max-flow
   /// bound's, ForestColl's optimum), their sum for AllReduce (RS + AG on optimal trees).
@@ -84,7 +84,9 @@ class SynthesisRunner {
   /// The schedule on the smallest chunk grid of at least 8 chunks per block that holds the trees'
   /// weights exactly, at most 64; else on 64 chunks with the weights rounded (on_grid).
   GridSchedule grid_schedule();
-  /// Times the schedule at `bytes` and NCCL's choice beside it.
+  /// Times the schedule at `bytes` and NCCL's choice beside it. Without trees
+  /// (options.forest.build_trees false) only the bound, the optimum's time and NCCL's choice:
+  /// time, fluid_time, chunks and ops stay 0.
   SynthesisRow run(std::uint64_t bytes);
   /// Fluid-limit time of `s` on this placement: the largest bytes ÷ bandwidth over the links its
   /// sends cross on the routes the engines take (models::Router, the first ECMP hash). A schedule
