@@ -451,6 +451,14 @@ int run_collective(const CollectiveCliOptions& o) {
       throw InputError({"<command line>", 0, 0}, "--protocol", "auto or Simple with --algo synth:FILE (MSCCL schedules run on Simple)", o.protocol);
     }
     if (o.skew) throw InputError({"<command line>", 0, 0}, "--skew", "no --skew with --algo synth:FILE", "'" + *o.skew + "'");
+    if (o.channels != 0) {
+      throw InputError({"<command line>", 0, 0}, "--channels", "no --channels with --algo synth:FILE (the file's thread blocks fix them)",
+                       std::to_string(o.channels));
+    }
+    if (o.granularity == "phase") {
+      throw InputError({"<command line>", 0, 0}, "--granularity", "auto or step with --algo synth:FILE (an MSCCL schedule is step by step)",
+                       "'phase'");
+    }
     const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, *collective, opts.element_size, n);
     const std::vector<planner::CollectiveResult> rows = simulate_synthesized(cluster, costs, opts, o.algo, sizes.sizes);
     print_table({o, *collective, n, cluster, sizes.unit, 1, costs.source() + cost_table.note("--calibration", "calibration"), opts.rank_ready}, rows);

@@ -330,6 +330,11 @@ models::Schedule from_msccl_xml(const std::string& text, const std::string& file
       x.fail(gpu, key + ".o_chunks", fmt::format("{} (the output of {} at the file's chunking)", out_chunks, models::to_string(h.collective)),
              std::to_string(chunks[1]));
     }
+    constexpr std::uint64_t kMaxScratch = std::uint64_t{1} << 44;  // 16 TiB: far above any GPU, far below overflow
+    if (static_cast<std::uint64_t>(chunks[2]) > kMaxScratch / chunk) {
+      x.fail(gpu, key + ".s_chunks", fmt::format("a scratch buffer of at most 16 TiB ({} chunks of {} bytes)", kMaxScratch / chunk, chunk),
+             std::to_string(chunks[2]));
+    }
     models::RankProgram& prog = s.ranks[static_cast<std::size_t>(id)];
     prog.scratch_bytes = static_cast<std::uint64_t>(chunks[2]) * chunk;
     std::optional<std::uint32_t> seed;  // in-place: the copy of the rank's input into its place in the output
