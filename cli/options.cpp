@@ -213,13 +213,32 @@ SynthFile synth_option(const std::string& algo, models::Collective c, int ranks)
   f.text = support::read_input_file(f.path, "an MSCCL XML schedule");
   f.header = planner::synthesis::read_msccl_header(f.text, f.path);
   if (f.header.ranks != ranks) {
-    throw InputError({f.path, 0, 0}, "algo.ngpus", fmt::format("{} (the ranks of this run; --ranks or --group choose them)", ranks),
+    throw InputError(f.header.where, "algo.ngpus", fmt::format("{} (the ranks of this run; --ranks or --group choose them)", ranks),
                      std::to_string(f.header.ranks));
   }
   if (f.header.collective != c) {
-    throw InputError({f.path, 0, 0}, "algo.coll", std::string(models::to_string(c)) + " (--op)", std::string(models::to_string(f.header.collective)));
+    throw InputError(f.header.where, "algo.coll", std::string(models::to_string(c)) + " (--op)", std::string(models::to_string(f.header.collective)));
+  }
+  // The schedule's structure does not depend on the size: executed on integers at one element
+  // per chunk, it proves (or refutes) the file for every size.
+  const std::uint64_t smallest = static_cast<std::uint64_t>(f.header.chunks_per_loop) * 4;
+  const models::VerifyResult v = models::verify(planner::synthesis::from_msccl_xml(f.text, f.path, smallest, 4));
+  if (!v.ok) {
+    throw InputError(f.header.where, "algo", fmt::format("an MSCCL schedule that computes {} (checked on integers at one element per chunk)",
+                                                         models::to_string(c)),
+                     v.error);
   }
   return f;
+}
+
+std::vector<std::uint64_t> synth_sizes(const SynthFile& f, const std::vector<std::uint64_t>& sizes, std::uint32_t element_size) {
+  const std::uint64_t granule = static_cast<std::uint64_t>(f.header.chunks_per_loop) * element_size;
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t b : sizes) {
+    const std::uint64_t r = b / granule * granule;
+    if (r > 0 && (out.empty() || out.back() != r)) out.push_back(r);
+  }
+  return out;
 }
 
 std::uint32_t element_size(const std::string& type) {

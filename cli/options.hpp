@@ -108,6 +108,10 @@ bool is_synth_option(const std::string& algo);
 /// that is not an MSCCL algorithm (line:column), another collective or rank count.
 SynthFile synth_option(const std::string& algo, models::Collective c, int ranks);
 
+/// `sizes` rounded down to whole loops of the file's chunking (nchunksperloop chunks of whole
+/// `element_size` elements), zeros and repeats left out, in order.
+std::vector<std::uint64_t> synth_sizes(const SynthFile& f, const std::vector<std::uint64_t>& sizes, std::uint32_t element_size);
+
 /// Bytes per element for nccl-tests' -d names (float, half, bfloat16, double, int8, ...).
 std::uint32_t element_size(const std::string& type);
 

@@ -249,7 +249,14 @@ std::vector<planner::CollectiveResult> simulate_synthesized(const models::Cluste
   const planner::LowerBound bound = planner::lower_bound(cluster, router, opts.collective, opts.gpus, opts.root);
   std::unique_ptr<sim::Engine> engine = sim::make_engine(opts.engine, cluster);
   std::vector<planner::CollectiveResult> rows;
-  for (const std::uint64_t bytes : sizes) {
+  const std::vector<std::uint64_t> rounded = synth_sizes(synth, sizes, opts.element_size);
+  if (rounded.empty()) {
+    throw InputError({"<command line>", 0, 0}, "--maxbytes",
+                     fmt::format("a size of at least one loop of the file's {} chunks ({} bytes)", h.chunks_per_loop,
+                                 static_cast<std::uint64_t>(h.chunks_per_loop) * opts.element_size),
+                     fmt::format("{} bytes", sizes.back()));
+  }
+  for (const std::uint64_t bytes : rounded) {
     if (h.max_bytes > 0 && (bytes < h.min_bytes || bytes > h.max_bytes)) {
       std::cerr << "ccsim: note: " << bytes << " bytes: outside the file's minBytes " << h.min_bytes << " .. maxBytes " << h.max_bytes
                 << " (MSCCL would not run it there); simulated anyway\n";

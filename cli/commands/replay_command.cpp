@@ -416,7 +416,17 @@ int run_replay(const ReplayCliOptions& o) {
     }
   }
   const std::unique_ptr<planner::CollectiveRunner> runner = make_runner(cluster, costs, opts, synth ? "auto" : o.algo, o.protocol);
-  const ReplaySizes sizes = replay_sizes(o, in, opts.element_size, n);
+  ReplaySizes sizes = replay_sizes(o, in, opts.element_size, n);
+  if (synth) {  // whole loops of the file's chunking
+    sizes.sizes = synth_sizes(*synth, sizes.sizes, opts.element_size);
+    if (sizes.sizes.empty()) {
+      throw InputError({"<command line>", 0, 0}, "--maxbytes",
+                       fmt::format("a size of at least one loop of the file's {} chunks", synth->header.chunks_per_loop), o.max_bytes);
+    }
+    sizes.traced = synth_sizes(*synth, {sizes.traced}, opts.element_size).empty() ? sizes.sizes.back()
+                                                                                 : synth_sizes(*synth, {sizes.traced}, opts.element_size).front();
+    if (std::find(sizes.sizes.begin(), sizes.sizes.end(), sizes.traced) == sizes.sizes.end()) sizes.traced = sizes.sizes.back();
+  }
   const std::unique_ptr<sim::Engine> engine = sim::make_engine(models::EngineKind::Analytic, cluster);
   Replayed replayed;
   if (const int rc = replay_all({o, in.type, *runner, *engine, *backend, reporter, synth ? &*synth : nullptr}, sizes, replayed); rc != 0) return rc;

@@ -53,7 +53,7 @@ std::string describe_ranks(const planner::synthesis::SynthesisGraph& g, const st
   if (ranks.empty()) return "none";
   std::string out;
   for (std::size_t i = 0; i < ranks.size() && i < 4; ++i) out += (i ? ", " : "") + g.name[static_cast<std::size_t>(ranks[i])];
-  if (ranks.size() > 4) out += fmt::format(", ... ({} ranks)", ranks.size());
+  if (ranks.size() > 4) out += ", ...";
   return out;
 }
 
@@ -99,20 +99,25 @@ int run_synthesize(const SynthesizeCliOptions& o) {
                                                .probe_prefix = {}});
     out->prepare();
   }
+  // Trees split every collective per rank: sizes go down to a whole number of elements per rank.
+  const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, *collective, opts.element_size, n);
+  std::vector<std::uint64_t> wanted;
+  const std::uint64_t per_rank = static_cast<std::uint64_t>(n) * opts.element_size;
+  for (std::uint64_t bytes : sizes.sizes) {
+    const std::uint64_t b = bytes / per_rank * per_rank;
+    if (b > 0 && (wanted.empty() || wanted.back() != b)) wanted.push_back(b);
+  }
+  if (wanted.empty()) {
+    throw InputError({"<command line>", 0, 0}, "--maxbytes",
+                     fmt::format("a size of at least one {}-byte element per rank ({} bytes for {} ranks)", opts.element_size, per_rank, n),
+                     o.max_bytes);
+  }
   const auto start = std::chrono::steady_clock::now();
   planner::synthesis::SynthesisRunner runner(cluster, costs, opts);
   const double synth_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cerr << fmt::format("ccsim: note: {} in {:.2f} s\n", opts.forest.build_trees ? "trees synthesized" : "optimum found", synth_seconds);
-  const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, *collective, opts.element_size, n);
   std::vector<planner::synthesis::SynthesisRow> rows;
-  for (std::uint64_t bytes : sizes.sizes) {
-    if (bytes % (static_cast<std::uint64_t>(n) * opts.element_size) != 0) continue;  // a whole number of elements per rank
-    rows.push_back(runner.run(bytes));
-  }
-  if (rows.empty()) {
-    throw InputError({"<command line>", 0, 0}, "--maxbytes", fmt::format("a size with a whole number of elements for each of the {} ranks", n),
-                     o.max_bytes);
-  }
+  for (std::uint64_t b : wanted) rows.push_back(runner.run(b));
   std::vector<ForestSummary> forests;
   if (runner.allgather()) forests.push_back({"allgather", runner.allgather()});
   if (runner.reducescatter()) forests.push_back({"reducescatter", runner.reducescatter()});
@@ -120,7 +125,7 @@ int run_synthesize(const SynthesizeCliOptions& o) {
   std::string written;
   if (out) {
     const planner::synthesis::GridSchedule grid = runner.grid_schedule();
-    const std::string xml = planner::synthesis::to_msccl_xml(grid.schedule, fmt::format("ccsim forest {} {} ranks", stem, n), lo, hi);
+    const std::string xml = planner::synthesis::to_msccl_xml(grid.schedule, fmt::format("ccsim forest {} {} ranks", stem, n), rows.front().bytes, hi);
     out->create();
     for (const ForestSummary& s : forests) out->write(s.name + ".trees.xml", planner::synthesis::to_tree_xml(*s.f, runner.graph(), s.name));
     out->write(stem + ".msccl.xml", xml);

@@ -29,8 +29,13 @@ SynthesisRunner::SynthesisRunner(const models::Cluster& cluster, const CostModel
   }
   router_ = std::make_unique<models::Router>(cluster_);
   graph_ = synthesis_graph(cluster_, *router_, options_.gpus);
-  if (c != Collective::ReduceScatter) allgather_ = allgather_forest(graph_, options_.forest);
-  if (c != Collective::AllGather) reducescatter_ = allgather_forest(graph_.reversed(), options_.forest);
+  try {
+    if (c != Collective::ReduceScatter) allgather_ = allgather_forest(graph_, options_.forest);
+    if (c != Collective::AllGather) reducescatter_ = allgather_forest(graph_.reversed(), options_.forest);
+  } catch (const SplittingFailed& e) {
+    throw support::InputError({"<command line>", 0, 0}, "--ranks", "ranks whose fabric ForestColl's trees can be built on", e.what(),
+                              "the optimum (and the lower bound) still hold: --max-tree-ranks below the rank count prints them");
+  }
   CollectiveOptions o;
   o.collective = c;
   o.gpus = options_.gpus;

@@ -37,7 +37,7 @@ void check_reachable(const SynthesisGraph& g, bool forward) {
   }
   for (int r = 1; r < g.compute; ++r) {
     if (seen[static_cast<std::size_t>(r)]) continue;
-    throw support::InputError({}, "ranks", "ranks that reach each other over links that are up",
+    throw support::InputError({"<command line>", 0, 0}, "--ranks", "ranks that reach each other over links that are up",
                               forward ? fmt::format("rank {} ({}) cannot be reached from rank 0 ({})", r, g.name[static_cast<std::size_t>(r)], g.name[0])
                                       : fmt::format("rank {} ({}) cannot reach rank 0 ({})", r, g.name[static_cast<std::size_t>(r)], g.name[0]),
                               "a failed link or a node without a NIC on the fabric disconnects the group");
@@ -49,14 +49,14 @@ void check_reachable(const SynthesisGraph& g, bool forward) {
 SynthesisGraph synthesis_graph(const models::Cluster& cluster, models::Router& router, const std::vector<DeviceId>& gpus) {
   const models::Topology& t = cluster.topology;
   if (gpus.size() < 2) {
-    throw support::InputError({}, "ranks", "at least 2 ranks to synthesize a collective for", fmt::format("{}", gpus.size()));
+    throw support::InputError({"<command line>", 0, 0}, "--ranks", "at least 2 ranks to synthesize a collective for", fmt::format("{}", gpus.size()));
   }
   SynthesisGraph g;
   std::unordered_map<DeviceId, int> vertex;
   for (DeviceId d : gpus) {
     if (d >= t.num_devices() || t.device(d).kind != DeviceKind::Gpu) throw std::invalid_argument("synthesis_graph: not a GPU");
     if (!vertex.emplace(d, g.vertices()).second) {
-      throw support::InputError({}, "ranks", "distinct GPUs", fmt::format("{} listed twice", t.name(d)));
+      throw support::InputError({"<command line>", 0, 0}, "--ranks", "distinct GPUs", fmt::format("{} listed twice", t.name(d)));
     }
     g.add_vertex(t.name(d), d);
   }
@@ -73,7 +73,7 @@ SynthesisGraph synthesis_graph(const models::Cluster& cluster, models::Router& r
     try {
       return router.route(gpus[static_cast<std::size_t>(a)], gpus[static_cast<std::size_t>(b)]);
     } catch (const std::runtime_error& e) {
-      throw support::InputError({}, "ranks", "ranks that reach each other over links that are up",
+      throw support::InputError({"<command line>", 0, 0}, "--ranks", "ranks that reach each other over links that are up",
                                 fmt::format("rank {} ({}) cannot reach rank {} ({}): {}", a, g.name[static_cast<std::size_t>(a)], b,
                                             g.name[static_cast<std::size_t>(b)], e.what()));
     }
@@ -92,8 +92,9 @@ SynthesisGraph synthesis_graph(const models::Cluster& cluster, models::Router& r
   }
   // Each GPU to and from its own NIC: the NIC is two vertices, its way out to the network (from
   // its GPUs) and its way in (to them), so no path turns around inside a NIC.
+  // A group inside one node never uses the network (the router joins its GPUs inside the node).
   std::map<DeviceId, std::pair<int, int>> nic_vertices;  // NIC -> (egress, ingress)
-  for (int r = 0; r < g.compute; ++r) {
+  for (int r = 0; r < g.compute && ranks_of_node.size() > 1; ++r) {
     const DeviceId gpu = gpus[static_cast<std::size_t>(r)];
     const DeviceId nic = t.device(gpu).nic;
     if (nic == models::kNoDevice) continue;
@@ -111,7 +112,7 @@ SynthesisGraph synthesis_graph(const models::Cluster& cluster, models::Router& r
       to_nic = router.route(gpu, nic);
       from_nic = router.route(nic, gpu);
     } catch (const std::runtime_error& e) {
-      throw support::InputError({}, "ranks", "ranks that reach each other over links that are up",
+      throw support::InputError({"<command line>", 0, 0}, "--ranks", "ranks that reach each other over links that are up",
                                 fmt::format("rank {} ({}) cannot reach its NIC {}: {}", r, g.name[static_cast<std::size_t>(r)], t.name(nic), e.what()));
     }
     g.add_arc(r, it->second.first, to_nic.bandwidth, to_nic.links);

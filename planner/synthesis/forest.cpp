@@ -213,9 +213,23 @@ class Synthesizer {
       ++degree[static_cast<std::size_t>(a.to)];
     }
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return degree[static_cast<std::size_t>(a)] < degree[static_cast<std::size_t>(b)]; });
-    for (int w : order) split_off(w);
     std::vector<int> all(static_cast<std::size_t>(n_));
     std::iota(all.begin(), all.end(), 0);
+    for (int w : order) {
+      std::int64_t in = 0, out = 0;
+      for (const WorkArc& a : arcs_) {
+        if (a.to == w) in += a.cap;
+        if (a.from == w) out += a.cap;
+      }
+      split_off(w);
+      // With in = out the splitting theorem guarantees the condition; otherwise check it.
+      if (in != out && !holds(all)) {
+        throw SplittingFailed(fmt::format("switch {} takes in {:.2f} GB/s and sends out {:.2f} GB/s: ForestColl's switch removal "
+                                          "cannot split it off (a NIC shared by several GPUs, a link degraded in one direction)",
+                                          g_.name[static_cast<std::size_t>(w)], static_cast<double>(in) / q_ * o_.unit / 1e9,
+                                          static_cast<double>(out) / q_ * o_.unit / 1e9));
+      }
+    }
     if (!holds(all)) throw std::logic_error("allgather_forest: switch removal broke the max-flow condition");
   }
 

@@ -31,6 +31,7 @@
 // max-flow bound's bandwidth term; they ignore latency (the schedule charges their height).
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -78,10 +79,18 @@ struct Forest {
   int height() const;
 };
 
+/// Switch removal could not split a switch off completely: one that takes in more than it sends
+/// out (or less), e.g. a NIC two GPUs share after a failover, for which the edge-splitting theorem
+/// gives no guarantee. The optimum stands; no trees. what() names the switch.
+class SplittingFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// The optimal rate, and with options.build_trees the trees, of AllGather on `g` (ReduceScatter:
 /// call it on g.reversed() and reverse the trees). Throws std::invalid_argument for fewer than
-/// two ranks or a rank that cannot receive (no capacity into it), std::logic_error when a step
-/// the theory guarantees fails (a bug).
+/// two ranks or a rank that cannot receive (no capacity into it), SplittingFailed (above),
+/// std::logic_error when a step the theory guarantees fails (a bug).
 Forest allgather_forest(const SynthesisGraph& g, const ForestOptions& options = {});
 
 /// Colour refinement of `g` (1-dimensional Weisfeiler-Leman on exact capacities in units): a

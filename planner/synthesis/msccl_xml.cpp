@@ -74,8 +74,9 @@ std::string to_msccl_xml(const models::Schedule& s, const std::string& name, std
   const models::BufferSizes b = models::buffer_sizes(s.collective, s.bytes, s.nranks);
   const std::uint64_t per_loop = loop_bytes(s.collective, s.bytes, s.nranks) / chunk;
   const auto limit = [&](const std::string& what) {
-    return InputError({}, "schedule", "a schedule within MSCCL's limits (a count of at most 71 chunks, 256 steps per thread block, 1024 steps per rank)",
-                      what, "fewer pipeline chunks (--chunks) make fewer steps");
+    return InputError({"<command line>", 0, 0}, "--out",
+                      "a schedule within MSCCL's limits (a count of at most 71 chunks, 256 steps per thread block, 1024 steps per rank)", what,
+                      "the chunk grid is already the coarsest on which the trees are exact; fewer ranks (--ranks, --group) make fewer steps");
   };
   pugi::xml_document doc;
   pugi::xml_node algo = doc.append_child("algo");
@@ -245,6 +246,7 @@ class Reader {
   }
 
   const pugi::xml_node& algo() const { return algo_; }
+  support::SourceLocation location(const pugi::xml_node& n) const { return where(file_, text_, n.offset_debug()); }
 
  private:
   std::string first_element_name() const {
@@ -261,6 +263,7 @@ class Reader {
 MscclHeader header_of(const Reader& x) {
   const pugi::xml_node& a = x.algo();
   MscclHeader h;
+  h.where = x.location(a);
   h.name = a.attribute("name").value();
   h.protocol = x.text_attr(a, "proto", "algo");
   if (h.protocol != "Simple" && h.protocol != "LL" && h.protocol != "LL128") x.fail(a, "algo.proto", "Simple, LL or LL128", "'" + h.protocol + "'");
@@ -487,8 +490,11 @@ models::Schedule from_msccl_xml(const std::string& text, const std::string& file
         return prog.add(o, d);
       };
       std::vector<std::uint32_t> mine;
-      if (st.type == "nop" || (st.cnt == 0 && st.type != "nop")) {
+      if ((st.type == "nop" || st.cnt == 0) && deps.size() <= 8) {
         mine = deps;  // a nop is only what it waits for
+      } else if (st.type == "nop" || st.cnt == 0) {
+        // A nop that waits for many ops becomes a zero-byte join, so chains of them stay linear.
+        mine = {op(OpKind::Copy, -1, Slice{BufferKind::Output, 0, 0}, Slice{BufferKind::Output, 0, 0}, deps)};
       } else if (st.type == "s") {
         mine = {op(OpKind::Send, b.send, st.src, {}, deps)};
       } else if (st.type == "r") {

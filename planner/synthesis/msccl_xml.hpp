@@ -24,6 +24,7 @@
 #include <string>
 
 #include "models/collective/schedule.hpp"
+#include "support/input_error.hpp"
 
 namespace ccsim::planner::synthesis {
 
@@ -39,6 +40,7 @@ struct MscclHeader {
   std::uint64_t max_bytes = 0;
   bool in_place = false;
   bool out_of_place = true;
+  support::SourceLocation where;  ///< the <algo> element: file, line, column
 };
 
 inline constexpr int kMscclMaxCount = 71;            ///< chunks one step may move (MSCCL_MAX_COUNT − 1)

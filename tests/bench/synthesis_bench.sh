@@ -4,8 +4,8 @@
 # optimum, switch removal and packing; not the simulation of the sizes after it), median of 3 runs,
 # and the command's peak memory. Rail-optimized DGX A100 fabrics (tests/data/synthesis and
 # generated ones) from 16 to 128 GPUs, and the 1,024-H100 scenario under a time limit.
-# Targets (issue): ForestColl's 32-GPU case <= 1 s (its Python reference: about 257 s); 1,024
-# H100 <= 10 s and 16,384 <= 60 s (not met: see docs/commands/synthesize.md, Limits).
+# Targets: ForestColl's 32-GPU case <= 1 s (its Python reference: about 257 s); 1,024 H100
+# <= 10 s and 16,384 <= 60 s (not met: see docs/commands/synthesize.md, Limits).
 #
 # Usage: tests/bench/synthesis_bench.sh CCSIM_BINARY [LIMIT_S]   (LIMIT_S: per run, default 120)
 set -euo pipefail

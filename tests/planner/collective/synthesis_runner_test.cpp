@@ -135,7 +135,7 @@ TEST_CASE("synthesis: a disconnected group and an unsupported collective are ref
     planner::synthesis::SynthesisRunner runner(c, test::shipped_costs(c), options(c, Collective::AllGather));
     FAIL("a disconnected group was synthesized");
   } catch (const support::InputError& e) {
-    CHECK(e.key() == "ranks");
+    CHECK(e.key() == "--ranks");
     CHECK_THAT(e.found(), Catch::Contains("rank 3 (node0/gpu3) cannot reach") || Catch::Contains("cannot reach rank 3 (node0/gpu3)"));
   }
   const models::Cluster ok = test::shipped_cluster("dgx-h100-1node.yaml");
