@@ -350,7 +350,8 @@ void print_table(const TableContext& c, const std::vector<planner::CollectiveRes
                            models::to_string(c.collective), c.ranks, c.cluster.spec.name, c.cluster.nodes.size(),
                            c.cluster.nodes.size() == 1 ? "" : "s", c.cluster.topology.gpus().size(), o.engine, c.channels,
                            c.channels == 1 ? "" : "s");
-  std::cout << fmt::format("# algorithm {}, protocol {}; costs: {}\n", o.algo, o.protocol, c.costs);
+  std::cout << fmt::format("# algorithm {}, protocol {}; costs: {}\n", o.algo, is_synth_option(o.algo) ? std::string("Simple") : o.protocol,
+                           c.costs);
   for (const auto& line : c.cluster.perturbations) std::cout << "# what-if: " << line << "\n";
   std::cout << "# bound: lower bound from latency, per-rank volume and the max-flow cut (planner/collective/bounds.hpp)\n#\n";
   std::cout << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:<18}  {:<8}  {:<5}  {:>7}  {:>7}\n", "size",

@@ -284,6 +284,9 @@ MscclHeader header_of(const Reader& x) {
   h.min_bytes = static_cast<std::uint64_t>(x.int_attr(a, "minBytes", "algo", 0, std::numeric_limits<std::int64_t>::max()));
   h.max_bytes = static_cast<std::uint64_t>(x.int_attr(a, "maxBytes", "algo", 0, std::numeric_limits<std::int64_t>::max()));
   if (!h.in_place && !h.out_of_place) x.fail(a, "algo.outofplace", "inplace or outofplace (or both) 1", "both 0");
+  if (h.max_bytes > 0 && h.min_bytes > h.max_bytes) {
+    x.fail(a, "algo.maxBytes", fmt::format("at least minBytes ({}), or 0 for no limit", h.min_bytes), std::to_string(h.max_bytes));
+  }
   return h;
 }
 
