@@ -56,7 +56,7 @@ std::string unsupported_reason(Algorithm a, const AlgorithmRequest& r) {
 bool shape_independent_of_size(Algorithm a, const AlgorithmRequest& x, const AlgorithmRequest& y) {
   if (!algorithm_entry(a).shape_fixed) return false;
   return x.collective == y.collective && x.nranks == y.nranks && x.root == y.root && x.element_size == y.element_size &&
-         x.channels == y.channels && x.pipeline_chunks == y.pipeline_chunks && x.ranks_per_node == y.ranks_per_node &&
+         x.channels == y.channels && x.pipeline_chunks == y.pipeline_chunks && x.chunk_bytes == y.chunk_bytes && x.ranks_per_node == y.ranks_per_node &&
          x.granularity == y.granularity && x.max_ops == y.max_ops && x.ring_orders == y.ring_orders &&
          x.node_orders == y.node_orders && x.node_groups == y.node_groups && x.tree_heads == y.tree_heads;
 }

@@ -27,7 +27,7 @@ namespace ccsim::planner {
 /// pipeline parallelism, Synthesized a schedule synthesized for the fabric or imported
 /// (planner/synthesis: `ccsim synthesize`, `--algo synth:FILE`), which no generator builds.
 enum class Algorithm : std::uint8_t {
-  Ring, Tree, HalvingDoubling, RecursiveDoubling, Bruck, Direct, Pairwise, Hierarchical, Nvls, NvlsTree,
+  Ring, Tree, HalvingDoubling, RecursiveDoubling, Bruck, Direct, Pairwise, Hierarchical, Nvls, NvlsTree, Pat,
   VllmOneShot, VllmTwoShot, P2p, Synthesized
 };
 
@@ -47,6 +47,10 @@ struct AlgorithmRequest {
   std::uint32_t element_size = 4;    ///< bytes per element
   int channels = 1;                  ///< independent rings / tree pairs, each with 1/channels of the data
   int pipeline_chunks = 1;           ///< chunks per channel for pipelined trees, chains and NVLS
+  /// The protocol's pipeline chunk, bytes (the cost table's `protocols:` chunk, NCCL's chunkSize
+  /// before its per-algorithm adjustments): PAT sizes its loops and aggregation by it. 0: NCCL's
+  /// Simple default, 512 KiB.
+  std::uint64_t chunk_bytes = 0;
   int ranks_per_node = 0;            ///< hierarchical: ranks node-major in blocks of this size
   /// Ring order per channel (channel c uses ring_orders[c % size]); each a permutation of the
   /// ranks. Empty: every ring is 0, 1, ..., n−1. The planner uses it to put channels on

@@ -48,6 +48,13 @@ std::string nvls_placement_refusal(const GroupShape& g);
 bool nvls_nccl_placement(const GroupShape& g);
 std::string nvls_tree_placement_refusal(const GroupShape& g);
 bool nvls_tree_nccl_placement(const GroupShape& g);
+// pat.cpp
+void pat(Builder& b);
+std::string pat_refusal(const AlgorithmRequest& r);
+double pat_ops(const AlgorithmRequest& r);
+std::string pat_placement_refusal(const GroupShape& g);
+bool pat_nccl_placement(const GroupShape& g);
+
 // vllm_allreduce.cpp
 models::Schedule vllm_one_shot(const AlgorithmRequest& r);
 models::Schedule vllm_two_shot(const AlgorithmRequest& r);

@@ -147,6 +147,20 @@ void add_node_algorithms(std::vector<AlgorithmEntry>& r) {
                .shape_fixed = true,
                .refusal = detail::nvls_tree_refusal,
                .generate = built<Algorithm::NvlsTree, detail::nvls_tree>});
+  // NCCL's PAT (2.23+): AllGather and ReduceScatter with one rank per node, Simple only
+  // (tuning.cc: PAT with any other protocol is skipped).
+  r.push_back({.algorithm = Algorithm::Pat,
+               .name = "pat",
+               .collectives = {Collective::AllGather, Collective::ReduceScatter},
+               .protocols = kSimple,
+               .granularities = kStepAndPhase,
+               .cost_table = "pat",
+               .nccl_collectives = {Collective::AllGather, Collective::ReduceScatter},
+               .placement_refusal = detail::pat_placement_refusal,
+               .nccl_placement = detail::pat_nccl_placement,
+               .refusal = detail::pat_refusal,
+               .estimated_ops = detail::pat_ops,
+               .generate = built<Algorithm::Pat, detail::pat>});
 }
 
 /// A framework's own kernels and the point-to-point sends of pipeline parallelism.

@@ -27,6 +27,8 @@
 //                      and multicast (one NVLink domain)
 //   nvls-tree          AllReduce across nodes: NVLS inside each node, a double binary tree per
 //                      rail across nodes (NCCL's NVLSTree)
+//   pat                AllGather, ReduceScatter as NCCL's PAT: binomial trees over the distances
+//                      2^d, farthest first, blocks aggregated per message (one rank per node)
 //   vllm-oneshot       vLLM's one-stage custom all-reduce kernel inside a node (vllm_allreduce.hpp)
 //   vllm-twoshot       vLLM's two-stage custom all-reduce kernel inside a node (vllm_allreduce.hpp)
 //   p2p                point-to-point sends (pipeline parallelism): rank 2i sends its input to

@@ -87,6 +87,7 @@ AlgorithmRequest CollectiveRunner::request(Algorithm a, Protocol p, std::uint64_
   }
   r.granularity = g;
   r.pipeline_chunks = pipeline_chunks(a, r, costs_.chunk_bytes(p));
+  r.chunk_bytes = static_cast<std::uint64_t>(costs_.chunk_bytes(p));
   return r;
 }
 
@@ -116,6 +117,7 @@ models::Schedule CollectiveRunner::schedule(Algorithm a, Protocol p, std::uint64
 
 sim::CostParams CollectiveRunner::cost_params(Algorithm a, Protocol p, const models::Schedule& one) const {
   sim::CostParams cost = costs_.params(a, p, cluster_.topology, arch_);
+  cost.base_latency += costs_.rank_latency(a, p) * static_cast<double>(one.nranks);
   cost.max_rate = costs_.max_rate(a, p, arch_, group_.nodes, one.channels);
   return cost;
 }

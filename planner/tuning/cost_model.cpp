@@ -116,7 +116,9 @@ void CostModel::read_algorithms(const Fields& root) {
       if (name == "default") throw algorithms.missing("default", "figures for the other algorithms");
       continue;
     }
-    a->reject_unknown({"base_latency", "step_overhead", "bandwidth_factor"});
+    a->reject_unknown({"base_latency", "step_overhead", "bandwidth_factor", "rank_latency"});
+    const auto per_rank = a->optional_map("rank_latency");
+    if (per_rank) per_rank->reject_unknown({"LL", "LL128", "Simple"});
     const Fields base = a->map("base_latency");
     const Fields factor = a->map("bandwidth_factor");
     const Fields overhead = a->map("step_overhead");
@@ -129,6 +131,7 @@ void CostModel::read_algorithms(const Fields& root) {
       Entry& e = entries[static_cast<std::size_t>(p)];
       e.present = true;
       e.base_latency = base.quantity(pn, Quantity::Time, false);
+      if (per_rank) e.rank_latency = per_rank->quantity(pn, Quantity::Time, false, 0.0);
       if (const auto by_family = factor.find(pn); by_family && by_family->node.IsMap()) {
         // Keyed by architecture family (NCCL's nvlsEfficiency[compCapIndex]).
         const Fields per = factor.map(pn);
@@ -249,6 +252,8 @@ const CostModel::Entry& CostModel::entry(Algorithm a, Protocol p) const {
 }
 
 bool CostModel::supports(Algorithm a, Protocol p) const { return entry(a, p).present; }
+
+double CostModel::rank_latency(Algorithm a, Protocol p) const { return entry(a, p).rank_latency; }
 
 double CostModel::bandwidth_factor(Algorithm a, Protocol p, std::string_view arch) const {
   const Entry& e = entry(a, p);

@@ -44,6 +44,10 @@ class CostModel {
 
   /// Whether the table has figures for (algorithm, protocol).
   bool supports(Algorithm a, Protocol p) const;
+  /// Latency paid once per collective for each rank of the group, seconds (the entry's optional
+  /// `rank_latency`; NCCL's PAT model charges nRanks × 2.8 us, tuning.cc); 0 without one. The
+  /// collective planner adds ranks × this to params()' base_latency.
+  double rank_latency(Algorithm a, Protocol p) const;
   /// Empty when the library enables protocol `p` by default for a collective in `context`
   /// (the table's protocol_rules; protocols without a rule are always enabled), else why not.
   std::string default_refusal(Protocol p, const ProtocolContext& context) const;
@@ -80,6 +84,7 @@ class CostModel {
   struct Entry {
     bool present = false;
     double base_latency = 0;                 // seconds
+    double rank_latency = 0;                 // seconds per rank of the group
     std::array<double, 4> step_overhead{};   // seconds by LinkClass
     double bandwidth_factor = 1;
     std::map<std::string, double> factor_by_family;  // when keyed by architecture family

@@ -124,7 +124,7 @@ TEST_CASE("names and aliases parse back; the kernels and p2p are not library cho
 
 TEST_CASE("cost-table names are the algorithms keys of nccl.yaml, and every entry's protocols have figures", "[algorithms][registry]") {
   // scenarios/calibration/nccl.yaml's `algorithms:` section, in its order.
-  const std::vector<std::string_view> tables{"ring", "tree", "nvls", "nvls-tree", "default"};
+  const std::vector<std::string_view> tables{"ring", "tree", "nvls", "nvls-tree", "pat", "default"};
   CHECK(planner::cost_table_names() == tables);
   CHECK(planner::nvls_cost_tables() == std::vector<std::string_view>{"nvls", "nvls-tree"});
   const YAML::Node table = YAML::LoadFile(test::source_path("scenarios/calibration/nccl.yaml"));
