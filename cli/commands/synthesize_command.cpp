@@ -25,15 +25,17 @@ CLI::App* add_synthesize_command(CLI::App& app, SynthesizeCliOptions& o) {
   CLI::App* c = app.add_subcommand("synthesize", "Synthesize a collective's schedule for the fabric (ForestColl trees) and compare it with NCCL's");
   c->add_option("scenario", o.scenario, "scenario YAML file")->required();
   c->add_option("--op", o.op, "allgather, reducescatter or allreduce")->required();
-  c->add_option("--method", o.method, "forest (ForestColl's throughput-optimal spanning trees) or auto (forest)")
-      ->check(CLI::IsMember({"auto", "forest"}));
+  c->add_option("--method", o.method,
+                "forest (ForestColl's throughput-optimal spanning trees), greedy (latency-aware TACOS-style link-chunk matching, "
+                "up to 128 ranks) or auto (both timed per size, the faster kept)")
+      ->check(CLI::IsMember({"auto", "forest", "greedy"}));
   c->add_option("-b,--minbytes", o.min_bytes, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)");
   c->add_option("-e,--maxbytes", o.max_bytes, "largest size");
   c->add_option("-f,--stepfactor", o.factor, "multiply the size by this factor between rows")->check(CLI::Range(2, 1024));
   c->add_option("--engine", o.engine, "analytic or flow")->check(CLI::IsMember({"analytic", "flow"}));
   c->add_option("--ranks", o.ranks, "use the first N GPUs (default: all)")->check(CLI::Range(1, 1 << 20));
   c->add_option("--group", o.group, "use these global GPU ranks, e.g. 0-7,16-23");
-  c->add_option("--chunks", o.chunks, "pipeline chunks per tree (default: by size, up to 16)")->check(CLI::Range(1, 256));
+  c->add_option("--chunks", o.chunks, "forest: pipeline chunks per tree (default: by size, up to 16); greedy: chunks per rank's block (default: one per 512 KiB, up to 8)")->check(CLI::Range(1, 256));
   c->add_option("-d,--datatype", o.datatype, "element type: float, half, bfloat16, double, int8");
   c->add_option("--format", o.format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
   c->add_option("--calibration", o.calibration, "calibration table (default: the scenario's simulation.calibration, else the shipped one)");
@@ -82,9 +84,12 @@ int run_synthesize(const SynthesizeCliOptions& o) {
   opts.element_size = element_size(o.datatype);
   opts.chunks = o.chunks;
   opts.engine = *models::parse_engine_kind(o.engine);  // checked by the option
+  opts.method = o.method == "forest" ? planner::synthesis::Method::Forest
+                : o.method == "greedy" ? planner::synthesis::Method::Greedy : planner::synthesis::Method::Auto;
   const int n = static_cast<int>(opts.gpus.size());
   opts.forest.build_trees = n <= o.max_tree_ranks;
-  if (!opts.forest.build_trees && !o.out.empty()) {
+  const bool greedy_possible = opts.method != planner::synthesis::Method::Forest && n <= planner::synthesis::kGreedyMaxRanks;
+  if (!opts.forest.build_trees && !greedy_possible && !o.out.empty()) {
     throw InputError({"<command line>", 0, 0}, "--out", fmt::format("no --out above --max-tree-ranks {} (no trees are built)", o.max_tree_ranks),
                      fmt::format("{} ranks", n), "raise --max-tree-ranks (synthesis grows as N^3) or choose fewer ranks");
   }
@@ -115,23 +120,36 @@ int run_synthesize(const SynthesizeCliOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   planner::synthesis::SynthesisRunner runner(cluster, costs, opts);
   const double synth_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cerr << fmt::format("ccsim: note: {} in {:.2f} s\n", opts.forest.build_trees ? "trees synthesized" : "optimum found", synth_seconds);
+  std::cerr << fmt::format("ccsim: note: {} in {:.2f} s\n", runner.uses_forest() ? "trees synthesized" : "optimum found", synth_seconds);
   std::vector<planner::synthesis::SynthesisRow> rows;
   for (std::uint64_t b : wanted) rows.push_back(runner.run(b));
+  const bool timed = runner.uses_forest() || runner.uses_greedy();
+  const bool greedy_last = timed && rows.back().method == planner::synthesis::Method::Greedy;
   std::vector<ForestSummary> forests;
   if (runner.allgather()) forests.push_back({"allgather", runner.allgather()});
   if (runner.reducescatter()) forests.push_back({"reducescatter", runner.reducescatter()});
+  // What --out writes: the schedule of the method chosen at the largest size.
+  std::vector<ForestSummary> written_trees = forests;
+  if (greedy_last) {
+    const int k = runner.greedy_chunks(rows.back().bytes);
+    written_trees.clear();
+    if (const auto* f = runner.greedy_allgather(k, rows.back().bytes)) written_trees.push_back({"allgather", f});
+    if (const auto* f = runner.greedy_reducescatter(k, rows.back().bytes)) written_trees.push_back({"reducescatter", f});
+  }
 
   std::string written;
   if (out) {
-    const planner::synthesis::GridSchedule grid = runner.grid_schedule();
-    const std::string xml = planner::synthesis::to_msccl_xml(grid.schedule, fmt::format("ccsim forest {} {} ranks", stem, n), rows.front().bytes, hi);
+    const planner::synthesis::GridSchedule grid = greedy_last ? runner.greedy_grid_schedule(rows.back().bytes) : runner.grid_schedule();
+    const std::string xml = planner::synthesis::to_msccl_xml(grid.schedule, fmt::format("ccsim {} {} {} ranks", greedy_last ? "greedy" : "forest", stem, n),
+                                                             rows.front().bytes, hi);
     out->create();
-    for (const ForestSummary& s : forests) out->write(s.name + ".trees.xml", planner::synthesis::to_tree_xml(*s.f, runner.graph(), s.name));
+    for (const ForestSummary& s : written_trees) out->write(s.name + ".trees.xml", planner::synthesis::to_tree_xml(*s.f, runner.graph(), s.name));
     out->write(stem + ".msccl.xml", xml);
-    written = fmt::format("# wrote {}: {}.msccl.xml ({} chunks per rank's block, {}){}\n", o.out, stem, grid.grid,
-                          grid.exact ? "the trees' weights exact" : fmt::format("the trees' weights rounded: fluid time x{:.4f}", grid.fluid_ratio),
-                          forests.size() == 2 ? ", allgather.trees.xml, reducescatter.trees.xml" : ", " + forests.front().name + ".trees.xml");
+    written = fmt::format("# wrote {}: {}.msccl.xml ({} schedule, {} chunks per rank's block, {}){}\n", o.out, stem, greedy_last ? "greedy" : "forest",
+                          grid.grid,
+                          greedy_last ? "the greedy's chunks" : grid.exact ? "the trees' weights exact"
+                                                                           : fmt::format("the trees' weights rounded: fluid time x{:.4f}", grid.fluid_ratio),
+                          written_trees.size() == 2 ? ", allgather.trees.xml, reducescatter.trees.xml" : ", " + written_trees.front().name + ".trees.xml");
   }
   const double factor = models::busbw_factor(*collective, n);
   const bool reduces = *collective != models::Collective::AllGather;
@@ -154,7 +172,7 @@ int run_synthesize(const SynthesizeCliOptions& o) {
     j["ranks"] = n;
     j["cluster"] = cluster.spec.name;
     j["engine"] = o.engine;
-    j["method"] = "forest";
+    j["method"] = o.method;
     for (const ForestSummary& s : forests) {
       j["forests"][s.name] = {{"trees", s.f->trees.size()}, {"height", s.f->height()}, {"rate_GBps", s.f->rate() / 1e9},
                               {"optimal_algbw_GBps", s.f->rate() * n / 1e9}, {"tight_cut_ranks", s.f->tight_cut},
@@ -172,27 +190,32 @@ int run_synthesize(const SynthesizeCliOptions& o) {
                                      {"protocol", std::string(planner::to_string(r.nccl.protocol))},
                                      {"time_us", c.nccl_us}, {"busbw_GBps", c.nccl_busbw}}},
                            {"speedup_vs_nccl", c.gain}});
+      if (timed) {
+        j["rows"].back()["method"] = std::string(planner::synthesis::to_string(r.method));
+        j["rows"].back()["forest_schedule_us"] = r.forest_schedule_time > 0 ? nlohmann::json(r.forest_schedule_time * 1e6) : nlohmann::json(nullptr);
+        j["rows"].back()["greedy_us"] = r.greedy_time > 0 ? nlohmann::json(r.greedy_time * 1e6) : nlohmann::json(nullptr);
+      }
     }
     std::cout << j.dump(2) << "\n";
   } else if (o.format == "csv") {
-    std::cout << "size_B,count,type,redop,time_us,algbw_GBps,busbw_GBps,chunks,ops,bound_us,bound_reached_pct,forest_us,forest_reached_pct,fluid_fraction,"
+    std::cout << "size_B,count,type,redop,method,time_us,algbw_GBps,busbw_GBps,chunks,ops,bound_us,bound_reached_pct,forest_us,forest_reached_pct,fluid_fraction,"
                  "nccl_algorithm,nccl_protocol,nccl_time_us,nccl_busbw_GBps,speedup_vs_nccl\n";
     for (const auto& r : rows) {
       const Cells c = cells(r);
-      std::cout << fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.4g},{:.6g},{:.4g},{:.6g},{},{},{:.6g},{:.6g},{:.4g}\n", r.bytes,
-                               r.bytes / sizes.unit, o.datatype, redop, c.us, c.algbw, c.busbw, r.chunks, r.ops, c.bound_us, c.reached,
+      std::cout << fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.4g},{:.6g},{:.4g},{:.6g},{},{},{:.6g},{:.6g},{:.4g}\n", r.bytes,
+                               r.bytes / sizes.unit, o.datatype, redop, timed ? planner::synthesis::to_string(r.method) : "none", c.us, c.algbw, c.busbw, r.chunks, r.ops, c.bound_us, c.reached,
                                c.forest_us, c.of_forest, c.fluid, planner::to_string(r.nccl.algorithm), planner::to_string(r.nccl.protocol),
                                c.nccl_us, c.nccl_busbw, c.gain);
     }
   } else {
-    std::cout << fmt::format("# ccsim synthesize: {} over {} ranks of {} ({} node{}, {} GPUs), method forest, {} engine\n",
+    std::cout << fmt::format("# ccsim synthesize: {} over {} ranks of {} ({} node{}, {} GPUs), method {}, {} engine\n",
                              models::to_string(*collective), n, cluster.spec.name, cluster.nodes.size(),
-                             cluster.nodes.size() == 1 ? "" : "s", cluster.topology.gpus().size(), o.engine);
+                             cluster.nodes.size() == 1 ? "" : "s", cluster.topology.gpus().size(), o.method, o.engine);
     for (const auto& line : cluster.perturbations) std::cout << "# what-if: " << line << "\n";
     for (const ForestSummary& s : forests) {
       std::set<int> roots;
       for (const auto& t : s.f->trees) roots.insert(t.root);
-      if (opts.forest.build_trees) {
+      if (runner.uses_forest()) {
         std::cout << fmt::format("# {} trees: {} for {} roots, height {}; optimum {:.2f} GB/s per root = algbw {:.2f} GB/s\n", s.name,
                                  s.f->trees.size(), roots.size(), s.f->height(), s.f->rate() / 1e9, s.f->rate() * n / 1e9);
       } else {
@@ -204,9 +227,12 @@ int run_synthesize(const SynthesizeCliOptions& o) {
     }
     std::cout << fmt::format("# costs: {} (the default row, Simple)\n", costs.source() + cost_table.note("--calibration", "calibration"));
     std::cout << written;
+    if (runner.uses_greedy()) {
+      std::cout << "# greedy: TACOS-style link-chunk matching on the router's routes (planner/synthesis/greedy.hpp), one tree per chunk\n";
+    }
     double fluid = 1;
     for (const auto& r : rows) {
-      if (r.fluid_time > 0) fluid = std::min(fluid, r.forest_time / r.fluid_time);
+      if (r.fluid_time > 0 && r.method == planner::synthesis::Method::Forest) fluid = std::min(fluid, r.forest_time / r.fluid_time);
     }
     if (fluid < 0.999) {
       std::cout << fmt::format("# note: fluid {:.3f}: the trees take paths the router does not (a PCIe shortcut past an NVLink route or "
@@ -215,7 +241,7 @@ int run_synthesize(const SynthesizeCliOptions& o) {
     }
     std::cout << "# bound: planner/collective/bounds.hpp; forest: the trees' bandwidth term (S/N)/x*"
               << (*collective == models::Collective::AllReduce ? " for ReduceScatter plus AllGather" : " (ForestColl's optimum)") << "\n#\n";
-    if (!opts.forest.build_trees) {
+    if (!timed) {
       std::cout << fmt::format("# trees not built: {} ranks is above --max-tree-ranks {} (synthesis grows as N^3); the optimum is exact\n#\n",
                                n, o.max_tree_ranks);
       std::cout << fmt::format("#{:>11}  {:>12}  {:>7}  {:>7}  {:>8}  {:<18}  {:>7}  {:>6}  {:>8}\n", "size", "count", "bound", "forest", "optimal",
@@ -231,18 +257,19 @@ int run_synthesize(const SynthesizeCliOptions& o) {
       }
       return 0;
     }
-    std::cout << fmt::format("#{:>11}  {:>12}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>5}  {:<18}  {:>7}  {:>6}  {:>6}\n", "size",
-                             "count", "time", "algbw", "busbw", "chunks", "bound", "reached", "forest", "reached", "fluid", "nccl", "time",
+    std::cout << fmt::format("#{:>11}  {:>12}  {:<6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>5}  {:<18}  {:>7}  {:>6}  {:>6}\n", "size",
+                             "count", "method", "time", "algbw", "busbw", "chunks", "bound", "reached", "forest", "reached", "fluid", "nccl", "time",
                              "busbw", "gain");
-    std::cout << fmt::format("#{:>11}  {:>12}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>5}  {:<18}  {:>7}  {:>6}  {:>6}\n", "(B)",
-                             "(elements)", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(%)", "(us)", "(%)", "", "(algorithm/proto)",
+    std::cout << fmt::format("#{:>11}  {:>12}  {:<6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>5}  {:<18}  {:>7}  {:>6}  {:>6}\n", "(B)",
+                             "(elements)", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(%)", "(us)", "(%)", "", "(algorithm/proto)",
                              "(us)", "(GB/s)", "(x)");
     for (const auto& r : rows) {
       const Cells c = cells(r);
       const std::string nccl = fmt::format("{}/{}", planner::to_string(r.nccl.algorithm), planner::to_string(r.nccl.protocol));
-      std::cout << fmt::format("{:>12}  {:>12}  {:>7}  {:>6.2f}  {:>6.2f}  {:>6}  {:>7}  {:>7.1f}  {:>7}  {:>7.1f}  {:>5.3f}  {:<18}  {:>7}  {:>6.2f}  {:>6.2f}\n",
-                               r.bytes, r.bytes / sizes.unit, format_time_us(c.us), c.algbw, c.busbw, r.chunks, format_time_us(c.bound_us),
-                               c.reached, format_time_us(c.forest_us), c.of_forest, c.fluid, nccl, format_time_us(c.nccl_us), c.nccl_busbw, c.gain);
+      std::cout << fmt::format("{:>12}  {:>12}  {:<6}  {:>7}  {:>6.2f}  {:>6.2f}  {:>6}  {:>7}  {:>7.1f}  {:>7}  {:>7.1f}  {:>5.3f}  {:<18}  {:>7}  {:>6.2f}  {:>6.2f}\n",
+                               r.bytes, r.bytes / sizes.unit, planner::synthesis::to_string(r.method), format_time_us(c.us), c.algbw, c.busbw, r.chunks,
+                               format_time_us(c.bound_us), c.reached, format_time_us(c.forest_us), c.of_forest, c.fluid, nccl,
+                               format_time_us(c.nccl_us), c.nccl_busbw, c.gain);
     }
   }
   return 0;

@@ -16,8 +16,16 @@ using models::Collective;
 std::string_view to_string(Method m) {
   switch (m) {
     case Method::Forest: return "forest";
+    case Method::Greedy: return "greedy";
+    case Method::Auto: return "auto";
   }
   return "forest";
+}
+
+int greedy_default_chunks(std::uint64_t bytes, int ranks) {
+  const std::uint64_t block = bytes / static_cast<std::uint64_t>(std::max(1, ranks));
+  constexpr std::uint64_t kChunk = 512 * 1024;
+  return static_cast<int>(std::clamp<std::uint64_t>((block + kChunk - 1) / kChunk, 1, 8));
 }
 
 SynthesisRunner::SynthesisRunner(const models::Cluster& cluster, const CostModel& costs, SynthesisOptions options)
@@ -29,6 +37,13 @@ SynthesisRunner::SynthesisRunner(const models::Cluster& cluster, const CostModel
   }
   router_ = std::make_unique<models::Router>(cluster_);
   graph_ = synthesis_graph(cluster_, *router_, options_.gpus);
+  const int n = static_cast<int>(options_.gpus.size());
+  if (options_.method == Method::Greedy && n > kGreedyMaxRanks) {
+    throw support::InputError({"<command line>", 0, 0}, "--method", fmt::format("greedy on at most {} ranks", kGreedyMaxRanks),
+                              fmt::format("{} ranks", n), "use --method forest (or auto, which times the forest alone above that)");
+  }
+  // The greedy alone still reports ForestColl's optimum (the forest column), not its trees.
+  if (options_.method == Method::Greedy) options_.forest.build_trees = false;
   try {
     if (c != Collective::ReduceScatter) allgather_ = allgather_forest(graph_, options_.forest);
     if (c != Collective::AllGather) reducescatter_ = allgather_forest(graph_.reversed(), options_.forest);
@@ -42,10 +57,68 @@ SynthesisRunner::SynthesisRunner(const models::Cluster& cluster, const CostModel
   o.element_size = options_.element_size;
   o.engine = options_.engine;
   nccl_ = std::make_unique<CollectiveRunner>(cluster_, costs_, o);
+  if (uses_greedy()) {
+    // The greedy's latency per route: the step latency the engines charge the schedule's sends.
+    routes_ = pair_routes(*router_, options_.gpus, costs_.params(Algorithm::Synthesized, Protocol::Simple, cluster_.topology).step_latency);
+  }
   bound_ = lower_bound(cluster_, *router_, c, options_.gpus, 0);
 }
 
 SynthesisRunner::~SynthesisRunner() = default;
+
+bool SynthesisRunner::uses_greedy() const {
+  return options_.method != Method::Forest && static_cast<int>(options_.gpus.size()) <= kGreedyMaxRanks;
+}
+
+bool SynthesisRunner::uses_forest() const { return options_.method != Method::Greedy && options_.forest.build_trees; }
+
+int SynthesisRunner::greedy_chunks(std::uint64_t bytes) const {
+  const auto n = static_cast<double>(options_.gpus.size());
+  int k = options_.chunks > 0 ? options_.chunks : greedy_default_chunks(bytes, static_cast<int>(options_.gpus.size()));
+  // Per chunk and pair one send and one receive (twice for AllReduce), one copy per rank.
+  const double per = options_.collective == Collective::AllReduce ? 4.0 : 2.0;
+  const auto ops = [&](int chunks) { return per * n * (n - 1) * chunks + n; };
+  while (k > 1 && ops(k) > static_cast<double>(kMaxScheduleOps)) --k;
+  return k;
+}
+
+const Forest* SynthesisRunner::greedy_allgather(int chunks, std::uint64_t bytes) {
+  if (options_.collective == Collective::ReduceScatter) return nullptr;
+  auto& slot = greedy_[chunks].first;
+  if (!slot) {
+    const double chunk = static_cast<double>(bytes) / static_cast<double>(options_.gpus.size()) / chunks;
+    slot = synthesis::greedy_allgather(*routes_, chunks, std::max(chunk, 1.0)).forest;
+  }
+  return &*slot;
+}
+
+const Forest* SynthesisRunner::greedy_reducescatter(int chunks, std::uint64_t bytes) {
+  if (options_.collective == Collective::AllGather) return nullptr;
+  auto& slot = greedy_[chunks].second;
+  if (!slot) {
+    const double chunk = static_cast<double>(bytes) / static_cast<double>(options_.gpus.size()) / chunks;
+    slot = synthesis::greedy_allgather(reversed(*routes_), chunks, std::max(chunk, 1.0)).forest;
+  }
+  return &*slot;
+}
+
+models::Schedule SynthesisRunner::greedy_schedule(std::uint64_t bytes) {
+  const int k = greedy_chunks(bytes);
+  const Forest* ag = greedy_allgather(k, bytes);
+  const Forest* rs = greedy_reducescatter(k, bytes);
+  return forest_schedule(options_.collective, ag, rs, bytes, options_.element_size, 1);
+}
+
+GridSchedule SynthesisRunner::greedy_grid_schedule(std::uint64_t bytes) {
+  const int k = greedy_chunks(bytes);
+  GridSchedule g;
+  g.grid = k;
+  g.exact = true;
+  const std::uint64_t grid_bytes = static_cast<std::uint64_t>(k) * options_.element_size * options_.gpus.size();
+  g.schedule = forest_schedule(options_.collective, greedy_allgather(k, bytes), greedy_reducescatter(k, bytes), grid_bytes,
+                               options_.element_size, 0);
+  return g;
+}
 
 int SynthesisRunner::chunks(std::uint64_t bytes) const {
   std::size_t trees = 0;
@@ -115,14 +188,22 @@ GridSchedule SynthesisRunner::grid_schedule() {
 SynthesisRow SynthesisRunner::run(std::uint64_t bytes) {
   SynthesisRow row;
   row.bytes = bytes;
-  if (options_.forest.build_trees) {
-    row.chunks = chunks(bytes);
-    const models::Schedule s = forest_schedule(options_.collective, allgather(), reducescatter(), bytes, options_.element_size, row.chunks);
+  if (!engine_ && (uses_forest() || uses_greedy())) engine_ = sim::make_engine(options_.engine, cluster_);
+  const auto take = [&](Method m, int chunks, const models::Schedule& s) {
+    const double t = nccl_->run_schedule(s, Algorithm::Synthesized, Protocol::Simple, *engine_).makespan;
+    (m == Method::Forest ? row.forest_schedule_time : row.greedy_time) = t;
+    if (row.time > 0 && row.time <= t) return;
+    row.time = t;
+    row.method = m;
+    row.chunks = chunks;
     row.ops = s.op_count();
     row.fluid_time = fluid_time(s);
-    if (!engine_) engine_ = sim::make_engine(options_.engine, cluster_);
-    row.time = nccl_->run_schedule(s, Algorithm::Synthesized, Protocol::Simple, *engine_).makespan;
+  };
+  if (uses_forest()) {
+    const int k = chunks(bytes);
+    take(Method::Forest, k, forest_schedule(options_.collective, allgather(), reducescatter(), bytes, options_.element_size, k));
   }
+  if (uses_greedy()) take(Method::Greedy, greedy_chunks(bytes), greedy_schedule(bytes));
   row.bound = bound_.time(static_cast<double>(bytes));
   const double block = static_cast<double>(bytes) / static_cast<double>(options_.gpus.size());
   for (const Forest* f : {allgather(), reducescatter()}) {

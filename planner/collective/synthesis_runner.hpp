@@ -1,11 +1,14 @@
 #pragma once
 // Synthesizes a collective's schedule for a placement and times it: the synthesis graph of the
 // ranks (synthesis_graph.hpp), the ForestColl forests (forest.hpp: AllGather's, and
-// ReduceScatter's on the reversed graph), their Schedule per size (forest_schedule.hpp) timed on
-// the analytic or flow engine with the cost table's `default` row and Simple (the Synthesized
-// registry entry), beside what NCCL's tuner would run (CollectiveRunner in auto mode).
+// ReduceScatter's on the reversed graph) and/or the greedy's trees per chunk count (greedy.hpp,
+// on the router's routes), their Schedule per size (forest_schedule.hpp) timed on the analytic
+// or flow engine with the cost table's `default` row and Simple (the Synthesized registry
+// entry), beside what NCCL's tuner would run (CollectiveRunner in auto mode). Method auto times
+// both per size and keeps the faster.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +19,7 @@
 #include "planner/collective/bounds.hpp"
 #include "planner/collective/collective_runner.hpp"
 #include "planner/synthesis/forest.hpp"
+#include "planner/synthesis/greedy.hpp"
 #include "planner/synthesis/synthesis_graph.hpp"
 #include "planner/tuning/cost_model.hpp"
 
@@ -24,14 +28,28 @@ namespace ccsim::planner::synthesis {
 /// How a schedule is synthesized.
 enum class Method : std::uint8_t {
   Forest,  ///< ForestColl's throughput-optimal trees
+  Greedy,  ///< the latency-aware greedy (greedy.hpp), re-run per chunk count
+  Auto,    ///< both timed per size, the faster kept (the greedy only up to kGreedyMaxRanks)
 };
-std::string_view to_string(Method m);  ///< "forest"
+std::string_view to_string(Method m);  ///< "forest", "greedy", "auto"
+
+/// Ranks up to which the greedy runs (its matching wakes O(N²) routes per arrival, N²·chunks
+/// arrivals; measured on 2 cores, AllGather on 128 H100 of h100-1024gpu-2to1.yaml: 0.4 s at
+/// 1 MiB (1 chunk), 2.3 s at 512 MiB (8 chunks), schedule timing included). Above, method greedy is
+/// refused and auto times the forest alone.
+inline constexpr int kGreedyMaxRanks = 128;
+
+/// Chunks per rank's block the greedy cuts at `bytes` (the size S) over `ranks` ranks when none
+/// is asked for: one per 512 KiB of a block (NCCL's Simple chunk), 1 to 8.
+int greedy_default_chunks(std::uint64_t bytes, int ranks);
 
 struct SynthesisOptions {
   models::Collective collective = models::Collective::AllGather;
   std::vector<models::DeviceId> gpus;  ///< GPU of each rank, in rank order
   std::uint32_t element_size = 4;
-  int chunks = 0;                      ///< pipeline chunks per tree share; 0: default_chunks()
+  /// Forest: pipeline chunks per tree share; greedy: chunks per rank's block. 0: by size
+  /// (default_chunks(), greedy_default_chunks()).
+  int chunks = 0;
   models::EngineKind engine = models::EngineKind::Analytic;
   Method method = Method::Forest;
   ForestOptions forest;
@@ -56,15 +74,19 @@ struct SynthesisRow {
   /// Seconds, the schedule's fluid-limit time on the engines' routes (fluid_time): forest_time
   /// when its trees load the links as the synthesis planned.
   double fluid_time = 0;
-  int chunks = 1;
+  int chunks = 1;             ///< the chosen method's: pipeline chunks per tree (forest) or chunks per block (greedy)
   std::size_t ops = 0;
+  Method method = Method::Forest;  ///< the method whose schedule `time` is (never Auto)
+  double forest_schedule_time = 0; ///< seconds, the forest's schedule on the engine (0: not timed)
+  double greedy_time = 0;          ///< seconds, the greedy's schedule on the engine (0: not timed)
   CollectiveResult nccl;      ///< NCCL's choice (auto) for the same ranks and size
 };
 
 class SynthesisRunner {
  public:
-  /// Builds the graph and the forests. Throws support::InputError for a collective the method
-  /// cannot synthesize (key --op) or ranks it cannot join (synthesis_graph), what
+  /// Builds the graph and the forests (the optimum alone for method greedy). Throws
+  /// support::InputError for a collective the method cannot synthesize (key --op), ranks it
+  /// cannot join (synthesis_graph), method greedy above kGreedyMaxRanks (key --method), what
   /// allgather_forest throws otherwise.
   SynthesisRunner(const models::Cluster& cluster, const CostModel& costs, SynthesisOptions options);
   SynthesisRunner(const SynthesisRunner&) = delete;
@@ -79,11 +101,27 @@ class SynthesisRunner {
   /// Pipeline chunks at `bytes`: the option, else default_chunks(), lowered until the schedule
   /// fits kMaxScheduleOps. Throws ScheduleTooLarge when one chunk does not fit.
   int chunks(std::uint64_t bytes) const;
-  /// The Step-granularity Schedule at `bytes` (a whole number of elements per rank).
+  /// The forest's Step-granularity Schedule at `bytes` (a whole number of elements per rank).
   models::Schedule schedule(std::uint64_t bytes) const;
+  /// Whether the greedy runs here (method greedy or auto, at most kGreedyMaxRanks ranks).
+  bool uses_greedy() const;
+  /// Whether the forest's trees are built (method forest or auto, options.forest.build_trees).
+  bool uses_forest() const;
+  /// Chunks per block the greedy cuts at `bytes`: the option, else greedy_default_chunks(),
+  /// lowered until its schedule fits kMaxScheduleOps.
+  int greedy_chunks(std::uint64_t bytes) const;
+  /// The greedy's Step-granularity Schedule at `bytes` (a whole number of elements per rank).
+  models::Schedule greedy_schedule(std::uint64_t bytes);
+  /// The greedy's AllGather / ReduceScatter trees for `chunks` chunks per block (computed once
+  /// per chunk count; null for a collective that does not use them).
+  const Forest* greedy_allgather(int chunks, std::uint64_t bytes);
+  const Forest* greedy_reducescatter(int chunks, std::uint64_t bytes);
   /// The schedule on the smallest chunk grid of at least 8 chunks per block that holds the trees'
   /// weights exactly, at most 64; else on 64 chunks with the weights rounded (on_grid).
   GridSchedule grid_schedule();
+  /// The greedy's schedule on its own grid (chunks per block at `bytes`, exact): what --out
+  /// writes when the greedy is the method chosen at the largest size.
+  GridSchedule greedy_grid_schedule(std::uint64_t bytes);
   /// Times the schedule at `bytes` and NCCL's choice beside it. Without trees
   /// (options.forest.build_trees false) only the bound, the optimum's time and NCCL's choice:
   /// time, fluid_time, chunks and ops stay 0.
@@ -100,6 +138,9 @@ class SynthesisRunner {
   std::unique_ptr<models::Router> router_;
   SynthesisGraph graph_;
   std::optional<Forest> allgather_, reducescatter_;
+  std::optional<PairRoutes> routes_;
+  /// Greedy trees by chunks per block: AllGather's, ReduceScatter's.
+  std::map<int, std::pair<std::optional<Forest>, std::optional<Forest>>> greedy_;
   std::unique_ptr<CollectiveRunner> nccl_;
   std::unique_ptr<sim::Engine> engine_;  ///< times the synthesized schedules (its route caches persist)
   LowerBound bound_;

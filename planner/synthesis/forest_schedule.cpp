@@ -147,19 +147,30 @@ class ForestBuilder {
       add(from, make_op(OpKind::Send, to, ev.chunk, src, {}), deps);
       Slice dst;
       Slice local = slice(BufferKind::Input, in_at, r.count);
-      std::vector<std::uint32_t> rdeps;
+      auto& scratch_bytes = s_.ranks[static_cast<std::size_t>(to)].scratch_bytes;
       if (const auto a = acc.find({ev.index, ev.chunk, to}); a != acc.end()) {
-        dst = a->second.second;
-        local = dst;
-        rdeps = {a->second.first};
-      } else if (to == root) {
+        // A further child: its partial sum lands in scratch of its own with no wait (the
+        // children's messages travel at once, as NCCL's per-peer buffers let them), then joins
+        // the running sum locally. Chaining the receive on the sum instead would serialise
+        // fan-in k into k step latencies.
+        const Slice landing{BufferKind::Scratch, scratch_bytes, r.count * s_.element_size};
+        scratch_bytes += r.count * s_.element_size;
+        const std::uint32_t got = add(to, make_op(OpKind::Recv, from, ev.chunk, {}, landing), {});
+        const Slice sum = a->second.second;
+        Op reduce = make_op(OpKind::Reduce, -1, ev.chunk, landing, sum);
+        reduce.steps = 0;  // local: no step latency
+        const std::uint32_t op = add(to, reduce, {a->second.first, got});
+        acc[{ev.index, ev.chunk, to}] = {op, sum};
+        if (to == root && --children_left[{ev.index, ev.chunk}] == 0) done[static_cast<std::size_t>(root)].push_back(op);
+        continue;
+      }
+      if (to == root) {
         dst = slice(BufferKind::Output, out_at, r.count);
       } else {
-        auto& scratch = s_.ranks[static_cast<std::size_t>(to)].scratch_bytes;
-        dst = {BufferKind::Scratch, scratch, r.count * s_.element_size};
-        scratch += r.count * s_.element_size;
+        dst = {BufferKind::Scratch, scratch_bytes, r.count * s_.element_size};
+        scratch_bytes += r.count * s_.element_size;
       }
-      const std::uint32_t op = add(to, make_op(OpKind::RecvReduce, from, ev.chunk, local, dst), rdeps);
+      const std::uint32_t op = add(to, make_op(OpKind::RecvReduce, from, ev.chunk, local, dst), {});
       acc[{ev.index, ev.chunk, to}] = {op, dst};
       if (to == root && --children_left[{ev.index, ev.chunk}] == 0) done[static_cast<std::size_t>(root)].push_back(op);
     }

@@ -3,7 +3,9 @@
 // proportion to their weights, each tree's share pipelined in chunks down the tree (AllGather)
 // or up the reversed tree with a reduction at every vertex (ReduceScatter); AllReduce is the
 // ReduceScatter followed by the AllGather, a root starting to broadcast its block once its
-// reduction is done. Step granularity: data-exact, verify() checks it.
+// reduction is done. A vertex's first child's partial is received and reduced at once
+// (RecvReduce); every further child's lands in scratch of its own without waiting and joins the
+// sum by a local Reduce, so a fan-in of k costs one step latency, not k. Step granularity: data-exact, verify() checks it.
 //
 // Op order: chunk by chunk, tree by tree, edge by edge, the same order on both ends of every
 // connection (FIFO matching), every dependency and every earlier message of a connection
