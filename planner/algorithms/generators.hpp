@@ -50,6 +50,8 @@ std::string nvls_tree_placement_refusal(const GroupShape& g);
 bool nvls_tree_nccl_placement(const GroupShape& g);
 // pat.cpp
 void pat(Builder& b);
+/// Ranks up to which PAT is simulated (pat_refusal refuses more: a clear error, not a run of minutes).
+inline constexpr int kPatMaxRanks = 256;
 std::string pat_refusal(const AlgorithmRequest& r);
 double pat_ops(const AlgorithmRequest& r);
 std::string pat_placement_refusal(const GroupShape& g);

@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "planner/algorithms/generators.hpp"
 
 namespace ccsim::planner::detail {
@@ -181,6 +183,9 @@ std::string pat_refusal(const AlgorithmRequest& r) {
   if (r.collective != models::Collective::AllGather && r.collective != models::Collective::ReduceScatter) {
     return "pat implements AllGather and ReduceScatter";
   }
+  // n·(n − 1) block sends per loop, n·log n of them at once: past this the engines' flow sharing
+  // takes minutes (512 ranks: over a minute for one size on 2 cores), so it is refused, not hung.
+  if (r.nranks > kPatMaxRanks) return fmt::format("pat is simulated up to {} ranks (its n·(n−1) sends per loop), found {}", kPatMaxRanks, r.nranks);
   return "";
 }
 

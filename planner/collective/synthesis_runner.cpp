@@ -84,7 +84,7 @@ int SynthesisRunner::greedy_chunks(std::uint64_t bytes) const {
 
 const Forest* SynthesisRunner::greedy_allgather(int chunks, std::uint64_t bytes) {
   if (options_.collective == Collective::ReduceScatter) return nullptr;
-  auto& slot = greedy_[chunks].first;
+  auto& slot = greedy_[{chunks, bytes}].first;
   if (!slot) {
     const double chunk = static_cast<double>(bytes) / static_cast<double>(options_.gpus.size()) / chunks;
     slot = synthesis::greedy_allgather(*routes_, chunks, std::max(chunk, 1.0)).forest;
@@ -94,7 +94,7 @@ const Forest* SynthesisRunner::greedy_allgather(int chunks, std::uint64_t bytes)
 
 const Forest* SynthesisRunner::greedy_reducescatter(int chunks, std::uint64_t bytes) {
   if (options_.collective == Collective::AllGather) return nullptr;
-  auto& slot = greedy_[chunks].second;
+  auto& slot = greedy_[{chunks, bytes}].second;
   if (!slot) {
     const double chunk = static_cast<double>(bytes) / static_cast<double>(options_.gpus.size()) / chunks;
     slot = synthesis::greedy_allgather(reversed(*routes_), chunks, std::max(chunk, 1.0)).forest;

@@ -112,8 +112,8 @@ class SynthesisRunner {
   int greedy_chunks(std::uint64_t bytes) const;
   /// The greedy's Step-granularity Schedule at `bytes` (a whole number of elements per rank).
   models::Schedule greedy_schedule(std::uint64_t bytes);
-  /// The greedy's AllGather / ReduceScatter trees for `chunks` chunks per block (computed once
-  /// per chunk count; null for a collective that does not use them).
+  /// The greedy's AllGather / ReduceScatter trees for `chunks` chunks per block at `bytes`
+  /// (computed once per chunk count and size; null for a collective that does not use them).
   const Forest* greedy_allgather(int chunks, std::uint64_t bytes);
   const Forest* greedy_reducescatter(int chunks, std::uint64_t bytes);
   /// The schedule on the smallest chunk grid of at least 8 chunks per block that holds the trees'
@@ -139,8 +139,9 @@ class SynthesisRunner {
   SynthesisGraph graph_;
   std::optional<Forest> allgather_, reducescatter_;
   std::optional<PairRoutes> routes_;
-  /// Greedy trees by chunks per block: AllGather's, ReduceScatter's.
-  std::map<int, std::pair<std::optional<Forest>, std::optional<Forest>>> greedy_;
+  /// Greedy trees by (chunks per block, size): AllGather's, ReduceScatter's. The size is in
+  /// the key because the greedy's matching depends on the chunk's bytes, not only their count.
+  std::map<std::pair<int, std::uint64_t>, std::pair<std::optional<Forest>, std::optional<Forest>>> greedy_;
   std::unique_ptr<CollectiveRunner> nccl_;
   std::unique_ptr<sim::Engine> engine_;  ///< times the synthesized schedules (its route caches persist)
   LowerBound bound_;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "planner/algorithms/algorithms.hpp"
+#include "planner/algorithms/generators.hpp"
 #include "planner/algorithms/registry.hpp"
 
 using namespace ccsim;
@@ -131,4 +132,13 @@ TEST_CASE("pat: the phase form is one loop with the same bytes and step latencie
     CHECK(latency_sends(phase, 3) == 15);
     for (std::uint64_t sent : phase.bytes_sent()) CHECK(sent == 15ULL * 4 * 1024 * 1024);
   }
+}
+
+TEST_CASE("pat: refused past kPatMaxRanks ranks, not simulated for minutes", "[algorithms][pat]") {
+  constexpr int n = planner::detail::kPatMaxRanks;
+  const AlgorithmRequest at = pat_request(Collective::AllGather, n, std::uint64_t{n} * 64);
+  const AlgorithmRequest past = pat_request(Collective::AllGather, n + 1, std::uint64_t{n + 1} * 64);
+  INFO(planner::unsupported_reason(Algorithm::Pat, past));
+  CHECK(planner::unsupported_reason(Algorithm::Pat, at).empty());
+  CHECK(planner::unsupported_reason(Algorithm::Pat, past).find("pat is simulated up to 256 ranks") != std::string::npos);
 }

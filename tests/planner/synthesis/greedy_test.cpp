@@ -187,3 +187,18 @@ TEST_CASE("greedy: bad arguments", "[synthesis][greedy]") {
   cut.links[cut.index(0, 1)].clear();
   CHECK_THROWS_WITH(syn::greedy_allgather(cut, 1, 1e6), Catch::Contains("do not connect"));
 }
+
+TEST_CASE("greedy: a size's schedule does not depend on the sizes timed before it", "[synthesis][greedy]") {
+  // The greedy's matching depends on the chunk's bytes, so trees made for a small size (same
+  // chunk count) must not be reused at a larger one: 8 MiB alone and after 1 KiB time alike.
+  const models::Cluster c = test::shipped_cluster("h100-2x8-200g.yaml");
+  syn::SynthesisOptions o;
+  o.collective = Collective::AllGather;
+  o.gpus.assign(c.topology.gpus().begin(), c.topology.gpus().end());
+  o.method = syn::Method::Greedy;
+  o.chunks = 1;
+  syn::SynthesisRunner alone(c, test::shipped_costs(c), o);
+  syn::SynthesisRunner after(c, test::shipped_costs(c), o);
+  (void)after.run(16 * 64);
+  CHECK(after.run(std::uint64_t{8} << 20).greedy_time == alone.run(std::uint64_t{8} << 20).greedy_time);
+}
