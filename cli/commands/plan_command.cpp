@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <sstream>
 #include <iostream>
 #include <optional>
 
@@ -31,6 +32,9 @@ CLI::App* add_plan_command(CLI::App& app, PlanCliOptions& o) {
   c->add_option("--rerank", o.rerank, "flow: re-simulate the top candidates with the flow engine (link contention) and rank by it");
   c->add_option("--max-tpot", o.max_tpot, "inference: keep layouts whose TPOT (decode step) is at most this (e.g. 50ms)");
   c->add_option("--max-ttft", o.max_ttft, "inference: keep layouts whose TTFT (prefill step) is at most this (e.g. 2s)");
+  c->add_option("--synthesize", o.synthesize,
+                 "tp,cp,dp (any of them): the top candidates try these dimensions' AllReduce/AllGather/ReduceScatter on synthesized "
+                 "schedules (ccsim synthesize), kept per dimension where they shorten the step");
   c->add_flag("--exact", o.exact, "simulate every candidate's whole step (no screening from shorter steps)");
   c->add_option("--jobs", o.jobs, "worker threads (default: the machine's)")->check(CLI::Range(1, 1024));
   c->add_option("--out", o.out, "directory for plan.json and best.yaml (the best layout as a scenario ccsim run takes)")
@@ -79,6 +83,11 @@ int run_plan(const PlanCliOptions& o) {
   po.price_per_gpu_hour = o.price_per_gpu_hour;
   po.top = o.top;
   po.rerank = o.rerank;
+  if (!o.synthesize.empty()) {
+    std::stringstream dims(o.synthesize);
+    for (std::string d; std::getline(dims, d, ',');) po.synthesize.push_back(d);
+    if (o.synthesize.back() == ',') po.synthesize.emplace_back();  // "dp," names an empty dimension
+  }
   po.max_tpot = time_option(o.max_tpot, "--max-tpot");
   po.max_ttft = time_option(o.max_ttft, "--max-ttft");
   po.exact = o.exact;

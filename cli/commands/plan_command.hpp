@@ -1,6 +1,6 @@
 #pragma once
 // `ccsim plan SCENARIO [--fix KNOB=V]... [--space KNOB=VALUES]... [--objective O] [--top N]
-// [--rerank flow] [--max-tpot T] [--max-ttft T] [--exact] [--jobs N] [--out DIR]`: searches the
+// [--rerank flow] [--synthesize DIMS] [--max-tpot T] [--max-ttft T] [--exact] [--jobs N] [--out DIR]`: searches the
 // parallel layouts of the scenario's workload on its cluster (planner/search/layout_plan.hpp) and
 // prints the best. Exit codes: 0 a layout was found, 2 bad input, 3 no layout is feasible.
 
@@ -19,6 +19,7 @@ struct PlanCliOptions {
   double price_per_gpu_hour = 0;
   int top = 10;
   std::string rerank;
+  std::string synthesize;  ///< comma-separated dimensions (tp, cp, dp)
   std::string max_tpot, max_ttft;  ///< times with units (50ms) or seconds
   bool exact = false;
   int jobs = 0;

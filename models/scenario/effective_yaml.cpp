@@ -83,7 +83,14 @@ YAML::Node strategy_node(const StrategySpec& s) {
   if (!s.dp_micro_batches.empty()) n["dp_micro_batches"] = s.dp_micro_batches;
   if (!s.algorithms.empty()) {
     YAML::Node a(YAML::NodeType::Map);
-    for (const auto& [k, v] : s.algorithms) a[k] = v;
+    for (const auto& [k, v] : s.algorithms) {
+      const std::size_t dot = k.find('.');  // a dimension's own choice: algorithms.dp.allreduce
+      if (dot == std::string::npos) {
+        a[k] = v;
+      } else {
+        a[k.substr(0, dot)][k.substr(dot + 1)] = v;
+      }
+    }
     n["algorithms"] = a;
   }
   return n;

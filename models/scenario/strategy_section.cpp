@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <iterator>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -36,6 +38,71 @@ std::vector<int> counts(const support::Fields& s, std::string_view key, const st
     out.push_back(static_cast<int>(n));
   }
   return out;
+}
+
+/// The collectives strategy.algorithms may name, and the parallel dimensions whose own map of
+/// them (strategy.algorithms.dp.allreduce) wins over the general key.
+constexpr std::string_view kAlgorithmCollectives[] = {"allreduce", "reducescatter", "allgather", "alltoall", "broadcast", "reduce", "sendrecv"};
+constexpr std::string_view kAlgorithmDims[] = {"tp", "cp", "dp", "ep"};
+
+/// One map of collective -> algorithm (`a`), entries stored in `spec` under `prefix` + key.
+/// A value is "auto", one of `algorithm_names` (unchecked when empty), "synthesized" (the
+/// collectives ccsim synthesize builds) or synth:FILE (an MSCCL XML file, relative to the
+/// scenario file that names it; any collective but sendrecv).
+void read_algorithm_map(const support::Fields& a, std::span<const std::string_view> algorithm_names, const std::string& prefix,
+                        StrategySpec& spec) {
+  for (const support::YamlSource& layer : a.layers()) {
+    for (const auto& entry : layer.node) {
+      const std::string key = entry.first.Scalar();
+      if (std::find(std::begin(kAlgorithmDims), std::end(kAlgorithmDims), key) != std::end(kAlgorithmDims)) continue;
+      const std::string stored = prefix + key;
+      if (spec.algorithms.count(stored) != 0) continue;  // the most specific layer wins
+      spec.algorithm_locations[stored] = a.location(key);
+      const std::string value = a.string(key);
+      if (value.rfind("synth:", 0) == 0) {
+        if (value.size() == 6 || key == "sendrecv") {
+          throw a.error(key, key == "sendrecv" ? "no synth:FILE for sendrecv (NCCL's p2p, not a collective)"
+                                               : "synth:FILE with the path of an MSCCL XML schedule");
+        }
+        // A relative path is the scenario file's neighbour, as every other file it names.
+        std::filesystem::path file(value.substr(6));
+        const std::string& from = a.location(key).file;
+        if (file.is_relative() && !from.empty() && from.front() != '<') file = std::filesystem::path(from).parent_path() / file;
+        spec.algorithms[stored] = "synth:" + file.lexically_normal().string();
+        continue;
+      }
+      if (value == "synthesized") {
+        if (key != "allreduce" && key != "allgather" && key != "reducescatter") {
+          throw a.error(key, "synthesized only for allreduce, allgather and reducescatter (what ccsim synthesize builds)");
+        }
+        spec.algorithms[stored] = value;
+        continue;
+      }
+      if (algorithm_names.empty()) {
+        spec.algorithms[stored] = value;
+        continue;
+      }
+      std::vector<std::string_view> choices{"auto"};
+      choices.insert(choices.end(), algorithm_names.begin(), algorithm_names.end());
+      choices.emplace_back("synthesized");
+      choices.emplace_back("synth:FILE");
+      spec.algorithms[stored] = a.choice(key, choices);
+    }
+  }
+}
+
+/// strategy.algorithms: the general map and the dimensions' own.
+void read_algorithms(const support::Fields& a, std::span<const std::string_view> algorithm_names, StrategySpec& spec) {
+  std::vector<std::string_view> allowed(std::begin(kAlgorithmCollectives), std::end(kAlgorithmCollectives));
+  allowed.insert(allowed.end(), std::begin(kAlgorithmDims), std::end(kAlgorithmDims));
+  a.reject_unknown(allowed);
+  for (const std::string_view dim : kAlgorithmDims) {
+    if (const auto nested = a.optional_map(dim)) {
+      nested->reject_unknown(kAlgorithmCollectives);
+      read_algorithm_map(*nested, algorithm_names, std::string(dim) + ".", spec);
+    }
+  }
+  read_algorithm_map(a, algorithm_names, "", spec);
 }
 
 }  // namespace
@@ -134,23 +201,7 @@ StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::spa
       throw s.error("order", "the five dimensions tp, cp, ep, pp, dp in some order joined by '-', innermost first");
     }
   }
-  if (const auto algorithms = s.optional_map("algorithms")) {
-    algorithms->reject_unknown({"allreduce", "reducescatter", "allgather", "alltoall", "broadcast", "reduce", "sendrecv"});
-    for (const support::YamlSource& layer : algorithms->layers()) {
-      for (const auto& entry : layer.node) {
-        const std::string key = entry.first.Scalar();
-        if (spec.algorithms.count(key) != 0) continue;  // the most specific layer wins
-        spec.algorithm_locations[key] = algorithms->location(key);
-        if (algorithm_names.empty()) {
-          spec.algorithms[key] = algorithms->string(key);
-          continue;
-        }
-        std::vector<std::string_view> choices{"auto"};
-        choices.insert(choices.end(), algorithm_names.begin(), algorithm_names.end());
-        spec.algorithms[key] = algorithms->choice(key, choices);
-      }
-    }
-  }
+  if (const auto algorithms = s.optional_map("algorithms")) read_algorithms(*algorithms, algorithm_names, spec);
   return spec;
 }
 

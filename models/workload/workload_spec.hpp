@@ -79,7 +79,10 @@ struct StrategySpec {
   /// --microbatch-group-size-per-virtual-pipeline-stage); 0 = pp (Megatron's default).
   int microbatch_group_size_per_vp_stage = 0;
   std::string order = "tp-cp-ep-pp-dp";  ///< rank placement, innermost first (Megatron's default)
-  std::map<std::string, std::string> algorithms;  ///< collective -> algorithm ("auto" by default)
+  /// collective -> algorithm ("auto" by default): "allreduce" for every dimension's, "dp.allreduce"
+  /// for one dimension's (tp, cp, dp, ep), which wins; a value is auto, a registry name,
+  /// "synthesized" or "synth:PATH" (an MSCCL XML file, its path resolved against the scenario's).
+  std::map<std::string, std::string> algorithms;
   std::map<std::string, support::SourceLocation> algorithm_locations;  ///< where each choice was written (for errors)
   bool tp_comm_overlap = false;          ///< TP collectives pipelined with their GEMMs as Transformer Engine's userbuffers do (Megatron --tp-comm-overlap; needs sequence_parallel)
   bool overlap_grad_reduce = false;      ///< DP gradient buckets reduce during the last micro-batch's backward (Megatron --overlap-grad-reduce; default False: after the backward)

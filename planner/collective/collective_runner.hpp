@@ -67,6 +67,11 @@ class CollectiveRunner : private CandidateSource {
   /// `engine` with this cluster's costs: the same schedule can be timed on a changed cluster.
   /// `skewed`: with CollectiveOptions::rank_ready (repeated for each concurrent group).
   sim::Timeline run_schedule(const models::Schedule& one, Algorithm a, Protocol p, sim::Engine& engine, bool skewed = false) const;
+  /// The cost parameters a run of `one` with algorithm `a` and protocol `p` is timed with on
+  /// these ranks: the cost table's row, its per-rank latency, NCCL's rate cap.
+  sim::CostParams cost_params(Algorithm a, Protocol p, const models::Schedule& one) const;
+  /// The cost parameters a run of `one` with algorithm `a` and protocol `p` is timed with on
+  /// these ranks (the cost table's row, its per-rank latency, NCCL's rate cap).
   /// The Step-granularity Schedule of (a, p) at `bytes` for one group (no concurrent copies):
   /// data-exact, what `ccsim replay` executes on hardware. Throws what run() throws for that
   /// candidate (ScheduleTooLarge, std::invalid_argument).
@@ -86,7 +91,6 @@ class CollectiveRunner : private CandidateSource {
   models::Router& bound_router() override;
   sim::Timeline simulate(const models::Schedule& one, Algorithm a, Protocol p) override;
 
-  sim::CostParams cost_params(Algorithm a, Protocol p, const models::Schedule& one) const;
 
   const models::Cluster& cluster_;
   const CostModel& costs_;

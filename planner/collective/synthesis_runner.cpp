@@ -1,12 +1,16 @@
 #include "planner/collective/synthesis_runner.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <numeric>
 #include <fmt/format.h>
 #include <unordered_map>
 
 #include "planner/collective/schedule_limits.hpp"
 #include "planner/synthesis/forest_schedule.hpp"
+#include "planner/synthesis/msccl_xml.hpp"
 #include "support/input_error.hpp"
 
 namespace ccsim::planner::synthesis {
@@ -183,6 +187,44 @@ GridSchedule SynthesisRunner::grid_schedule() {
     g.fluid_ratio = fluid_time(g.schedule) * 64 / fluid_time(fine);
   }
   return g;
+}
+
+MscclFile read_msccl_file(const std::string& path, const support::SourceLocation& where, const std::string& key) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in || std::filesystem::is_directory(path)) throw support::InputError(where, key, "synth:FILE naming a readable MSCCL XML file", "'" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  MscclFile f;
+  f.path = path;
+  f.text = text.str();
+  const MscclHeader h = read_msccl_header(f.text, path);
+  f.collective = h.collective;
+  f.ranks = h.ranks;
+  f.chunks_per_loop = h.chunks_per_loop;
+  return f;
+}
+
+models::Schedule MscclFile::schedule(std::uint64_t bytes) const { return from_msccl_xml(text, path, bytes, 1); }
+
+SynthesisChoice SynthesisRunner::best(std::uint64_t bytes) {
+  if (!uses_forest() && !uses_greedy()) throw std::invalid_argument("no synthesized trees to build a schedule from");
+  if (!engine_) engine_ = sim::make_engine(options_.engine, cluster_);
+  std::optional<SynthesisChoice> out;
+  const auto take = [&](Method m, int chunks, models::Schedule s) {
+    const double t = nccl_->run_schedule(s, Algorithm::Synthesized, Protocol::Simple, *engine_).makespan;
+    if (out && out->time <= t) return;
+    out = SynthesisChoice{std::move(s), m, chunks, t};
+  };
+  if (uses_forest()) {
+    const int k = chunks(bytes);
+    take(Method::Forest, k, forest_schedule(options_.collective, allgather(), reducescatter(), bytes, options_.element_size, k));
+  }
+  if (uses_greedy()) take(Method::Greedy, greedy_chunks(bytes), greedy_schedule(bytes));
+  return std::move(*out);
+}
+
+sim::CostParams SynthesisRunner::cost_params(const models::Schedule& s) const {
+  return nccl_->cost_params(Algorithm::Synthesized, Protocol::Simple, s);
 }
 
 SynthesisRow SynthesisRunner::run(std::uint64_t bytes) {

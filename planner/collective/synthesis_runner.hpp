@@ -82,6 +82,31 @@ struct SynthesisRow {
   CollectiveResult nccl;      ///< NCCL's choice (auto) for the same ranks and size
 };
 
+/// The schedule a method synthesized at one size, and its time alone on the runner's engine.
+struct SynthesisChoice {
+  models::Schedule schedule;       ///< Step granularity, one group
+  Method method = Method::Forest;  ///< never Auto
+  int chunks = 1;                  ///< as SynthesisRow::chunks
+  double time = 0;                 ///< seconds
+};
+
+/// An MSCCL XML file as a lowering reads it (strategy.algorithms synth:PATH): what it says about
+/// itself, and its text for the schedules.
+struct MscclFile {
+  std::string path;
+  std::string text;
+  models::Collective collective = models::Collective::AllGather;
+  int ranks = 0;
+  std::int64_t chunks_per_loop = 1;
+  /// The file's Schedule at nccl-tests size `bytes` (a whole number of loops of its chunks, one
+  /// byte per element). Throws what from_msccl_xml throws.
+  models::Schedule schedule(std::uint64_t bytes) const;
+};
+
+/// Reads the MSCCL XML file `path`. Throws support::InputError at `where` under `key` when it
+/// cannot be read, and what read_msccl_header throws (the file's own line and column).
+MscclFile read_msccl_file(const std::string& path, const support::SourceLocation& where, const std::string& key);
+
 class SynthesisRunner {
  public:
   /// Builds the graph and the forests (the optimum alone for method greedy). Throws
@@ -126,6 +151,13 @@ class SynthesisRunner {
   /// (options.forest.build_trees false) only the bound, the optimum's time and NCCL's choice:
   /// time, fluid_time, chunks and ops stay 0.
   SynthesisRow run(std::uint64_t bytes);
+  /// The synthesized schedule at `bytes` alone (no NCCL run, no bound): the method's, or under
+  /// Auto the faster of the forest's and the greedy's on the runner's engine. Throws
+  /// std::invalid_argument when no trees are built (options.forest.build_trees false), and what
+  /// schedule() and greedy_schedule() throw.
+  SynthesisChoice best(std::uint64_t bytes);
+  /// The cost parameters the runner times schedule `s` with (the Synthesized entry, Simple).
+  sim::CostParams cost_params(const models::Schedule& s) const;
   /// Fluid-limit time of `s` on this placement: the largest bytes ÷ bandwidth over the links its
   /// sends cross on the routes the engines take (models::Router, the first ECMP hash). A schedule
   /// reaching the forests' bandwidth term has forest_time == fluid_time.

@@ -135,6 +135,10 @@ void check_plan_options(const PlanOptions& o, models::WorkloadPhase phase) {
   if (o.max_tpot && phase == models::WorkloadPhase::Prefill) throw support::InputError(cmd, "--max-tpot", "a decode or serving scenario", "phase prefill");
   if (o.max_ttft && phase == models::WorkloadPhase::Decode) throw support::InputError(cmd, "--max-ttft", "a prefill or serving scenario", "phase decode");
   if (!o.rerank.empty() && o.rerank != "flow") throw support::InputError(cmd, "--rerank", "flow", "'" + o.rerank + "'");
+  for (const std::string& d : o.synthesize) {
+    if (d != "tp" && d != "cp" && d != "dp") throw support::InputError(cmd, "--synthesize", "dimensions among tp, cp, dp (comma-separated)", "'" + d + "'");
+    if (std::count(o.synthesize.begin(), o.synthesize.end(), d) > 1) throw support::InputError(cmd, "--synthesize", "each dimension once", "'" + d + "' twice");
+  }
 }
 
 /// One search's inputs, and the two things it does with a candidate: simulate it and score it.
@@ -238,6 +242,72 @@ void rerank_with_flow(std::vector<CandidateResult>& kept, const Search& search) 
   std::sort(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(k), better);
 }
 
+/// The size of dimension `d` ("tp", "cp", "dp") in `s`.
+int dim_size(const models::StrategySpec& s, const std::string& d) { return d == "tp" ? s.tp : d == "cp" ? s.cp : s.dp; }
+
+/// `c` with the collectives of dimensions `dims` on synthesized schedules.
+Candidate with_synthesized(Candidate c, const std::vector<std::string>& dims) {
+  for (const std::string& d : dims)
+    for (const char* coll : {"allreduce", "allgather", "reducescatter"}) c.strategy.algorithms[d + "." + coll] = "synthesized";
+  return c;
+}
+
+/// --synthesize: each top candidate tries each asked dimension (of size > 1) on synthesized
+/// schedules alone; the dimensions that improve its objective by at least 0.1 % are kept (together, when together they
+/// are no slower than the best one alone), and the candidates ranked again. A dimension whose
+/// groups cannot be synthesized (support::InputError) is left on the library's algorithms.
+void choose_synthesized(std::vector<CandidateResult>& kept, const Search& search, PlanResult& out) {
+  const std::size_t k = std::min(kept.size(), static_cast<std::size_t>(search.o.top));
+  support::ParallelOptions parallel;
+  parallel.threads = search.o.jobs;
+  std::vector<std::size_t> runs(k, 0);
+  support::parallel_for(k, parallel, [&](std::size_t i) {
+    CandidateResult& base = kept[i];
+    const auto try_dims = [&](const std::vector<std::string>& dims) -> std::optional<CandidateResult> {
+      try {
+        CandidateResult r = evaluate_candidate(search.scenario, search.cluster, search.costs, search.compute, search.serving,
+                                               with_synthesized(base.candidate, dims), true, models::EngineKind::Analytic, search.shared);
+        ++runs[i];
+        r.index = base.index;
+        search.finish(r);
+        return r;
+      } catch (const support::InputError&) {
+        return std::nullopt;
+      }
+    };
+    std::vector<std::string> gaining;
+    std::optional<CandidateResult> best;
+    for (const std::string& d : search.o.synthesize) {
+      if (dim_size(base.candidate.strategy, d) < 2) continue;
+      const auto r = try_dims({d});
+      // Kept only where it gains at least 0.1 % of the objective: not a tie's rounding.
+      if (!r || !(r->objective < base.objective - 1e-3 * std::abs(base.objective))) continue;
+      gaining.push_back(d);
+      if (!best || r->objective < best->objective) best = r;
+    }
+    if (gaining.size() > 1) {
+      const auto all = try_dims(gaining);
+      if (all && all->objective <= best->objective) best = all;
+    }
+    const double library = base.step_time;
+    if (best) {
+      best->synthesized.clear();
+      for (const auto& [key, value] : best->candidate.strategy.algorithms) {
+        const std::string d = key.substr(0, key.find('.'));
+        if (value == "synthesized" && key.find('.') != std::string::npos &&
+            std::find(best->synthesized.begin(), best->synthesized.end(), d) == best->synthesized.end()) {
+          best->synthesized.push_back(d);
+        }
+      }
+      best->flow_step_time = base.flow_step_time;
+      base = std::move(*best);
+    }
+    base.library_step_time = library;
+  });
+  for (std::size_t n : runs) out.exact_runs += n;
+  std::sort(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(k), better);
+}
+
 /// Where the scenario's own layout ranks (a full run when the screen alone placed it).
 void place_own_layout(const std::vector<CandidateResult>& kept, const Search& search, const Layout& own, PlanResult& out) {
   for (std::size_t i = 0; i < kept.size(); ++i) {
@@ -278,6 +348,7 @@ PlanResult plan_layouts(const models::Scenario& scenario, const models::Cluster&
   std::vector<CandidateResult> kept = keep_feasible(results, search, own, out);
   std::sort(kept.begin(), kept.end(), better);
   run_best_in_full(kept, search, out);
+  if (!o.synthesize.empty()) choose_synthesized(kept, search, out);
   if (o.rerank == "flow") rerank_with_flow(kept, search);
   place_own_layout(kept, search, own, out);
   out.ranked = std::move(kept);

@@ -41,6 +41,10 @@ struct PlanOptions {
   double price_per_gpu_hour = 0;   ///< USD per GPU-hour; > 0 required by the cost objective
   int top = 10;                    ///< candidates reported (and re-simulated with --rerank)
   std::string rerank;              ///< "" or "flow": the top `top` re-simulated with the flow engine
+  /// --synthesize: dimensions ("tp", "cp", "dp") whose AllReduce, AllGather and ReduceScatter
+  /// the top `top` candidates try on synthesized schedules (strategy.algorithms.DIM.* =
+  /// synthesized), each dimension kept where it shortens the step.
+  std::vector<std::string> synthesize;
   std::optional<double> max_tpot;  ///< seconds: decode step / serving TPOT at most this
   std::optional<double> max_ttft;  ///< seconds: prefill step / serving TTFT at most this
   bool exact = false;              ///< run every candidate in full (no screening)
@@ -67,6 +71,10 @@ struct CandidateResult {
   double output_tokens_per_s = 0;   ///< serving: output tokens/s of all replicas
   double cost_per_mtok = 0;         ///< USD per million tokens (price given), else 0
   std::optional<double> flow_step_time;  ///< --rerank flow: the flow engine's step time
+  /// --synthesize: the step time on the library's algorithms (the figures above are then with
+  /// the kept dimensions' collectives synthesized), nullopt when not tried.
+  std::optional<double> library_step_time;
+  std::vector<std::string> synthesized;  ///< --synthesize: the dimensions kept synthesized ("dp", ...)
   double objective = 0;             ///< the ranked value (smaller is better after sign)
   bool fits = true;                 ///< a full run found the footprint within HBM (serving: the KV cache at its largest)
 };

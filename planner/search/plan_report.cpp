@@ -148,6 +148,8 @@ std::string plan_summary(const PlanContext& c) {
   const bool flow = c.options.rerank == "flow";
   if (cost) head.push_back("$/Mtok");
   if (flow) head.push_back("flow step");
+  const bool synth = !c.options.synthesize.empty();
+  if (synth) head.push_back("synthesized");
   std::vector<bool> right(head.size(), true);
   right[1] = false;
   support::TextTable t(head, right);
@@ -164,6 +166,12 @@ std::string plan_summary(const PlanContext& c) {
                            seconds(ex(models::ParallelDim::CP) + ex(models::ParallelDim::EP)), seconds(x.bubble)});
     if (cost) row.push_back(fmt::format("{:.3f}", x.cost_per_mtok));
     if (flow) row.push_back(x.flow_step_time ? seconds(*x.flow_step_time) : "-");
+    if (synth) {
+      std::string dims;
+      for (const std::string& d : x.synthesized) dims += (dims.empty() ? "" : "+") + d;
+      row.push_back(dims.empty() || !x.library_step_time ? std::string("-")
+                                                        : fmt::format("{} {:+.1f} %", dims, 100.0 * (x.step_time / *x.library_step_time - 1.0)));
+    }
     t.add_row(row);
   }
   out += t.render(0);
@@ -177,6 +185,10 @@ std::string plan_summary(const PlanContext& c) {
     out += "the scenario's own layout is not among the candidates (outside the space, pruned by a rule or memory, or the scenario sets none)\n";
   }
   if (flow) out += "(ranked by the flow engine's figures; the other columns are the analytic engine's)\n";
+  if (synth) {
+    out += "(synthesized: the dimensions whose AllReduce/AllGather/ReduceScatter run synthesized schedules in this row's figures, and the "
+           "step's change from the library's algorithms; - none shortened the step)\n";
+  }
   if (r.split) {
     const auto& sp = *r.split;
     std::string per;
@@ -247,6 +259,10 @@ std::string plan_json(const PlanContext& c) {
     e["bubble_s"] = x.bubble;
     if (c.options.price_per_gpu_hour > 0) e["cost_per_million_tokens_usd"] = x.cost_per_mtok;
     if (x.flow_step_time) e["flow_step_time_s"] = *x.flow_step_time;
+    if (x.library_step_time) {
+      e["synthesized_dims"] = x.synthesized;
+      e["library_step_time_s"] = *x.library_step_time;
+    }
     e["strategy"] = {{"tp", s.tp}, {"pp", s.pp}, {"dp", s.dp}, {"cp", s.cp}, {"ep", s.ep}, {"sequence_parallel", s.sequence_parallel},
                      {"tp_comm_overlap", s.tp_comm_overlap}, {"zero_stage", s.zero_stage}, {"pipeline_schedule", s.pipeline_schedule},
                      {"virtual_stages", s.virtual_stages}, {"order", s.order}};

@@ -11,6 +11,7 @@
 #include "planner/algorithms/algorithms.hpp"
 #include "planner/algorithms/vllm_allreduce.hpp"
 #include "planner/collective/collective_runner.hpp"
+#include "planner/collective/synthesis_runner.hpp"
 #include "planner/tuning/cost_model.hpp"
 #include "sim/engine.hpp"
 #include "support/input_error.hpp"
@@ -55,14 +56,32 @@ std::pair<std::size_t, std::size_t> CommCostCache::hits_misses() const {
 
 namespace {
 
-/// The strategy's explicit algorithm for collective `c` (strategy.algorithms, keyed by the
-/// collective's lower-case name), or nullopt for auto.
-std::optional<Algorithm> algorithm_choice(const models::StrategySpec& s, models::Collective c) {
+/// The strategy.algorithms key for collective `c` on dimension `d` that is set, the dimension's
+/// own ("dp.allreduce") before the general one ("allreduce"); empty when neither is.
+std::string algorithm_key(const models::StrategySpec& s, models::Collective c, ParallelDim d) {
   std::string key(models::to_string(c));
   for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  const auto it = s.algorithms.find(key);
-  if (it == s.algorithms.end() || it->second == "auto") return std::nullopt;
-  return parse_algorithm(it->second);
+  std::string dim(models::to_string(d));
+  for (char& ch : dim) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (s.algorithms.count(dim + "." + key) != 0) return dim + "." + key;
+  if (s.algorithms.count(key) != 0) return key;
+  return {};
+}
+
+/// The strategy's value for collective `c` on dimension `d` ("auto" when not set).
+std::string algorithm_value(const models::StrategySpec& s, models::Collective c, ParallelDim d) {
+  const std::string key = algorithm_key(s, c, d);
+  return key.empty() ? std::string("auto") : s.algorithms.at(key);
+}
+
+bool is_synthesized(const std::string& value) { return value == "synthesized" || value.rfind("synth:", 0) == 0; }
+
+/// The strategy's explicit library algorithm for collective `c` on dimension `d`, or nullopt
+/// for auto (and for a synthesized schedule, which CommLowering::simulate_synthesized runs).
+std::optional<Algorithm> algorithm_choice(const models::StrategySpec& s, models::Collective c, ParallelDim d) {
+  const std::string value = algorithm_value(s, c, d);
+  if (value == "auto" || is_synthesized(value)) return std::nullopt;
+  return parse_algorithm(value);
 }
 
 /// `plan` as a part of a later merged run: a copy of its schedule (one part, one copy).
@@ -85,6 +104,8 @@ CommLowering::CommLowering(const models::Scenario& scenario, const models::Clust
       placement_(*scenario.strategy, static_cast<int>(cluster.topology.gpus().size())),
       analytic_(sim::make_engine(models::EngineKind::Analytic, cluster)),
       chosen_(engine_ == models::EngineKind::Analytic ? nullptr : sim::make_engine(engine_, cluster)) {}
+
+CommLowering::~CommLowering() = default;
 
 int CommLowering::cost_index(const ProgramOp& op, int stage, int rep) {
   const auto key = std::make_tuple(static_cast<int>(op.dim), stage, rep, static_cast<int>(op.collective), op.peer, op.expert, op.bytes);
@@ -225,12 +246,16 @@ CommCost CommLowering::simulate(const ProgramOp& op, const std::vector<int>& gro
   };
   if (auto custom = lower_vllm_allreduce(op, group, others)) return *custom;
   if (op.kind == ProgramOpKind::SendRecv) return simulate_p2p(op, group, others);
+  if (const std::string key = algorithm_key(*scenario_.strategy, op.collective, op.dim);
+      !key.empty() && is_synthesized(scenario_.strategy->algorithms.at(key))) {
+    return simulate_synthesized(op, key, scenario_.strategy->algorithms.at(key), group, others);
+  }
   CommCost cost;
   cost.group_size = static_cast<int>(group.size());
   cost.concurrent_groups = static_cast<int>(others.size());
   CollectiveOptions o;
   o.collective = op.collective;
-  o.algorithm = algorithm_choice(*scenario_.strategy, op.collective);
+  o.algorithm = algorithm_choice(*scenario_.strategy, op.collective, op.dim);
   o.gpus = to_gpus(group);
   for (const auto& g : others) o.concurrent.push_back(to_gpus(g));
   o.element_size = 1;
@@ -252,9 +277,8 @@ CommCost CommLowering::simulate(const ProgramOp& op, const std::vector<int>& gro
     r = runner.run(bytes);
   } catch (const std::invalid_argument& e) {
     // Only an explicit algorithm choice can fail here; say which key and which group.
-    std::string key(models::to_string(op.collective));
-    for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     const auto& s = *scenario_.strategy;
+    const std::string key = algorithm_key(s, op.collective, op.dim);
     const auto loc = s.algorithm_locations.find(key);
     if (!o.algorithm || loc == s.algorithm_locations.end()) throw;
     std::set<int> group_nodes;
@@ -281,7 +305,7 @@ std::optional<CommCost> CommLowering::lower_vllm_allreduce(const ProgramOp& op, 
   // (vllm/distributed/device_communicators/cuda_communicator.py, CudaCommunicator.all_reduce).
   const models::StrategySpec& s = *scenario_.strategy;
   if (scenario_.workload->phase == models::WorkloadPhase::TrainingStep || op.kind != ProgramOpKind::Collective ||
-      op.dim != ParallelDim::TP || op.collective != models::Collective::AllReduce || algorithm_choice(s, op.collective)) {
+      op.dim != ParallelDim::TP || op.collective != models::Collective::AllReduce || algorithm_value(s, op.collective, op.dim) != "auto") {
     return std::nullopt;
   }
   const models::Topology& topo = cluster_.topology;
@@ -331,6 +355,134 @@ std::optional<CommCost> CommLowering::lower_vllm_allreduce(const ProgramOp& op, 
   cost.protocol = "LD/ST";
   cost.group_size = g.world_size;
   cost.concurrent_groups = static_cast<int>(others.size());
+  cost.links = tl.links;
+  return cost;
+}
+
+synthesis::SynthesisRunner& CommLowering::synthesis_runner(models::Collective collective, const std::vector<models::DeviceId>& gpus) {
+  auto& slot = synthesis_runners_[{static_cast<int>(collective), gpus}];
+  if (!slot) {
+    synthesis::SynthesisOptions o;
+    o.collective = collective;
+    o.gpus = gpus;
+    o.element_size = 1;
+    o.method = synthesis::Method::Auto;
+    // The methods are compared on the analytic engine (each alone); the chosen schedules then
+    // run together on the scenario's engine.
+    o.engine = models::EngineKind::Analytic;
+    slot = std::make_unique<synthesis::SynthesisRunner>(cluster_, costs_, std::move(o));
+  }
+  return *slot;
+}
+
+CommCost CommLowering::simulate_synthesized(const ProgramOp& op, const std::string& key, const std::string& value,
+                                            const std::vector<int>& group, const std::vector<std::vector<int>>& others) {
+  const models::Topology& topo = cluster_.topology;
+  const auto gpus = topo.gpus();
+  const auto to_gpus = [&](const std::vector<int>& ranks) {
+    std::vector<models::DeviceId> out;
+    for (int r : ranks) out.push_back(gpus[static_cast<std::size_t>(r)]);
+    return out;
+  };
+  const models::StrategySpec& s = *scenario_.strategy;
+  const auto loc = s.algorithm_locations.find(key);
+  const support::SourceLocation where = loc == s.algorithm_locations.end() ? support::SourceLocation{"<scenario>", 0, 0} : loc->second;
+  const std::uint64_t n = group.size();
+  std::set<int> group_nodes;
+  for (int r : group) group_nodes.insert(topo.device(gpus[static_cast<std::size_t>(r)]).node);
+  const std::string which = fmt::format("{} on the {} group ({} ranks on {} node{})", models::to_string(op.collective), models::to_string(op.dim), n,
+                                        group_nodes.size(), group_nodes.size() == 1 ? "" : "s");
+  CommCost cost;
+  cost.group_size = static_cast<int>(n);
+  cost.concurrent_groups = static_cast<int>(others.size());
+  cost.protocol = "Simple";
+  std::vector<std::shared_ptr<sim::PlanPart>> parts;
+  try {
+    if (value == "synthesized") {
+      // Every group synthesizes its own schedule on its own GPUs: groups on differently wired
+      // (or perturbed) nodes get different trees. Sizes are whole bytes per rank.
+      const std::uint64_t bytes = (static_cast<std::uint64_t>(op.bytes) + n - 1) / n * n;
+      std::vector<std::vector<models::DeviceId>> all{to_gpus(group)};
+      for (const auto& g : others) all.push_back(to_gpus(g));
+      for (const auto& g : all) {
+        synthesis::SynthesisRunner& runner = synthesis_runner(op.collective, g);
+        synthesis::SynthesisChoice choice = runner.best(bytes);
+        auto part = std::make_shared<sim::PlanPart>();
+        part->schedule = std::make_shared<models::Schedule>(std::move(choice.schedule));
+        part->rank_gpu = g;
+        part->cost = runner.cost_params(*part->schedule);
+        if (parts.empty()) cost.algorithm = fmt::format("synthesized ({})", synthesis::to_string(choice.method));
+        parts.push_back(std::move(part));
+      }
+    } else {
+      // An MSCCL XML file: one schedule, every group runs it (as MSCCL runs one file on every
+      // communicator of its rank count).
+      const std::string path = value.substr(6);
+      auto file = synth_files_.find(path);
+      if (file == synth_files_.end()) {
+        auto read = std::make_shared<const synthesis::MscclFile>(synthesis::read_msccl_file(path, where, "strategy.algorithms." + key));
+        file = synth_files_.emplace(path, std::move(read)).first;
+      }
+      const synthesis::MscclFile& h = *file->second;
+      if (h.collective != op.collective || h.ranks != static_cast<int>(n)) {
+        throw support::InputError(where, "strategy.algorithms." + key, fmt::format("an MSCCL file of {} on {} ranks ({})", models::to_string(op.collective), n, which),
+                                  fmt::format("{}: {} on {} ranks", path, models::to_string(h.collective), h.ranks));
+      }
+      // Whole loops of the file's chunks (the size padded up, as MSCCL pads to its chunking).
+      const auto loop = static_cast<std::uint64_t>(h.chunks_per_loop);
+      const std::uint64_t bytes = std::max<std::uint64_t>(1, (static_cast<std::uint64_t>(op.bytes) + loop - 1) / loop) * loop;
+      auto part = std::make_shared<sim::PlanPart>();
+      part->schedule = std::make_shared<models::Schedule>(h.schedule(bytes));
+      part->copies = static_cast<int>(1 + others.size());
+      part->rank_gpu = to_gpus(group);
+      for (const auto& g : others) {
+        const auto more = to_gpus(g);
+        part->rank_gpu.insert(part->rank_gpu.end(), more.begin(), more.end());
+      }
+      CollectiveOptions o;
+      o.collective = op.collective;
+      o.gpus = to_gpus(group);
+      o.element_size = 1;
+      const CollectiveRunner runner(cluster_, costs_, o, analytic_.get(), nullptr);
+      part->cost = runner.cost_params(Algorithm::Synthesized, Protocol::Simple, *part->schedule);
+      cost.algorithm = "synthesized (file)";
+      parts.push_back(std::move(part));
+    }
+  } catch (const support::InputError& e) {
+    // The synthesis speaks of command-line options; a file's own errors name its line and column.
+    if (e.where().file != "<command line>") throw;
+    throw support::InputError(where, "strategy.algorithms." + key, "a synthesized schedule for " + which, "'" + value + "'", e.what());
+  } catch (const std::invalid_argument& e) {
+    throw support::InputError(where, "strategy.algorithms." + key, "a synthesized schedule for " + which, "'" + value + "'", e.what());
+  }
+  sim::Timeline tl;
+  if (parts.size() == 1) {
+    models::Schedule replicated;
+    const sim::PlanPart& p = *parts.front();
+    if (p.copies > 1) replicated = models::replicate(*p.schedule, p.copies);
+    sim::Plan plan;
+    plan.schedule = p.copies > 1 ? &replicated : p.schedule.get();
+    plan.rank_gpu = p.rank_gpu;
+    plan.cost = p.cost;
+    tl = engine().run(plan);
+    if (keep_plans_) cost.plan = parts.front();
+  } else {
+    std::vector<const sim::PlanPart*> ptrs;
+    for (const auto& p : parts) ptrs.push_back(p.get());
+    const std::vector<double> ready(parts.size(), 0.0);
+    const std::unique_ptr<sim::MergedPlan> merged = sim::merge_plans(ptrs, ready);
+    tl = engine().run(merged->plan);
+    if (keep_plans_) {
+      // One part for cross-dimension contention: the groups' schedules side by side (their
+      // cost rows are alike: the Synthesized entry on Simple).
+      auto part = std::make_shared<sim::PlanPart>();
+      part->schedule = std::make_shared<models::Schedule>(merged->schedule);
+      part->rank_gpu = merged->plan.rank_gpu;
+      part->cost = parts.front()->cost;
+      cost.plan = std::move(part);
+    }
+  }
+  cost.time = tl.makespan;
   cost.links = tl.links;
   return cost;
 }

@@ -27,6 +27,10 @@
 namespace ccsim::planner {
 
 class CostModel;
+namespace synthesis {
+class SynthesisRunner;
+struct MscclFile;
+}  // namespace synthesis
 
 /// What one lowered communication op cost (memoized per stage, dim, collective and size).
 struct CommCost {
@@ -71,6 +75,9 @@ class CommLowering {
   /// strategy's tp·cp·dp·pp differs from the cluster's GPUs, and what sim::make_engine throws
   /// for `engine` (the flow engine's plugin missing).
   CommLowering(const models::Scenario& scenario, const models::Cluster& cluster, const CostModel& costs, models::EngineKind engine);
+  ~CommLowering();
+  CommLowering(const CommLowering&) = delete;
+  CommLowering& operator=(const CommLowering&) = delete;
 
   const Placement& placement() const { return placement_; }
   /// vLLM's custom all-reduce constants (launch and stage latencies) for lowerings from now on.
@@ -108,6 +115,17 @@ class CommLowering {
   CommCost simulate(const models::ProgramOp& op, const std::vector<int>& group, const std::vector<std::vector<int>>& others);
   /// One-way point-to-point: rank 2i sends to rank 2i+1 in every pair (NCCL p2p, Simple).
   CommCost simulate_p2p(const models::ProgramOp& op, const std::vector<int>& group, const std::vector<std::vector<int>>& others);
+  /// A collective the strategy asks to run on a synthesized schedule (`value` "synthesized" or
+  /// "synth:PATH", from strategy.algorithms key `key`): "synthesized" synthesizes every group's
+  /// own schedule (the forest's or the greedy's, whichever is faster alone; the groups' runners
+  /// are kept per collective and GPUs: no group is assumed alike another) and runs them
+  /// together; a file's schedule runs on every group. Throws support::InputError at the key
+  /// when the groups cannot take it (a file of another collective or rank count, ranks the
+  /// synthesis cannot join).
+  CommCost simulate_synthesized(const models::ProgramOp& op, const std::string& key, const std::string& value, const std::vector<int>& group,
+                                const std::vector<std::vector<int>>& others);
+  /// The synthesis runner of `collective` on `gpus` (made on first use).
+  synthesis::SynthesisRunner& synthesis_runner(models::Collective collective, const std::vector<models::DeviceId>& gpus);
   /// vLLM's custom all-reduce for an inference TP AllReduce when vLLM would pick it, else nullopt.
   std::optional<CommCost> lower_vllm_allreduce(const models::ProgramOp& op, const std::vector<int>& group,
                                                const std::vector<std::vector<int>>& others);
@@ -126,6 +144,9 @@ class CommLowering {
   std::vector<std::vector<int>> node_ranks_;  ///< ranks on each node, ascending (built by the first lowering)
   std::shared_ptr<CommCostCache> shared_;  ///< costs shared with other runners (ccsim plan), or null
   bool keep_plans_ = false;
+  std::map<std::pair<int, std::vector<models::DeviceId>>, std::unique_ptr<synthesis::SynthesisRunner>> synthesis_runners_;
+  /// synth:PATH files read so far: their text and header.
+  std::map<std::string, std::shared_ptr<const synthesis::MscclFile>> synth_files_;
 };
 
 }  // namespace ccsim::planner

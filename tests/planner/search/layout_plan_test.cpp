@@ -272,3 +272,40 @@ TEST_CASE("plan: option errors are InputErrors", "[plan]") {
   o.rerank = "analytic";
   CHECK(error_of(train, ts, o) == "--rerank: expected flow, found 'analytic'");
 }
+
+TEST_CASE("plan --synthesize: dimensions kept on synthesized schedules where they shorten the step", "[plan][synthesis]") {
+  // 2 x 8 H100 with one NIC per node, TP1 PP1: the DP group's collectives cross the single NIC,
+  // where synthesized trees run about twice the ring's bandwidth (synthesized_lowering_test.cpp).
+  const Setup s = load("tests/data/synthesis/h100-2x8-one-nic-dp16.yaml");
+  SearchSpace space = planner::default_space(s.scenario, s.cluster);
+  for (const char* a : {"tp=1", "pp=1", "zero=1", "recompute=full"}) planner::apply_space_option(space, a, true);
+  planner::PlanOptions o;
+  o.jobs = 2;
+  o.top = 3;
+  o.synthesize = {"dp", "tp"};
+  const planner::PlanResult r = plan(s, space, o);
+  REQUIRE(r.ranked.size() >= 3);
+  for (std::size_t k = 0; k < 3; ++k) {
+    const planner::CandidateResult& x = r.ranked[k];
+    INFO("rank " << k + 1 << ": " << planner::layout_name(x.candidate.layout, models::WorkloadPhase::TrainingStep));
+    // TP is 1 (nothing to try); DP gains.
+    CHECK(x.synthesized == std::vector<std::string>{"dp"});
+    REQUIRE(x.library_step_time);
+    CHECK(x.step_time < *x.library_step_time * 0.95);
+    CHECK(x.candidate.strategy.algorithms.at("dp.allgather") == "synthesized");
+    // The figures are `ccsim run`'s on the candidate with its synthesized dimensions.
+    CHECK(x.step_time == run_alone(s, x.candidate).step_time);
+    if (k > 0) CHECK(r.ranked[k - 1].step_time <= x.step_time);
+  }
+  // The same search without --synthesize: the library's step times.
+  o.synthesize.clear();
+  const planner::PlanResult lib = plan(s, space, o);
+  CHECK(!lib.ranked.front().library_step_time);
+  CHECK(lib.ranked.front().step_time > r.ranked.front().step_time);
+
+  // Only tp, cp and dp, each once.
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"pp"}, {"dp", "dp"}, {""}}) {
+    o.synthesize = bad;
+    CHECK_THROWS_AS(plan(s, space, o), support::InputError);
+  }
+}
