@@ -16,6 +16,7 @@
 #include "support/numbers.hpp"
 #include "support/units.hpp"
 #include "planner/algorithms/registry.hpp"
+#include "planner/collective/synthesis_runner.hpp"
 #include "planner/workload/workload_runner.hpp"
 #include "validate/measurements/nccl_tests_log.hpp"
 
@@ -219,24 +220,7 @@ SynthFile synth_option(const std::string& algo, models::Collective c, int ranks)
   if (f.header.collective != c) {
     throw InputError(f.header.where, "algo.coll", std::string(models::to_string(c)) + " (--op)", std::string(models::to_string(f.header.collective)));
   }
-  // The schedule's structure does not depend on the size: executed on integers at one element
-  // per chunk, it proves (or refutes) the file for every size.
-  const std::uint64_t smallest = static_cast<std::uint64_t>(f.header.chunks_per_loop) * 4;
-  const models::Schedule at_smallest = planner::synthesis::from_msccl_xml(f.text, f.path, smallest, 4);
-  // verify() holds one 64-bit integer per element of every rank's buffers.
-  const models::BufferSizes b = models::buffer_sizes(c, smallest, ranks);
-  double elements = 0;
-  for (const models::RankProgram& r : at_smallest.ranks) elements += static_cast<double>(b.input + b.output + r.scratch_bytes) / 4.0;
-  if (elements * 8.0 > 4.0 * 1073741824.0) {
-    throw InputError(f.header.where, "algo", "a schedule whose buffers at one element per chunk fit in 4 GiB to be checked",
-                     fmt::format("{:.0f} elements over its {} ranks (nchunksperloop, s_chunks)", elements, ranks));
-  }
-  const models::VerifyResult v = models::verify(at_smallest);
-  if (!v.ok) {
-    throw InputError(f.header.where, "algo", fmt::format("an MSCCL schedule that computes {} (checked on integers at one element per chunk)",
-                                                         models::to_string(c)),
-                     v.error);
-  }
+  planner::synthesis::check_msccl_computes(f.text, f.header, f.path);
   return f;
 }
 

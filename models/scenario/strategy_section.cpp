@@ -68,7 +68,11 @@ void read_algorithm_map(const support::Fields& a, std::span<const std::string_vi
         std::filesystem::path file(value.substr(6));
         const std::string& from = a.location(key).file;
         if (file.is_relative() && !from.empty() && from.front() != '<') file = std::filesystem::path(from).parent_path() / file;
-        spec.algorithms[stored] = "synth:" + file.lexically_normal().string();
+        // Absolute, so that the effective scenario written elsewhere (run --out, plan's
+        // best.yaml) names the same file.
+        std::error_code ec;
+        const std::filesystem::path whole = std::filesystem::absolute(file, ec);
+        spec.algorithms[stored] = "synth:" + (ec ? file : whole).lexically_normal().string();
         continue;
       }
       if (value == "synthesized") {

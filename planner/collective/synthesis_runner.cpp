@@ -1,9 +1,6 @@
 #include "planner/collective/synthesis_runner.hpp"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <numeric>
 #include <fmt/format.h>
 #include <unordered_map>
@@ -12,6 +9,7 @@
 #include "planner/synthesis/forest_schedule.hpp"
 #include "planner/synthesis/msccl_xml.hpp"
 #include "support/input_error.hpp"
+#include "support/input_file.hpp"
 
 namespace ccsim::planner::synthesis {
 
@@ -190,18 +188,37 @@ GridSchedule SynthesisRunner::grid_schedule() {
 }
 
 MscclFile read_msccl_file(const std::string& path, const support::SourceLocation& where, const std::string& key) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path)) throw support::InputError(where, key, "synth:FILE naming a readable MSCCL XML file", "'" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
   MscclFile f;
   f.path = path;
-  f.text = text.str();
+  f.text = support::read_input_file(path, support::InputFileRequest("an MSCCL XML schedule", support::kMaxInputFileBytes, where, key));
   const MscclHeader h = read_msccl_header(f.text, path);
+  check_msccl_computes(f.text, h, path);
   f.collective = h.collective;
   f.ranks = h.ranks;
   f.chunks_per_loop = h.chunks_per_loop;
   return f;
+}
+
+void check_msccl_computes(const std::string& text, const MscclHeader& h, const std::string& path) {
+  // The schedule's structure does not depend on the size: executed on integers at one element
+  // per chunk, it proves (or refutes) the file for every size.
+  const std::uint64_t smallest = static_cast<std::uint64_t>(h.chunks_per_loop) * 4;
+  const models::Schedule at_smallest = from_msccl_xml(text, path, smallest, 4);
+  // verify() holds one 64-bit integer per element of every rank's buffers.
+  const models::BufferSizes b = models::buffer_sizes(h.collective, smallest, h.ranks);
+  double elements = 0;
+  for (const models::RankProgram& r : at_smallest.ranks) elements += static_cast<double>(b.input + b.output + r.scratch_bytes) / 4.0;
+  if (elements * 8.0 > 4.0 * 1073741824.0) {
+    throw support::InputError(h.where, "algo", "a schedule whose buffers at one element per chunk fit in 4 GiB to be checked",
+                              fmt::format("{:.0f} elements over its {} ranks (nchunksperloop, s_chunks)", elements, h.ranks));
+  }
+  const models::VerifyResult v = models::verify(at_smallest);
+  if (!v.ok) {
+    throw support::InputError(h.where, "algo",
+                              fmt::format("an MSCCL schedule that computes {} (checked on integers at one element per chunk)",
+                                          models::to_string(h.collective)),
+                              v.error);
+  }
 }
 
 models::Schedule MscclFile::schedule(std::uint64_t bytes) const { return from_msccl_xml(text, path, bytes, 1); }

@@ -20,6 +20,7 @@
 #include "planner/collective/collective_runner.hpp"
 #include "planner/synthesis/forest.hpp"
 #include "planner/synthesis/greedy.hpp"
+#include "planner/synthesis/msccl_xml.hpp"
 #include "planner/synthesis/synthesis_graph.hpp"
 #include "planner/tuning/cost_model.hpp"
 
@@ -103,9 +104,17 @@ struct MscclFile {
   models::Schedule schedule(std::uint64_t bytes) const;
 };
 
-/// Reads the MSCCL XML file `path`. Throws support::InputError at `where` under `key` when it
-/// cannot be read, and what read_msccl_header throws (the file's own line and column).
+/// Reads the MSCCL XML file `path` and proves it computes its collective (check_msccl_computes).
+/// Throws support::InputError at `where` under `key` when it cannot be read (missing, a
+/// directory, a FIFO or other special file, too large), and what read_msccl_header and
+/// check_msccl_computes throw (at the file's own line and column).
 MscclFile read_msccl_file(const std::string& path, const support::SourceLocation& where, const std::string& key);
+
+/// Executes the MSCCL schedule `text` (header `h`, from `path`) on integers at one element per
+/// chunk: its structure does not depend on the size, so this proves or refutes it for every size.
+/// Throws support::InputError at the <algo> element (key "algo") when it does not compute its
+/// collective (a wrong offset, a deadlock, unmatched sends) or its buffers would exceed 4 GiB.
+void check_msccl_computes(const std::string& text, const MscclHeader& h, const std::string& path);
 
 class SynthesisRunner {
  public:

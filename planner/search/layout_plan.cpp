@@ -229,9 +229,14 @@ void run_best_in_full(std::vector<CandidateResult>& kept, const Search& search, 
 /// --rerank flow: the top candidates re-simulated with the flow engine and ranked by it.
 void rerank_with_flow(std::vector<CandidateResult>& kept, const Search& search) {
   const std::size_t k = std::min(kept.size(), static_cast<std::size_t>(search.o.top));
-  std::vector<std::size_t> top;
-  for (std::size_t i = 0; i < k; ++i) top.push_back(kept[i].index);
-  const std::vector<CandidateResult> flow = search.run_all(top, true, models::EngineKind::Flow);
+  // Each candidate as ranked (with the dimensions --synthesize kept on synthesized schedules).
+  std::vector<CandidateResult> flow(k);
+  support::ParallelOptions parallel;
+  parallel.threads = search.o.jobs;
+  support::parallel_for(k, parallel, [&](std::size_t i) {
+    flow[i] = evaluate_candidate(search.scenario, search.cluster, search.costs, search.compute, search.serving, kept[i].candidate, true,
+                                 models::EngineKind::Flow, search.shared);
+  });
   for (std::size_t i = 0; i < k; ++i) {
     CandidateResult f = flow[i];
     f.index = kept[i].index;
@@ -304,7 +309,7 @@ void choose_synthesized(std::vector<CandidateResult>& kept, const Search& search
     }
     base.library_step_time = library;
   });
-  for (std::size_t n : runs) out.exact_runs += n;
+  for (std::size_t n : runs) out.synthesized_runs += n;
   std::sort(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(k), better);
 }
 

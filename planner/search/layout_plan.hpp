@@ -71,7 +71,7 @@ struct CandidateResult {
   double output_tokens_per_s = 0;   ///< serving: output tokens/s of all replicas
   double cost_per_mtok = 0;         ///< USD per million tokens (price given), else 0
   std::optional<double> flow_step_time;  ///< --rerank flow: the flow engine's step time
-  /// --synthesize: the step time on the library's algorithms (the figures above are then with
+  /// --synthesize: the step time on the scenario's own algorithms (the library's unless it names others) (the figures above are then with
   /// the kept dimensions' collectives synthesized), nullopt when not tried.
   std::optional<double> library_step_time;
   std::vector<std::string> synthesized;  ///< --synthesize: the dimensions kept synthesized ("dp", ...)
@@ -84,6 +84,7 @@ struct PlanResult {
   std::map<std::string, std::size_t> pruned;   ///< reason -> count (latency targets included)
   std::size_t evaluated = 0;                   ///< candidates simulated (screened or exact)
   std::size_t exact_runs = 0;                  ///< full runs (analytic engine), those later dropped by a latency target included
+  std::size_t synthesized_runs = 0;            ///< --synthesize: full runs of the top candidates with synthesized dimensions
   std::vector<CandidateResult> ranked;         ///< the best first: full runs, then screened ones
   std::size_t shared_hits = 0, shared_misses = 0;  ///< communication lowerings reused / simulated
   double seconds = 0;                          ///< wall time of the search

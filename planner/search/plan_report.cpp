@@ -186,8 +186,10 @@ std::string plan_summary(const PlanContext& c) {
   }
   if (flow) out += "(ranked by the flow engine's figures; the other columns are the analytic engine's)\n";
   if (synth) {
-    out += "(synthesized: the dimensions whose AllReduce/AllGather/ReduceScatter run synthesized schedules in this row's figures, and the "
-           "step's change from the library's algorithms; - none shortened the step)\n";
+    out += fmt::format("(synthesized: the dimensions whose AllReduce/AllGather/ReduceScatter run synthesized schedules in this row's "
+                       "figures, and the step's change from the scenario's algorithms; '-' where no dimension gained; {} run{} of the top "
+                       "{} with synthesized dimensions)\n",
+                       r.synthesized_runs, r.synthesized_runs == 1 ? "" : "s", std::min<std::size_t>(r.ranked.size(), c.options.top));
   }
   if (r.split) {
     const auto& sp = *r.split;

@@ -107,6 +107,13 @@ CommLowering::CommLowering(const models::Scenario& scenario, const models::Clust
 
 CommLowering::~CommLowering() = default;
 
+std::vector<models::DeviceId> CommLowering::gpus_of(const std::vector<int>& ranks) const {
+  const auto gpus = cluster_.topology.gpus();
+  std::vector<models::DeviceId> out;
+  for (int r : ranks) out.push_back(gpus[static_cast<std::size_t>(r)]);
+  return out;
+}
+
 int CommLowering::cost_index(const ProgramOp& op, int stage, int rep) {
   const auto key = std::make_tuple(static_cast<int>(op.dim), stage, rep, static_cast<int>(op.collective), op.peer, op.expert, op.bytes);
   auto it = memo_.find(key);
@@ -239,11 +246,7 @@ CommCost CommLowering::simulate_p2p(const ProgramOp& op, const std::vector<int>&
 CommCost CommLowering::simulate(const ProgramOp& op, const std::vector<int>& group, const std::vector<std::vector<int>>& others) {
   const models::Topology& topo = cluster_.topology;
   const auto gpus = topo.gpus();
-  const auto to_gpus = [&](const std::vector<int>& ranks) {
-    std::vector<models::DeviceId> out;
-    for (int r : ranks) out.push_back(gpus[static_cast<std::size_t>(r)]);
-    return out;
-  };
+  const auto to_gpus = [this](const std::vector<int>& ranks) { return gpus_of(ranks); };
   if (auto custom = lower_vllm_allreduce(op, group, others)) return *custom;
   if (op.kind == ProgramOpKind::SendRecv) return simulate_p2p(op, group, others);
   if (const std::string key = algorithm_key(*scenario_.strategy, op.collective, op.dim);
@@ -379,11 +382,7 @@ CommCost CommLowering::simulate_synthesized(const ProgramOp& op, const std::stri
                                             const std::vector<int>& group, const std::vector<std::vector<int>>& others) {
   const models::Topology& topo = cluster_.topology;
   const auto gpus = topo.gpus();
-  const auto to_gpus = [&](const std::vector<int>& ranks) {
-    std::vector<models::DeviceId> out;
-    for (int r : ranks) out.push_back(gpus[static_cast<std::size_t>(r)]);
-    return out;
-  };
+  const auto to_gpus = [this](const std::vector<int>& ranks) { return gpus_of(ranks); };
   const models::StrategySpec& s = *scenario_.strategy;
   const auto loc = s.algorithm_locations.find(key);
   const support::SourceLocation where = loc == s.algorithm_locations.end() ? support::SourceLocation{"<scenario>", 0, 0} : loc->second;
@@ -399,6 +398,13 @@ CommCost CommLowering::simulate_synthesized(const ProgramOp& op, const std::stri
   std::vector<std::shared_ptr<sim::PlanPart>> parts;
   try {
     if (value == "synthesized") {
+      if (static_cast<int>(n) > kSynthesizedMaxRanks) {
+        throw support::InputError(where, "strategy.algorithms." + key,
+                                  fmt::format("synthesized groups of at most {} ranks (tree synthesis grows as N^3, seconds per group "
+                                              "past 64 ranks) for {}",
+                                              kSynthesizedMaxRanks, which),
+                                  fmt::format("{} ranks", n), "use a file: ccsim synthesize --out, then synth:FILE");
+      }
       // Every group synthesizes its own schedule on its own GPUs: groups on differently wired
       // (or perturbed) nodes get different trees. Sizes are whole bytes per rank.
       const std::uint64_t bytes = (static_cast<std::uint64_t>(op.bytes) + n - 1) / n * n;

@@ -27,6 +27,11 @@
 namespace ccsim::planner {
 
 class CostModel;
+
+/// Ranks a group may have for strategy.algorithms "synthesized": every group synthesizes its own
+/// trees (about N^3: 64 DGX A100 ranks take 4.1 s on 2 cores), so larger groups are refused
+/// with the advice to synthesize once into a file (synth:FILE).
+inline constexpr int kSynthesizedMaxRanks = 128;
 namespace synthesis {
 class SynthesisRunner;
 struct MscclFile;
@@ -105,6 +110,8 @@ class CommLowering {
     std::set<int> nodes;                     ///< nodes of `group`
   };
   CommCost lower(const models::ProgramOp& op, int stage, int rep);
+  /// The GPU of each rank of `ranks` (a rank runs on the GPU of its index).
+  std::vector<models::DeviceId> gpus_of(const std::vector<int>& ranks) const;
   /// The group of `op` that contains `rank`.
   std::vector<int> group_of(const models::ProgramOp& op, int rank) const;
   /// `rep`'s group of `op`, and the groups that run the same op at the same time and share a node with it.
