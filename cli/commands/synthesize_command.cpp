@@ -120,7 +120,11 @@ int run_synthesize(const SynthesizeCliOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   planner::synthesis::SynthesisRunner runner(cluster, costs, opts);
   const double synth_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cerr << fmt::format("ccsim: note: {} in {:.2f} s\n", runner.uses_forest() ? "trees synthesized" : "optimum found", synth_seconds);
+  std::cerr << fmt::format("ccsim: note: {} in {:.2f} s\n",
+                           runner.uses_forest()              ? "trees synthesized"
+                           : runner.aggregated_allgather() || runner.aggregated_reducescatter() ? "optimum and node-level trees found"
+                                                                                                 : "optimum found",
+                           synth_seconds);
   std::vector<planner::synthesis::SynthesisRow> rows;
   for (std::uint64_t b : wanted) rows.push_back(runner.run(b));
   const bool timed = runner.uses_forest() || runner.uses_greedy();
@@ -151,6 +155,18 @@ int run_synthesize(const SynthesizeCliOptions& o) {
                                                                            : fmt::format("the trees' weights rounded: fluid time x{:.4f}", grid.fluid_ratio),
                           written_trees.size() == 2 ? ", allgather.trees.xml, reducescatter.trees.xml" : ", " + written_trees.front().name + ".trees.xml");
   }
+  std::vector<std::pair<std::string, const planner::synthesis::AggregatedForest*>> aggregated;
+  if (runner.aggregated_allgather()) aggregated.emplace_back("allgather", runner.aggregated_allgather());
+  if (runner.aggregated_reducescatter()) aggregated.emplace_back("reducescatter", runner.aggregated_reducescatter());
+  const auto aggregated_json = [&](const planner::synthesis::AggregatedForest& a) {
+    const models::Topology& t = cluster.topology;
+    const planner::synthesis::Forest* opt = a.reduce_scatter ? runner.reducescatter() : runner.allgather();
+    return nlohmann::json{{"nodes", a.nodes}, {"rails", a.ranks_per_node}, {"leaves_per_rail", a.leaves}, {"height", a.height},
+                          {"intra_node_forests", a.intra_classes}, {"rate_GBps", a.rate / 1e9}, {"algbw_GBps", a.rate * n / 1e9},
+                          {"fraction_of_optimum", opt ? a.rate / opt->rate() : 0.0},
+                          {"bottleneck", fmt::format("{} -> {}", t.name(t.link_source(a.bottleneck)), t.name(t.link_target(a.bottleneck)))},
+                          {"bottleneck_blocks", a.bottleneck_load}, {"routes", a.routes}};
+  };
   const double factor = models::busbw_factor(*collective, n);
   const bool reduces = *collective != models::Collective::AllGather;
   const std::string redop = reduces ? "sum" : "none";
@@ -179,6 +195,10 @@ int run_synthesize(const SynthesizeCliOptions& o) {
                               {"tight_cut_GBps", s.f->tight_bandwidth / 1e9}, {"rank_classes", s.f->rank_classes},
                               {"max_flows", s.f->max_flows}};
     }
+    for (const auto& [name, a] : aggregated) {
+      j["aggregated"][name] = aggregated_json(*a);
+    }
+    if (!runner.aggregated_refusal().empty()) j["aggregated_refusal"] = runner.aggregated_refusal();
     j["rows"] = nlohmann::json::array();
     for (const auto& r : rows) {
       const Cells c = cells(r);
@@ -189,7 +209,8 @@ int run_synthesize(const SynthesizeCliOptions& o) {
                            {"nccl", {{"algorithm", std::string(planner::to_string(r.nccl.algorithm))},
                                      {"protocol", std::string(planner::to_string(r.nccl.protocol))},
                                      {"time_us", c.nccl_us}, {"busbw_GBps", c.nccl_busbw}}},
-                           {"speedup_vs_nccl", c.gain}});
+                           {"speedup_vs_nccl", c.gain},
+                           {"aggregated_us", r.aggregated_time > 0 ? nlohmann::json(r.aggregated_time * 1e6) : nlohmann::json(nullptr)}});
       if (timed) {
         j["rows"].back()["method"] = std::string(planner::synthesis::to_string(r.method));
         j["rows"].back()["forest_schedule_us"] = r.forest_schedule_time > 0 ? nlohmann::json(r.forest_schedule_time * 1e6) : nlohmann::json(nullptr);
@@ -199,13 +220,13 @@ int run_synthesize(const SynthesizeCliOptions& o) {
     std::cout << j.dump(2) << "\n";
   } else if (o.format == "csv") {
     std::cout << "size_B,count,type,redop,method,time_us,algbw_GBps,busbw_GBps,chunks,ops,bound_us,bound_reached_pct,forest_us,forest_reached_pct,fluid_fraction,"
-                 "nccl_algorithm,nccl_protocol,nccl_time_us,nccl_busbw_GBps,speedup_vs_nccl\n";
+                 "nccl_algorithm,nccl_protocol,nccl_time_us,nccl_busbw_GBps,speedup_vs_nccl,aggregated_us\n";
     for (const auto& r : rows) {
       const Cells c = cells(r);
-      std::cout << fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.4g},{:.6g},{:.4g},{:.6g},{},{},{:.6g},{:.6g},{:.4g}\n", r.bytes,
+      std::cout << fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.4g},{:.6g},{:.4g},{:.6g},{},{},{:.6g},{:.6g},{:.4g},{}\n", r.bytes,
                                r.bytes / sizes.unit, o.datatype, redop, timed ? planner::synthesis::to_string(r.method) : "none", c.us, c.algbw, c.busbw, r.chunks, r.ops, c.bound_us, c.reached,
                                c.forest_us, c.of_forest, c.fluid, planner::to_string(r.nccl.algorithm), planner::to_string(r.nccl.protocol),
-                               c.nccl_us, c.nccl_busbw, c.gain);
+                               c.nccl_us, c.nccl_busbw, c.gain, r.aggregated_time > 0 ? fmt::format("{:.6g}", r.aggregated_time * 1e6) : "");
     }
   } else {
     std::cout << fmt::format("# ccsim synthesize: {} over {} ranks of {} ({} node{}, {} GPUs), method {}, {} engine\n",
@@ -225,6 +246,20 @@ int run_synthesize(const SynthesizeCliOptions& o) {
       std::cout << fmt::format("#   tight cut: {} ({} of {} ranks), {:.2f} GB/s {} them\n", describe_ranks(runner.graph(), s.f->tight_cut),
                                s.f->tight_cut.size(), n, s.f->tight_bandwidth / 1e9, s.name == "allgather" ? "into" : "out of");
     }
+    for (const auto& [name, a] : aggregated) {
+      const models::Topology& t = cluster.topology;
+      const planner::synthesis::Forest* opt = name == "allgather" ? runner.allgather() : runner.reducescatter();
+      std::cout << fmt::format("# {} node-level trees: {} roots on {} nodes x {} rail{}, up to {} lea{} a rail, height {}, {} intra-node forest{}; "
+                               "{:.2f} GB/s per root = algbw {:.2f} GB/s, {:.1f} % of the optimum\n",
+                               name, a->ranks, a->nodes, a->ranks_per_node, a->ranks_per_node == 1 ? "" : "s", a->leaves, a->leaves == 1 ? "f" : "ves",
+                               a->height, a->intra_classes, a->intra_classes == 1 ? "" : "s", a->rate / 1e9, a->rate * n / 1e9,
+                               opt ? a->rate / opt->rate() * 100.0 : 0.0);
+      std::cout << fmt::format("#   bottleneck: {} -> {} ({:.1f} GB/s), carrying {:.4g} x the rate of one root's block\n", t.name(t.link_source(a->bottleneck)),
+                               t.name(t.link_target(a->bottleneck)), t.link(a->bottleneck).bandwidth / 1e9, a->bottleneck_load);
+    }
+    if (!runner.aggregated_refusal().empty()) {
+      std::cout << "# node-level trees not built: " << runner.aggregated_refusal() << "\n";
+    }
     std::cout << fmt::format("# costs: {} (the default row, Simple)\n", costs.source() + cost_table.note("--calibration", "calibration"));
     std::cout << written;
     if (runner.uses_greedy()) {
@@ -242,18 +277,22 @@ int run_synthesize(const SynthesizeCliOptions& o) {
     std::cout << "# bound: planner/collective/bounds.hpp; forest: the trees' bandwidth term (S/N)/x*"
               << (*collective == models::Collective::AllReduce ? " for ReduceScatter plus AllGather" : " (ForestColl's optimum)") << "\n#\n";
     if (!timed) {
-      std::cout << fmt::format("# trees not built: {} ranks is above --max-tree-ranks {} (synthesis grows as N^3); the optimum is exact\n#\n",
-                               n, o.max_tree_ranks);
-      std::cout << fmt::format("#{:>11}  {:>12}  {:>7}  {:>7}  {:>8}  {:<18}  {:>7}  {:>6}  {:>8}\n", "size", "count", "bound", "forest", "optimal",
-                               "nccl", "time", "busbw", "headroom");
-      std::cout << fmt::format("#{:>11}  {:>12}  {:>7}  {:>7}  {:>8}  {:<18}  {:>7}  {:>6}  {:>8}\n", "(B)", "(elements)", "(us)", "(us)", "(GB/s)",
-                               "(algorithm/proto)", "(us)", "(GB/s)", "(x)");
+      std::cout << fmt::format("# packed trees not built: {} ranks is above --max-tree-ranks {} (packing grows as N^3); the optimum is exact{}\n#\n",
+                               n, o.max_tree_ranks,
+                               aggregated.empty() ? "" : "; trees: the node-level trees' bandwidth term on the engines' routes, reached: forest / trees");
+      std::cout << fmt::format("#{:>11}  {:>12}  {:>7}  {:>7}  {:>7}  {:>7}  {:>8}  {:<18}  {:>7}  {:>6}  {:>8}\n", "size", "count", "bound", "forest",
+                               "trees", "reached", "optimal", "nccl", "time", "busbw", "headroom");
+      std::cout << fmt::format("#{:>11}  {:>12}  {:>7}  {:>7}  {:>7}  {:>7}  {:>8}  {:<18}  {:>7}  {:>6}  {:>8}\n", "(B)", "(elements)", "(us)", "(us)",
+                               "(us)", "(%)", "(GB/s)", "(algorithm/proto)", "(us)", "(GB/s)", "(x)");
       for (const auto& r : rows) {
         const Cells c = cells(r);
         const std::string nccl = fmt::format("{}/{}", planner::to_string(r.nccl.algorithm), planner::to_string(r.nccl.protocol));
-        std::cout << fmt::format("{:>12}  {:>12}  {:>7}  {:>7}  {:>8.2f}  {:<18}  {:>7}  {:>6.2f}  {:>8.2f}\n", r.bytes, r.bytes / sizes.unit,
-                                 format_time_us(c.bound_us), format_time_us(c.forest_us), static_cast<double>(r.bytes) / r.forest_time / 1e9 * factor,
-                                 nccl, format_time_us(c.nccl_us), c.nccl_busbw, r.nccl.time / r.forest_time);
+        const bool agg = r.aggregated_time > 0;
+        std::cout << fmt::format("{:>12}  {:>12}  {:>7}  {:>7}  {:>7}  {:>7}  {:>8.2f}  {:<18}  {:>7}  {:>6.2f}  {:>8.2f}\n", r.bytes, r.bytes / sizes.unit,
+                                 format_time_us(c.bound_us), format_time_us(c.forest_us), agg ? format_time_us(r.aggregated_time * 1e6) : "-",
+                                 agg ? fmt::format("{:.1f}", r.forest_time / r.aggregated_time * 100.0) : "-",
+                                 static_cast<double>(r.bytes) / r.forest_time / 1e9 * factor, nccl, format_time_us(c.nccl_us), c.nccl_busbw,
+                                 r.nccl.time / r.forest_time);
       }
       return 0;
     }

@@ -44,6 +44,8 @@ SynthesisRunner::SynthesisRunner(const models::Cluster& cluster, const CostModel
     throw support::InputError({"<command line>", 0, 0}, "--method", fmt::format("greedy on at most {} ranks", kGreedyMaxRanks),
                               fmt::format("{} ranks", n), "use --method forest (or auto, which times the forest alone above that)");
   }
+  // Above the tree-packing limit the node-level aggregated trees stand in for packed ones.
+  const bool aggregate = !options_.forest.build_trees && options_.method != Method::Greedy;
   // The greedy alone still reports ForestColl's optimum (the forest column), not its trees.
   if (options_.method == Method::Greedy) options_.forest.build_trees = false;
   try {
@@ -52,6 +54,20 @@ SynthesisRunner::SynthesisRunner(const models::Cluster& cluster, const CostModel
   } catch (const SplittingFailed& e) {
     throw support::InputError({"<command line>", 0, 0}, "--ranks", "ranks whose fabric ForestColl's trees can be built on", e.what(),
                               "the optimum (and the lower bound) still hold: --max-tree-ranks below the rank count prints them");
+  }
+  if (aggregate) {
+    try {
+      if (c != Collective::ReduceScatter) aggregated_ag_ = aggregated_forest(cluster_, *router_, options_.gpus, false, options_.forest);
+      if (c != Collective::AllGather) aggregated_rs_ = aggregated_forest(cluster_, *router_, options_.gpus, true, options_.forest);
+    } catch (const NotAggregatable& e) {
+      aggregated_ag_.reset();
+      aggregated_rs_.reset();
+      aggregated_refusal_ = e.what();
+    } catch (const SplittingFailed& e) {
+      aggregated_ag_.reset();
+      aggregated_rs_.reset();
+      aggregated_refusal_ = std::string("an intra-node forest: ") + e.what();
+    }
   }
   CollectiveOptions o;
   o.collective = c;
@@ -267,6 +283,9 @@ SynthesisRow SynthesisRunner::run(std::uint64_t bytes) {
   const double block = static_cast<double>(bytes) / static_cast<double>(options_.gpus.size());
   for (const Forest* f : {allgather(), reducescatter()}) {
     if (f != nullptr) row.forest_time += block / f->rate();
+  }
+  for (const AggregatedForest* f : {aggregated_allgather(), aggregated_reducescatter()}) {
+    if (f != nullptr) row.aggregated_time += block / f->rate;
   }
   row.nccl = nccl_->run(bytes);
   return row;

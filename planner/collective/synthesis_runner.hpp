@@ -18,6 +18,7 @@
 #include "models/hardware/router.hpp"
 #include "planner/collective/bounds.hpp"
 #include "planner/collective/collective_runner.hpp"
+#include "planner/synthesis/aggregated.hpp"
 #include "planner/synthesis/forest.hpp"
 #include "planner/synthesis/greedy.hpp"
 #include "planner/synthesis/msccl_xml.hpp"
@@ -75,6 +76,10 @@ struct SynthesisRow {
   /// Seconds, the schedule's fluid-limit time on the engines' routes (fluid_time): forest_time
   /// when its trees load the links as the synthesis planned.
   double fluid_time = 0;
+  /// Seconds, the node-level aggregated trees' bandwidth term (aggregated.hpp): (S/N)/rate on
+  /// the engines' routes (AllReduce: ReduceScatter's plus AllGather's); 0 when they are not built
+  /// (trees packed below --max-tree-ranks, or a placement they do not fit).
+  double aggregated_time = 0;
   int chunks = 1;             ///< the chosen method's: pipeline chunks per tree (forest) or chunks per block (greedy)
   std::size_t ops = 0;
   Method method = Method::Forest;  ///< the method whose schedule `time` is (never Auto)
@@ -132,6 +137,12 @@ class SynthesisRunner {
   const Forest* allgather() const { return allgather_ ? &*allgather_ : nullptr; }
   /// ReduceScatter's forest, on the reversed graph (ReduceScatter, AllReduce), else null.
   const Forest* reducescatter() const { return reducescatter_ ? &*reducescatter_ : nullptr; }
+  /// Without packed trees (options.forest.build_trees false, method forest or auto): the
+  /// node-level aggregated trees of AllGather / ReduceScatter (aggregated.hpp), else null.
+  const AggregatedForest* aggregated_allgather() const { return aggregated_ag_ ? &*aggregated_ag_ : nullptr; }
+  const AggregatedForest* aggregated_reducescatter() const { return aggregated_rs_ ? &*aggregated_rs_ : nullptr; }
+  /// Why the aggregated trees were not built (NotAggregatable's reason); empty when they were or were not tried.
+  const std::string& aggregated_refusal() const { return aggregated_refusal_; }
   /// Pipeline chunks at `bytes`: the option, else default_chunks(), lowered until the schedule
   /// fits kMaxScheduleOps. Throws ScheduleTooLarge when one chunk does not fit.
   int chunks(std::uint64_t bytes) const;
@@ -179,6 +190,8 @@ class SynthesisRunner {
   std::unique_ptr<models::Router> router_;
   SynthesisGraph graph_;
   std::optional<Forest> allgather_, reducescatter_;
+  std::optional<AggregatedForest> aggregated_ag_, aggregated_rs_;
+  std::string aggregated_refusal_;
   std::optional<PairRoutes> routes_;
   /// Greedy trees by (chunks per block, size): AllGather's, ReduceScatter's. The size is in
   /// the key because the greedy's matching depends on the chunk's bytes, not only their count.

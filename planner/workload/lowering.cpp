@@ -246,7 +246,6 @@ CommCost CommLowering::simulate_p2p(const ProgramOp& op, const std::vector<int>&
 CommCost CommLowering::simulate(const ProgramOp& op, const std::vector<int>& group, const std::vector<std::vector<int>>& others) {
   const models::Topology& topo = cluster_.topology;
   const auto gpus = topo.gpus();
-  const auto to_gpus = [this](const std::vector<int>& ranks) { return gpus_of(ranks); };
   if (auto custom = lower_vllm_allreduce(op, group, others)) return *custom;
   if (op.kind == ProgramOpKind::SendRecv) return simulate_p2p(op, group, others);
   if (const std::string key = algorithm_key(*scenario_.strategy, op.collective, op.dim);
@@ -259,8 +258,8 @@ CommCost CommLowering::simulate(const ProgramOp& op, const std::vector<int>& gro
   CollectiveOptions o;
   o.collective = op.collective;
   o.algorithm = algorithm_choice(*scenario_.strategy, op.collective, op.dim);
-  o.gpus = to_gpus(group);
-  for (const auto& g : others) o.concurrent.push_back(to_gpus(g));
+  o.gpus = gpus_of(group);
+  for (const auto& g : others) o.concurrent.push_back(gpus_of(g));
   o.element_size = 1;
   o.engine = engine_;
   o.granularity = scenario_.simulation.granularity;
@@ -382,7 +381,6 @@ CommCost CommLowering::simulate_synthesized(const ProgramOp& op, const std::stri
                                             const std::vector<int>& group, const std::vector<std::vector<int>>& others) {
   const models::Topology& topo = cluster_.topology;
   const auto gpus = topo.gpus();
-  const auto to_gpus = [this](const std::vector<int>& ranks) { return gpus_of(ranks); };
   const models::StrategySpec& s = *scenario_.strategy;
   const auto loc = s.algorithm_locations.find(key);
   const support::SourceLocation where = loc == s.algorithm_locations.end() ? support::SourceLocation{"<scenario>", 0, 0} : loc->second;
@@ -408,8 +406,8 @@ CommCost CommLowering::simulate_synthesized(const ProgramOp& op, const std::stri
       // Every group synthesizes its own schedule on its own GPUs: groups on differently wired
       // (or perturbed) nodes get different trees. Sizes are whole bytes per rank.
       const std::uint64_t bytes = (static_cast<std::uint64_t>(op.bytes) + n - 1) / n * n;
-      std::vector<std::vector<models::DeviceId>> all{to_gpus(group)};
-      for (const auto& g : others) all.push_back(to_gpus(g));
+      std::vector<std::vector<models::DeviceId>> all{gpus_of(group)};
+      for (const auto& g : others) all.push_back(gpus_of(g));
       for (const auto& g : all) {
         synthesis::SynthesisRunner& runner = synthesis_runner(op.collective, g);
         synthesis::SynthesisChoice choice = runner.best(bytes);
@@ -440,14 +438,14 @@ CommCost CommLowering::simulate_synthesized(const ProgramOp& op, const std::stri
       auto part = std::make_shared<sim::PlanPart>();
       part->schedule = std::make_shared<models::Schedule>(h.schedule(bytes));
       part->copies = static_cast<int>(1 + others.size());
-      part->rank_gpu = to_gpus(group);
+      part->rank_gpu = gpus_of(group);
       for (const auto& g : others) {
-        const auto more = to_gpus(g);
+        const auto more = gpus_of(g);
         part->rank_gpu.insert(part->rank_gpu.end(), more.begin(), more.end());
       }
       CollectiveOptions o;
       o.collective = op.collective;
-      o.gpus = to_gpus(group);
+      o.gpus = gpus_of(group);
       o.element_size = 1;
       const CollectiveRunner runner(cluster_, costs_, o, analytic_.get(), nullptr);
       part->cost = runner.cost_params(Algorithm::Synthesized, Protocol::Simple, *part->schedule);

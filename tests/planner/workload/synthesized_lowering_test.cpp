@@ -5,6 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <sys/stat.h>
 #include <string>
 
 #include "models/scenario/scenario.hpp"
@@ -182,5 +186,58 @@ TEST_CASE("run: synth:FILE runs an MSCCL file on every group of its collective a
   } catch (const support::InputError& e) {
     CHECK(e.key() == "strategy.algorithms.tp.allgather");
     CHECK(e.found().find("nowhere.xml") != std::string::npos);
+  }
+}
+
+TEST_CASE("run: a synth:FILE is checked as every input file and executed before use", "[synthesis][workload]") {
+  test::TempDir dir;
+  const std::string good = test::source_path("tests/data/synthesis/dgx-h100-4ranks-allgather.msccl.xml");
+  std::ifstream in(good);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string wrong = text.str();
+  // One receive written to the wrong output chunk: structurally valid, but rank 0's output
+  // chunk 8 is never written.
+  const std::string from = R"(dstbuf="o" dstoff="8" cnt="1")";
+  REQUIRE(wrong.find(from) != std::string::npos);
+  wrong.replace(wrong.find(from), from.size(), R"(dstbuf="o" dstoff="9" cnt="1")");
+  dir.write("wrong.msccl.xml", wrong);
+  REQUIRE(::mkfifo((dir.path / "fifo.msccl.xml").c_str(), 0600) == 0);
+  const auto error_of = [&](const std::string& file) {
+    const models::Scenario s = models::load_scenario(
+        dir.write("f.yaml", "cluster: {nodes: [{node: dgx-h100, count: 1}]}\n"
+                            "workload: {model: llama-3-8b, sequence_length: 2048, micro_batch_size: 1}\n"
+                            "strategy: {tp: 4, algorithms: {tp: {allgather: 'synth:" + file + "'}}}\n"),
+        test::shipped_catalog(), checks());
+    try {
+      (void)lowered(s, collective(models::Collective::AllGather, ParallelDim::TP, 67108864.0));
+    } catch (const support::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error_of("wrong.msccl.xml").find("never written") != std::string::npos);
+  // A FIFO is refused at once (never opened: no reader would block the run).
+  const std::string fifo = error_of("fifo.msccl.xml");
+  CHECK(fifo.find("FIFO") != std::string::npos);
+  CHECK(fifo.find("strategy.algorithms.tp.allgather") != std::string::npos);
+}
+
+TEST_CASE("run: synthesized groups above the rank limit are refused with the advice to use a file", "[synthesis][workload]") {
+  test::TempDir dir;
+  // 32 DGX H100 at TP1 make one DP group of 256 ranks (tree synthesis ~N^3).
+  const models::Scenario s = models::load_scenario(
+      dir.write("big.yaml", "cluster:\n  nodes: [{node: dgx-h100, count: 32}]\n"
+                            "  fabric: {kind: fat-tree, wiring: rail-optimized}\n"
+                            "workload: {model: llama-3-8b, sequence_length: 2048, micro_batch_size: 1}\n"
+                            "strategy: {tp: 1, algorithms: {dp: {allgather: synthesized}}}\n"),
+      test::shipped_catalog(), checks());
+  try {
+    (void)lowered(s, collective(models::Collective::AllGather, ParallelDim::DP, 1 << 28));
+    FAIL("a 256-rank group was synthesized");
+  } catch (const support::InputError& e) {
+    CHECK(e.key() == "strategy.algorithms.dp.allgather");
+    CHECK(e.found() == "256 ranks");
+    CHECK(e.hint().find("synth:FILE") != std::string::npos);
   }
 }
