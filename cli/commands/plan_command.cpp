@@ -83,10 +83,11 @@ int run_plan(const PlanCliOptions& o) {
   po.price_per_gpu_hour = o.price_per_gpu_hour;
   po.top = o.top;
   po.rerank = o.rerank;
-  if (!o.synthesize.empty()) {
-    std::stringstream dims(o.synthesize);
+  if (o.synthesize) {
+    // Given but empty ("") names one empty dimension, refused with the others.
+    std::stringstream dims(*o.synthesize);
     for (std::string d; std::getline(dims, d, ',');) po.synthesize.push_back(d);
-    if (o.synthesize.back() == ',') po.synthesize.emplace_back();  // "dp," names an empty dimension
+    if (o.synthesize->empty() || o.synthesize->back() == ',') po.synthesize.emplace_back();  // "dp," names an empty dimension
   }
   po.max_tpot = time_option(o.max_tpot, "--max-tpot");
   po.max_ttft = time_option(o.max_ttft, "--max-ttft");

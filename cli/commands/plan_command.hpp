@@ -4,6 +4,7 @@
 // parallel layouts of the scenario's workload on its cluster (planner/search/layout_plan.hpp) and
 // prints the best. Exit codes: 0 a layout was found, 2 bad input, 3 no layout is feasible.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,7 @@ struct PlanCliOptions {
   double price_per_gpu_hour = 0;
   int top = 10;
   std::string rerank;
-  std::string synthesize;  ///< comma-separated dimensions (tp, cp, dp)
+  std::optional<std::string> synthesize;  ///< comma-separated dimensions (tp, cp, dp); nullopt: not given
   std::string max_tpot, max_ttft;  ///< times with units (50ms) or seconds
   bool exact = false;
   int jobs = 0;

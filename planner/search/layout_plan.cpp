@@ -160,7 +160,16 @@ struct Search {
     parallel.threads = o.jobs;
     parallel.progress = o.progress;
     support::parallel_for(todo.size(), parallel, [&](std::size_t i) {
-      results[i] = evaluate_candidate(scenario, cluster, costs, compute, serving, en.candidates[todo[i]], exact, engine, shared);
+      try {
+        results[i] = evaluate_candidate(scenario, cluster, costs, compute, serving, en.candidates[todo[i]], exact, engine, shared);
+      } catch (const support::InputError& e) {
+        // A synth:FILE holds for one group size: a layout with groups of another size cannot run
+        // it and is left out (counted), not the whole search.
+        if (e.key().rfind("strategy.algorithms", 0) != 0) throw;
+        results[i] = CandidateResult{};
+        results[i].candidate = en.candidates[todo[i]];
+        results[i].rejected = e.what();
+      }
       results[i].index = todo[i];
     });
     return results;
@@ -187,6 +196,11 @@ std::vector<CandidateResult> keep_feasible(std::vector<CandidateResult>& results
   const PlanOptions& o = search.o;
   std::vector<CandidateResult> kept;
   for (auto& r : results) {
+    if (!r.rejected.empty()) {
+      ++out.pruned[kPruneAlgorithm];
+      if (same_layout(r.candidate.layout, own)) out.scenario_dropped = r.rejected;
+      continue;
+    }
     if (!r.fits) {
       ++out.pruned[kPruneMemory];
       if (same_layout(r.candidate.layout, own)) out.scenario_dropped = "does not fit in GPU memory";

@@ -77,6 +77,9 @@ struct CandidateResult {
   std::vector<std::string> synthesized;  ///< --synthesize: the dimensions kept synthesized ("dp", ...)
   double objective = 0;             ///< the ranked value (smaller is better after sign)
   bool fits = true;                 ///< a full run found the footprint within HBM (serving: the KV cache at its largest)
+  /// A strategy.algorithms choice this layout cannot run (a synth:FILE made for groups of
+  /// another size): the error, file:line:column first; empty when it ran.
+  std::string rejected;
 };
 
 struct PlanResult {

@@ -85,6 +85,7 @@ inline constexpr const char* kPruneDepth = "pp·v more than the model's layers";
 inline constexpr const char* kPruneInterleave = "interleaved schedule: too few micro-batches for its group (Megatron-Core's rule)";
 inline constexpr const char* kPruneMemory = "does not fit in GPU memory";
 inline constexpr const char* kPruneLatency = "latency target missed";
+inline constexpr const char* kPruneAlgorithm = "strategy.algorithms: an MSCCL file (synth:FILE) for groups of another size";
 
 /// A candidate that passed the rules and the memory check.
 struct Candidate {

@@ -134,7 +134,10 @@ std::string plan_summary(const PlanContext& c) {
                      thousands(r.enumerated), thousands(pruned), thousands(r.ranked.size()), thousands(r.evaluated),
                      thousands(r.exact_runs), r.exact_runs == 1 ? "" : "s");
   for (const auto& [reason, n] : r.pruned) out += fmt::format("#   {:>9}  {}\n", thousands(n), reason);
-  if (dropped > 0) out += fmt::format("#   ({} of the pruned were simulated first: a latency target, or the KV cache of the last decode step)\n", thousands(dropped));
+  if (dropped > 0) {
+    out += fmt::format("#   ({} of the pruned were simulated first: a latency target{} the KV cache of the last decode step{})\n", thousands(dropped),
+                       r.pruned.count(kPruneAlgorithm) ? "," : ", or", r.pruned.count(kPruneAlgorithm) ? ", or an MSCCL file that did not fit the layout's groups" : "");
+  }
   out += "\n";
   if (r.ranked.empty()) {
     out += "no layout is feasible: every candidate was pruned (see the counts above); widen the space with --space, or add GPUs\n";

@@ -1,6 +1,7 @@
 #include "planner/workload/lowering.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <cctype>
 #include <cstdint>
 #include <limits>
@@ -449,7 +450,7 @@ CommCost CommLowering::simulate_synthesized(const ProgramOp& op, const std::stri
       o.element_size = 1;
       const CollectiveRunner runner(cluster_, costs_, o, analytic_.get(), nullptr);
       part->cost = runner.cost_params(Algorithm::Synthesized, Protocol::Simple, *part->schedule);
-      cost.algorithm = "synthesized (file)";
+      cost.algorithm = "synthesized (" + std::filesystem::path(path).filename().string() + ")";
       parts.push_back(std::move(part));
     }
   } catch (const support::InputError& e) {

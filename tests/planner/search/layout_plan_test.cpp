@@ -309,3 +309,30 @@ TEST_CASE("plan --synthesize: dimensions kept on synthesized schedules where the
     CHECK_THROWS_AS(plan(s, space, o), support::InputError);
   }
 }
+
+TEST_CASE("plan: a synth:FILE for groups of one size leaves out the layouts with groups of another", "[plan][synthesis]") {
+  // The file is AllGather on 4 ranks: TP4 layouts run it, TP2 and TP8 layouts cannot and are
+  // counted under their own reason instead of stopping the search.
+  test::TempDir dir;
+  const std::string file = test::source_path("tests/data/synthesis/dgx-h100-4ranks-allgather.msccl.xml");
+  const std::string path = dir.write("s.yaml", "cluster: {nodes: [{node: dgx-h100, count: 1}]}\n"
+                                               "workload: {model: llama-3-8b, sequence_length: 2048, micro_batch_size: 1, global_batch_size: 8}\n"
+                                               "strategy: {tp: 2, sequence_parallel: true, algorithms: {tp: {allgather: 'synth:" + file + "'}}}\n");
+  models::Scenario sc = models::load_scenario(path, test::shipped_catalog());
+  models::Cluster cl = models::build_cluster(sc.cluster);
+  const std::string gpu = cl.spec.groups.front().node.gpu.name;
+  const Setup s{std::move(sc), std::move(cl), planner::ComputeCalibration::load(planner::ComputeCalibration::default_path(), gpu),
+                planner::ServingCalibration::load(planner::ServingCalibration::default_path(), gpu)};
+  SearchSpace space = planner::default_space(s.scenario, s.cluster);
+  planner::apply_space_option(space, "tp=2,4,8", false);
+  for (const char* a : {"pp=1", "sp=true"}) planner::apply_space_option(space, a, true);
+  planner::PlanOptions o;
+  o.jobs = 1;
+  const planner::PlanResult r = plan(s, space, o);
+  REQUIRE(!r.ranked.empty());
+  for (const auto& x : r.ranked) CHECK(x.candidate.strategy.tp == 4);
+  REQUIRE(r.pruned.count(planner::kPruneAlgorithm) == 1);
+  CHECK(r.pruned.at(planner::kPruneAlgorithm) >= 2);
+  // The scenario's own layout (TP2) is among those left out, and the reason names the file.
+  CHECK(r.scenario_dropped.find("AllGather on 4 ranks") != std::string::npos);
+}

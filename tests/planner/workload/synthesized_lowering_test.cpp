@@ -163,7 +163,7 @@ TEST_CASE("run: synth:FILE runs an MSCCL file on every group of its collective a
   // direction, DGX H100's 18 NVLink4 links): at least 0.75·S / 450e9 = 112 us.
   const double S = 67108864.0;
   const planner::CommCost ag = lowered(s, collective(models::Collective::AllGather, ParallelDim::TP, S));
-  CHECK(ag.algorithm == "synthesized (file)");
+  CHECK(ag.algorithm == "synthesized (dgx-h100-4ranks-allgather.msccl.xml)");  // the file's name
   CHECK(ag.concurrent_groups == 1);
   CHECK(ag.time >= 0.75 * S / 450e9);
   // The same file for ReduceScatter: refused at the key's line, naming the file's collective.
