@@ -46,8 +46,8 @@ constexpr std::string_view kAlgorithmCollectives[] = {"allreduce", "reducescatte
 constexpr std::string_view kAlgorithmDims[] = {"tp", "cp", "dp", "ep"};
 
 /// One map of collective -> algorithm (`a`), entries stored in `spec` under `prefix` + key.
-/// A value is "auto", one of `algorithm_names` (unchecked when empty), "synthesized" (the
-/// collectives ccsim synthesize builds) or synth:FILE (an MSCCL XML file, relative to the
+/// A value is "auto", one of `algorithm_names` (unchecked when empty), "synthesized" or
+/// "synthesized-or-nccl" (the collectives ccsim synthesize builds) or synth:FILE (an MSCCL XML file, relative to the
 /// scenario file that names it; any collective but sendrecv).
 void read_algorithm_map(const support::Fields& a, std::span<const std::string_view> algorithm_names, const std::string& prefix,
                         StrategySpec& spec) {
@@ -75,9 +75,9 @@ void read_algorithm_map(const support::Fields& a, std::span<const std::string_vi
         spec.algorithms[stored] = "synth:" + (ec ? file : whole).lexically_normal().string();
         continue;
       }
-      if (value == "synthesized") {
+      if (value == "synthesized" || value == "synthesized-or-nccl") {
         if (key != "allreduce" && key != "allgather" && key != "reducescatter") {
-          throw a.error(key, "synthesized only for allreduce, allgather and reducescatter (what ccsim synthesize builds)");
+          throw a.error(key, value + " only for allreduce, allgather and reducescatter (what ccsim synthesize builds)");
         }
         spec.algorithms[stored] = value;
         continue;
@@ -89,6 +89,7 @@ void read_algorithm_map(const support::Fields& a, std::span<const std::string_vi
       std::vector<std::string_view> choices{"auto"};
       choices.insert(choices.end(), algorithm_names.begin(), algorithm_names.end());
       choices.emplace_back("synthesized");
+      choices.emplace_back("synthesized-or-nccl");
       choices.emplace_back("synth:FILE");
       spec.algorithms[stored] = a.choice(key, choices);
     }

@@ -75,7 +75,9 @@ std::string algorithm_value(const models::StrategySpec& s, models::Collective c,
   return key.empty() ? std::string("auto") : s.algorithms.at(key);
 }
 
-bool is_synthesized(const std::string& value) { return value == "synthesized" || value.rfind("synth:", 0) == 0; }
+bool is_synthesized(const std::string& value) {
+  return value == "synthesized" || value == "synthesized-or-nccl" || value.rfind("synth:", 0) == 0;
+}
 
 /// The strategy's explicit library algorithm for collective `c` on dimension `d`, or nullopt
 /// for auto (and for a synthesized schedule, which CommLowering::simulate_synthesized runs).
@@ -245,14 +247,24 @@ CommCost CommLowering::simulate_p2p(const ProgramOp& op, const std::vector<int>&
 }
 
 CommCost CommLowering::simulate(const ProgramOp& op, const std::vector<int>& group, const std::vector<std::vector<int>>& others) {
-  const models::Topology& topo = cluster_.topology;
-  const auto gpus = topo.gpus();
   if (auto custom = lower_vllm_allreduce(op, group, others)) return *custom;
   if (op.kind == ProgramOpKind::SendRecv) return simulate_p2p(op, group, others);
   if (const std::string key = algorithm_key(*scenario_.strategy, op.collective, op.dim);
       !key.empty() && is_synthesized(scenario_.strategy->algorithms.at(key))) {
-    return simulate_synthesized(op, key, scenario_.strategy->algorithms.at(key), group, others);
+    const std::string& value = scenario_.strategy->algorithms.at(key);
+    if (value != "synthesized-or-nccl") return simulate_synthesized(op, key, value, group, others);
+    // The faster of NCCL's choice and the groups' synthesized schedules (as MSCCL falls back to
+    // NCCL outside a schedule's sizes): NCCL alone above the synthesis limit.
+    CommCost library = simulate_library(op, group, others);
+    if (static_cast<int>(group.size()) > kSynthesizedMaxRanks) return library;
+    CommCost synthesized = simulate_synthesized(op, key, "synthesized", group, others);
+    return synthesized.time < library.time ? synthesized : library;
   }
+  return simulate_library(op, group, others);
+}
+
+CommCost CommLowering::simulate_library(const ProgramOp& op, const std::vector<int>& group, const std::vector<std::vector<int>>& others) {
+  const models::Topology& topo = cluster_.topology;
   CommCost cost;
   cost.group_size = static_cast<int>(group.size());
   cost.concurrent_groups = static_cast<int>(others.size());

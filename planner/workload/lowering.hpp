@@ -120,6 +120,8 @@ class CommLowering {
   std::string shared_key(const models::ProgramOp& op, const Groups& g) const;
   /// Simulates one communication op of `group` with the `others` running beside it.
   CommCost simulate(const models::ProgramOp& op, const std::vector<int>& group, const std::vector<std::vector<int>>& others);
+  /// A collective on the library's algorithms (NCCL's choice, or the strategy's explicit one).
+  CommCost simulate_library(const models::ProgramOp& op, const std::vector<int>& group, const std::vector<std::vector<int>>& others);
   /// One-way point-to-point: rank 2i sends to rank 2i+1 in every pair (NCCL p2p, Simple).
   CommCost simulate_p2p(const models::ProgramOp& op, const std::vector<int>& group, const std::vector<std::vector<int>>& others);
   /// A collective the strategy asks to run on a synthesized schedule (`value` "synthesized" or

@@ -241,3 +241,29 @@ TEST_CASE("run: synthesized groups above the rank limit are refused with the adv
     CHECK(e.hint().find("synth:FILE") != std::string::npos);
   }
 }
+
+// synthesized-or-nccl: per op the faster of NCCL's choice and the groups' synthesized schedules.
+// On the one-NIC DP16 case the synthesized DP AllGather of a large size crosses the single NIC at
+// ForestColl's optimum, about twice the ring (the test above), so it wins there; at 64 KiB NCCL's
+// LL (which synthesized schedules, on Simple, cannot use) wins and the op keeps NCCL's algorithm.
+TEST_CASE("run: synthesized-or-nccl takes the faster of the synthesized schedule and NCCL's choice", "[synthesis][workload]") {
+  test::TempDir dir;
+  const models::Scenario lib = with_algorithms(dir, kOneNic, "{}");
+  const models::Scenario syn = with_algorithms(dir, kOneNic, "{dp: {allgather: synthesized}}");
+  const models::Scenario best = with_algorithms(dir, kOneNic, "{dp: {allgather: synthesized-or-nccl}}");
+  CHECK(best.strategy->algorithms.at("dp.allgather") == "synthesized-or-nccl");
+  for (double bytes : {65536.0, 1073741824.0}) {
+    INFO(bytes << " bytes");
+    const auto op = collective(models::Collective::AllGather, ParallelDim::DP, bytes);
+    const planner::CommCost l = lowered(lib, op), s = lowered(syn, op), b = lowered(best, op);
+    CHECK(b.time == std::min(l.time, s.time));
+    CHECK(b.algorithm == (s.time < l.time ? s.algorithm : l.algorithm));
+  }
+  const auto small = collective(models::Collective::AllGather, ParallelDim::DP, 65536.0);
+  const auto large = collective(models::Collective::AllGather, ParallelDim::DP, 1073741824.0);
+  CHECK(lowered(best, small).algorithm.rfind("synthesized", 0) != 0);  // NCCL's LL wins at 64 KiB
+  CHECK(lowered(best, large).algorithm.rfind("synthesized", 0) == 0);  // the trees win at 1 GiB
+  // Only for the collectives ccsim synthesize builds.
+  const support::InputError e = load_error(dir, "{alltoall: synthesized-or-nccl}");
+  CHECK(std::string(e.what()).find("synthesized-or-nccl only for allreduce, allgather and reducescatter") != std::string::npos);
+}
