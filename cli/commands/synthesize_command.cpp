@@ -240,7 +240,7 @@ int run_synthesize(const SynthesizeCliOptions& o) {
         std::cout << fmt::format("# {} trees: {} for {} roots, height {}; optimum {:.2f} GB/s per root = algbw {:.2f} GB/s\n", s.name,
                                  s.f->trees.size(), roots.size(), s.f->height(), s.f->rate() / 1e9, s.f->rate() * n / 1e9);
       } else {
-        std::cout << fmt::format("# {} optimum {:.2f} GB/s per root = algbw {:.2f} GB/s ({} rank class{} tested)\n", s.name, s.f->rate() / 1e9,
+        std::cout << fmt::format("# {} optimum {:.4g} GB/s per root = algbw {:.2f} GB/s ({} rank class{} tested)\n", s.name, s.f->rate() / 1e9,
                                  s.f->rate() * n / 1e9, s.f->rank_classes, s.f->rank_classes == 1 ? "" : "es");
       }
       std::cout << fmt::format("#   tight cut: {} ({} of {} ranks), {:.2f} GB/s {} them\n", describe_ranks(runner.graph(), s.f->tight_cut),
@@ -250,11 +250,11 @@ int run_synthesize(const SynthesizeCliOptions& o) {
       const models::Topology& t = cluster.topology;
       const planner::synthesis::Forest* opt = name == "allgather" ? runner.allgather() : runner.reducescatter();
       std::cout << fmt::format("# {} node-level trees: {} roots on {} nodes x {} rail{}, up to {} lea{} a rail, height {}, {} intra-node forest{}; "
-                               "{:.2f} GB/s per root = algbw {:.2f} GB/s, {:.1f} % of the optimum\n",
+                               "{:.4g} GB/s per root = algbw {:.2f} GB/s, {:.1f} % of the optimum\n",
                                name, a->ranks, a->nodes, a->ranks_per_node, a->ranks_per_node == 1 ? "" : "s", a->leaves, a->leaves == 1 ? "f" : "ves",
                                a->height, a->intra_classes, a->intra_classes == 1 ? "" : "s", a->rate / 1e9, a->rate * n / 1e9,
                                opt ? a->rate / opt->rate() * 100.0 : 0.0);
-      std::cout << fmt::format("#   bottleneck: {} -> {} ({:.1f} GB/s), carrying {:.4g} x the rate of one root's block\n", t.name(t.link_source(a->bottleneck)),
+      std::cout << fmt::format("#   bottleneck: {} -> {} ({:.1f} GB/s), carrying {:.6g} x the rate of one root's block\n", t.name(t.link_source(a->bottleneck)),
                                t.name(t.link_target(a->bottleneck)), t.link(a->bottleneck).bandwidth / 1e9, a->bottleneck_load);
     }
     if (!runner.aggregated_refusal().empty()) {

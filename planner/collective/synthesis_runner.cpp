@@ -45,7 +45,9 @@ SynthesisRunner::SynthesisRunner(const models::Cluster& cluster, const CostModel
                               fmt::format("{} ranks", n), "use --method forest (or auto, which times the forest alone above that)");
   }
   // Above the tree-packing limit the node-level aggregated trees stand in for packed ones.
-  const bool aggregate = !options_.forest.build_trees && options_.method != Method::Greedy;
+  // Not where the greedy runs (method auto up to kGreedyMaxRanks): its schedule is the answer there.
+  const bool aggregate = !options_.forest.build_trees && (options_.method == Method::Forest ||
+                                                          (options_.method == Method::Auto && static_cast<int>(options_.gpus.size()) > kGreedyMaxRanks));
   // The greedy alone still reports ForestColl's optimum (the forest column), not its trees.
   if (options_.method == Method::Greedy) options_.forest.build_trees = false;
   try {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "planner/synthesis/synthesis_graph.hpp"
+#include "support/hash.hpp"
 
 // aggregated_forest(): node-level aggregated trees and their loads (aggregated.hpp).
 
@@ -35,45 +36,74 @@ std::size_t link_into(const models::Topology& t, const std::vector<LinkId>& link
   return std::string::npos;
 }
 
-/// Foreign roots leaf B (of `size` endpoints on a rail of `rail` endpoints) takes through its
-/// endpoint at index `idx`: positions q in 0 .. rail − size − 1 with q mod size == idx.
-std::int64_t represented(int rail, int size, int idx) {
-  const int foreign = rail - size;
-  return foreign / size + (idx < foreign % size ? 1 : 0);
+/// d(r, c): the direct sends of root r (position `i` in its leaf b of `size` endpoints) into
+/// leaf c, of the `total` direct sends from b into c: equal shares, the remainder to the roots
+/// whose position, turned by c, comes first.
+std::int64_t direct_of(std::int64_t total, int size, int i, int c) {
+  return total / size + ((i + c) % size < total % size ? 1 : 0);
 }
 
 }  // namespace
 
-int aggregated_representative(const AggregatedForest& f, int root, int leaf) {
+std::vector<int> aggregated_receivers(const AggregatedForest& f, int root, int leaf) {
   const int g = f.endpoint_of.at(static_cast<std::size_t>(root));
   const auto& leaves = f.rail_leaves[static_cast<std::size_t>(g)];
   const auto& members = leaves.at(static_cast<std::size_t>(leaf));
-  // Root's position among the rail's endpoints outside B: its rail position less B's endpoints before it.
-  const int pos = f.rail_position[static_cast<std::size_t>(root)];
-  int before = 0;
-  for (int e : members) before += f.rail_position[static_cast<std::size_t>(e)] < pos ? 1 : 0;
-  return members[static_cast<std::size_t>((pos - before) % static_cast<int>(members.size()))];
+  const int own = f.leaf_of[static_cast<std::size_t>(root)];
+  if (leaf == own) return {};
+  const int k = static_cast<int>(leaves.size());
+  const auto size = static_cast<int>(leaves[static_cast<std::size_t>(own)].size());
+  const std::int64_t d = direct_of(f.direct[static_cast<std::size_t>(g)][static_cast<std::size_t>(own * k + leaf)], size,
+                                   f.leaf_position[static_cast<std::size_t>(root)], leaf);
+  const int first = f.first_receiver[static_cast<std::size_t>(root)][static_cast<std::size_t>(leaf)];
+  std::vector<int> out;
+  for (std::int64_t q = 0; q < d; ++q) out.push_back(members[static_cast<std::size_t>((first + q) % static_cast<std::int64_t>(members.size()))]);
+  return out;
+}
+
+std::vector<std::pair<int, int>> aggregated_forwarding(const AggregatedForest& f, int root, int leaf) {
+  const std::vector<int> direct = aggregated_receivers(f, root, leaf);
+  std::vector<std::pair<int, int>> out;
+  if (direct.empty()) return out;
+  const int g = f.endpoint_of[static_cast<std::size_t>(root)];
+  const auto& members = f.rail_leaves[static_cast<std::size_t>(g)][static_cast<std::size_t>(leaf)];
+  const auto size = static_cast<int>(members.size());
+  const auto d = static_cast<int>(direct.size());
+  const int first = f.first_receiver[static_cast<std::size_t>(root)][static_cast<std::size_t>(leaf)];
+  const auto other = [&](int j) { return members[static_cast<std::size_t>((first + d + j) % size)]; };
+  if (!f.chained[static_cast<std::size_t>(g)][static_cast<std::size_t>(leaf)]) {
+    for (int j = 0; j < size - d; ++j) out.emplace_back(direct[static_cast<std::size_t>(j % d)], other(j));
+    return out;
+  }
+  // Chains: receiver q heads a run of the others, each passing the block to the next.
+  int j = 0;
+  for (int q = 0; q < d; ++q) {
+    const int share = (size - d) / d + (q < (size - d) % d ? 1 : 0);
+    int from = direct[static_cast<std::size_t>(q)];
+    for (int i = 0; i < share; ++i, ++j) {
+      out.emplace_back(from, other(j));
+      from = other(j);
+    }
+  }
+  return out;
 }
 
 std::vector<WeightedEdge> aggregated_tree(const AggregatedForest& f, int root, std::int64_t* denominator) {
   if (root < 0 || root >= f.ranks) throw std::out_of_range(fmt::format("aggregated_tree: rank {} of {}", root, f.ranks));
-  std::int64_t d = 1;
-  for (const Forest& c : f.intra) d = std::lcm(d, c.weight_per_root);
-  if (denominator) *denominator = d;
+  std::int64_t den = 1;
+  for (const Forest& c : f.intra) den = std::lcm(den, c.weight_per_root);
+  if (denominator) *denominator = den;
   std::vector<WeightedEdge> edges;
   const int g = f.endpoint_of[static_cast<std::size_t>(root)];
   const auto& leaves = f.rail_leaves[static_cast<std::size_t>(g)];
   const int own = f.leaf_of[static_cast<std::size_t>(root)];
   for (int e : leaves[static_cast<std::size_t>(own)]) {
-    if (e != root) edges.push_back({root, e, d});
+    if (e != root) edges.push_back({root, e, den});
   }
-  for (int b = 0; b < static_cast<int>(leaves.size()); ++b) {
-    if (b == own) continue;
-    const int rep = aggregated_representative(f, root, b);
-    edges.push_back({root, rep, d});
-    for (int e : leaves[static_cast<std::size_t>(b)]) {
-      if (e != rep) edges.push_back({rep, e, d});
-    }
+  for (int c = 0; c < static_cast<int>(leaves.size()); ++c) {
+    if (c == own) continue;
+    for (int e : aggregated_receivers(f, root, c)) edges.push_back({root, e, den});
+    for (const auto& [from, to] : aggregated_forwarding(f, root, c)) edges.push_back({from, to, den});
   }
   for (int p = 0; p < f.nodes; ++p) {
     const int c = f.node_intra[static_cast<std::size_t>(p)];
@@ -82,7 +112,7 @@ std::vector<WeightedEdge> aggregated_tree(const AggregatedForest& f, int root, s
     const auto& ranks = f.node_ranks[static_cast<std::size_t>(p)];
     for (const Tree& t : intra.trees) {
       if (t.root != g) continue;
-      const std::int64_t w = t.weight * (d / intra.weight_per_root);
+      const std::int64_t w = t.weight * (den / intra.weight_per_root);
       for (const TreeEdge& e : t.edges) edges.push_back({ranks[static_cast<std::size_t>(e.parent)], ranks[static_cast<std::size_t>(e.child)], w});
     }
   }
@@ -102,9 +132,17 @@ AggregatedForest aggregated_forest(const models::Cluster& cluster, models::Route
     const std::string name = t.name(gpus[static_cast<std::size_t>(r)]);
     return name.substr(0, name.find('/'));
   };
-  // Nodes in node order, their ranks in rank order.
+  // Nodes in node order, their ranks by their NIC's rail, then local index (whatever order the
+  // ranks were listed in).
   std::map<int, std::vector<int>> by_node;
   for (int r = 0; r < n; ++r) by_node[t.device(gpus[static_cast<std::size_t>(r)]).node].push_back(r);
+  for (auto& [node, ranks] : by_node) {
+    std::sort(ranks.begin(), ranks.end(), [&](int a, int b) {
+      const models::Device& da = t.device(gpus[static_cast<std::size_t>(a)]);
+      const models::Device& db = t.device(gpus[static_cast<std::size_t>(b)]);
+      return std::make_pair(da.rail, da.local) < std::make_pair(db.rail, db.local);
+    });
+  }
   if (by_node.size() < 2) throw NotAggregatable("the ranks are on one node (the node-level trees join nodes)");
   f.nodes = static_cast<int>(by_node.size());
   f.ranks_per_node = static_cast<int>(by_node.begin()->second.size());
@@ -137,6 +175,10 @@ AggregatedForest aggregated_forest(const models::Cluster& cluster, models::Route
   f.rail_leaves.assign(static_cast<std::size_t>(G), {});
   f.leaf_of.assign(static_cast<std::size_t>(n), 0);
   f.rail_position.assign(static_cast<std::size_t>(n), 0);
+  f.leaf_position.assign(static_cast<std::size_t>(n), 0);
+  f.direct.assign(static_cast<std::size_t>(G), {});
+  f.first_receiver.assign(static_cast<std::size_t>(n), {});
+  f.chained.assign(static_cast<std::size_t>(G), {});
   std::vector<DeviceId> leaf_device(static_cast<std::size_t>(n), models::kNoDevice);
   for (int g = 0; g < G; ++g) {
     std::vector<int> rail;
@@ -154,16 +196,60 @@ AggregatedForest aggregated_forest(const models::Cluster& cluster, models::Route
     }
     auto& out = f.rail_leaves[static_cast<std::size_t>(g)];
     for (auto& [leaf, members] : leaves) {
-      for (int r : members) f.leaf_of[static_cast<std::size_t>(r)] = static_cast<int>(out.size());
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        f.leaf_of[static_cast<std::size_t>(members[i])] = static_cast<int>(out.size());
+        f.leaf_position[static_cast<std::size_t>(members[i])] = static_cast<int>(i);
+      }
       out.push_back(std::move(members));
     }
     f.leaves = std::max(f.leaves, static_cast<int>(out.size()));
+    // Direct sends between leaves: one per root and foreign leaf, then, while a leaf takes in more
+    // than it sends out (a small leaf beside large ones), its roots send to more endpoints of a
+    // leaf that sends out more than it takes in, until every leaf's up and down balance.
+    const int k = static_cast<int>(out.size());
+    std::vector<std::int64_t>& direct = f.direct[static_cast<std::size_t>(g)];
+    direct.assign(static_cast<std::size_t>(k) * static_cast<std::size_t>(k), 0);
+    const auto size_of = [&](int b) { return static_cast<std::int64_t>(out[static_cast<std::size_t>(b)].size()); };
+    std::vector<std::int64_t> excess(static_cast<std::size_t>(k), 0);  // into the leaf minus out of it
+    for (int b = 0; b < k; ++b) {
+      for (int c = 0; c < k; ++c) {
+        if (b == c) continue;
+        direct[static_cast<std::size_t>(b * k + c)] = size_of(b);
+        excess[static_cast<std::size_t>(c)] += size_of(b);
+        excess[static_cast<std::size_t>(b)] -= size_of(b);
+      }
+    }
+    for (int b = 0; b < k; ++b) {
+      for (int c = 0; c < k && excess[static_cast<std::size_t>(b)] > 0; ++c) {
+        if (c == b || excess[static_cast<std::size_t>(c)] >= 0) continue;
+        std::int64_t& t_bc = direct[static_cast<std::size_t>(b * k + c)];
+        const std::int64_t room = size_of(b) * size_of(c) - t_bc;
+        const std::int64_t delta = std::min({excess[static_cast<std::size_t>(b)], -excess[static_cast<std::size_t>(c)], room});
+        t_bc += delta;
+        excess[static_cast<std::size_t>(b)] -= delta;
+        excess[static_cast<std::size_t>(c)] += delta;
+      }
+    }
+    // Direct receivers rotate over each leaf's endpoints, root by root in rank order.
+    std::vector<std::int64_t> next(static_cast<std::size_t>(k), 0);
+    for (int r : rail) {
+      auto& first = f.first_receiver[static_cast<std::size_t>(r)];
+      first.assign(static_cast<std::size_t>(k), -1);
+      const int b = f.leaf_of[static_cast<std::size_t>(r)];
+      for (int c = 0; c < k; ++c) {
+        if (c == b) continue;
+        const std::int64_t d = direct_of(direct[static_cast<std::size_t>(b * k + c)], static_cast<int>(size_of(b)),
+                                         f.leaf_position[static_cast<std::size_t>(r)], c);
+        first[static_cast<std::size_t>(c)] = static_cast<int>(next[static_cast<std::size_t>(c)]);
+        next[static_cast<std::size_t>(c)] = (next[static_cast<std::size_t>(c)] + d) % size_of(c);
+      }
+    }
   }
 
-  // The sends between leaves are routed one by one (the router hashes each to its spine and keeps
-  // its route): bounded so that memory stays in hundreds of MB.
+  // The sends between leaves are routed one by one (each hashed to its spine as the engines hash
+  // it): bounded so that the charging stays in seconds.
   std::int64_t between = 0;
-  for (const auto& leaves : f.rail_leaves) between += static_cast<std::int64_t>(leaves.size() - 1) * nodes;
+  for (const auto& d : f.direct) between += std::accumulate(d.begin(), d.end(), std::int64_t{0});
   if (between > kMaxAggregatedRoutes) {
     throw NotAggregatable(fmt::format("{} sends between leaves to route (more than {}: rails of {} nodes over up to {} leaves)", between,
                                       kMaxAggregatedRoutes, nodes, f.leaves));
@@ -206,7 +292,13 @@ AggregatedForest aggregated_forest(const models::Cluster& cluster, models::Route
   const auto send = [&](int a, int b, double amount) {
     const DeviceId ga = gpus[static_cast<std::size_t>(a)], gb = gpus[static_cast<std::size_t>(b)];
     ++f.routes;
-    charge(reduce_scatter ? router.route(gb, ga).links : router.route(ga, gb).links, amount);
+    // The engines' ECMP hash of a connection: source rank, destination rank, channel 0
+    // (sim/execution/execution_graph.cpp), so a send between leaves takes the spine it would
+    // take in the schedule.
+    const auto flow = [](int src, int dst) {
+      return support::splitmix64((static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16));
+    };
+    charge(reduce_scatter ? router.route(gb, ga, flow(b, a)).links : router.route(ga, gb, flow(a, b)).links, amount);
   };
   // Intra-node: every endpoint spreads `nodes` blocks (its own and one per other node).
   for (int p = 0; p < nodes; ++p) {
@@ -223,14 +315,62 @@ AggregatedForest aggregated_forest(const models::Cluster& cluster, models::Route
       }
     }
   }
-  // Inter-node, per rail.
+  // Inter-node, per rail: per endpoint (position in the rail's leaf) the blocks it sends to leaf
+  // mates (its own and those it passes on) and takes from them; sends between leaves routed.
   int inter_height = 1;
   for (int g = 0; g < G; ++g) {
     const auto& leaves = f.rail_leaves[static_cast<std::size_t>(g)];
-    const int rail = nodes;
-    if (leaves.size() > 1) {
-      for (const auto& members : leaves) {
-        if (members.size() > 1) inter_height = 2;
+    const int k = static_cast<int>(leaves.size());
+    std::vector<double> mates_out(static_cast<std::size_t>(n), 0.0), mates_in(static_cast<std::size_t>(n), 0.0);
+    for (const auto& members : leaves) {
+      for (int e : members) {
+        mates_out[static_cast<std::size_t>(e)] = static_cast<double>(members.size() - 1);  // its own block
+        mates_in[static_cast<std::size_t>(e)] = static_cast<double>(members.size() - 1);   // its mates' own blocks
+      }
+    }
+    // A leaf passes blocks on in stars (each direct receiver sends to its share) where that gives
+    // every endpoint as many sends; else in chains (each endpoint passes a block to one other), so
+    // that a leaf taking a number of outside blocks its size does not divide still spreads them
+    // within one send per endpoint.
+    auto& chained = f.chained[static_cast<std::size_t>(g)];
+    chained.assign(static_cast<std::size_t>(k), 0);
+    {
+      std::vector<std::int64_t> star(static_cast<std::size_t>(n), 0);
+      for (const auto& from : leaves) {
+        for (int r : from) {
+          for (int c = 0; c < k; ++c) {
+            // A star: direct receiver q passes the block to its share of the others.
+            const std::vector<int> direct = aggregated_receivers(f, r, c);
+            const auto d = static_cast<int>(direct.size());
+            const auto size = static_cast<int>(leaves[static_cast<std::size_t>(c)].size());
+            for (int q = 0; q < d; ++q) star[static_cast<std::size_t>(direct[static_cast<std::size_t>(q)])] += (size - d) / d + (q < (size - d) % d ? 1 : 0);
+          }
+        }
+      }
+      for (int c = 0; c < k; ++c) {
+        const auto& members = leaves[static_cast<std::size_t>(c)];
+        const auto [lo, hi] = std::minmax_element(members.begin(), members.end(), [&](int a, int b) {
+          return star[static_cast<std::size_t>(a)] < star[static_cast<std::size_t>(b)];
+        });
+        chained[static_cast<std::size_t>(c)] = star[static_cast<std::size_t>(*lo)] != star[static_cast<std::size_t>(*hi)] ? 1 : 0;
+      }
+    }
+    for (const auto& from : leaves) {
+      for (int r : from) {
+        for (int c = 0; c < k; ++c) {
+          if (c == f.leaf_of[static_cast<std::size_t>(r)]) continue;
+          const std::vector<int> direct = aggregated_receivers(f, r, c);
+          for (int e : direct) send(r, e, 1.0);
+          for (const auto& [a, b] : aggregated_forwarding(f, r, c)) {
+            mates_out[static_cast<std::size_t>(a)] += 1;
+            mates_in[static_cast<std::size_t>(b)] += 1;
+          }
+          // Hops from the root: 1 to a direct receiver, then a star's 1 or a chain's length.
+          const auto d = static_cast<int>(direct.size());
+          const auto size = static_cast<int>(leaves[static_cast<std::size_t>(c)].size());
+          const int longest = (size - d + d - 1) / d;
+          inter_height = std::max(inter_height, 1 + (longest == 0 ? 0 : chained[static_cast<std::size_t>(c)] ? longest : 1));
+        }
       }
     }
     // Sends inside a leaf: the source's way up to the leaf and the destination's way down,
@@ -263,27 +403,9 @@ AggregatedForest aggregated_forest(const models::Cluster& cluster, models::Route
         }
       }
       for (int i = 0; i < size; ++i) {
-        const double reps = static_cast<double>(represented(rail, size, i));
-        const double egress = static_cast<double>(size - 1) * (1.0 + reps);            // own block, and each it stands in for
-        const double ingress = static_cast<double>(size - 1) + (rail - size) - reps;  // leaf mates', and foreign ones via a mate
-        charge(up[static_cast<std::size_t>(i)], reduce_scatter ? ingress : egress);
-        charge(down[static_cast<std::size_t>(i)], reduce_scatter ? egress : ingress);
-      }
-    }
-    // Sends between leaves: root to its representative in every other leaf, on the router's route.
-    if (leaves.size() > 1) {
-      std::vector<int> rail_ranks;  // the rail's endpoints in rank order
-      for (const auto& m : leaves) rail_ranks.insert(rail_ranks.end(), m.begin(), m.end());
-      std::sort(rail_ranks.begin(), rail_ranks.end());
-      for (int b = 0; b < static_cast<int>(leaves.size()); ++b) {
-        const auto& members = leaves[static_cast<std::size_t>(b)];
-        const int size = static_cast<int>(members.size());
-        int q = 0;  // position among the rail's endpoints outside B, in rank order
-        for (int r : rail_ranks) {
-          if (f.leaf_of[static_cast<std::size_t>(r)] == b) continue;
-          send(r, members[static_cast<std::size_t>(q % size)], 1.0);
-          ++q;
-        }
+        const int e = members[static_cast<std::size_t>(i)];
+        charge(up[static_cast<std::size_t>(i)], reduce_scatter ? mates_in[static_cast<std::size_t>(e)] : mates_out[static_cast<std::size_t>(e)]);
+        charge(down[static_cast<std::size_t>(i)], reduce_scatter ? mates_out[static_cast<std::size_t>(e)] : mates_in[static_cast<std::size_t>(e)]);
       }
     }
   }

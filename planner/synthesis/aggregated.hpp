@@ -5,18 +5,25 @@
 // measured on the engines' own routes, so what they reach is a measured fraction of the exact
 // optimum, never an assumption:
 //
-//  * Rails: the ranks of every node are taken in rank order; the g-th rank of each node is
-//    endpoint g of that node, and the g-th ranks of all nodes form rail g (on a rail-optimized
-//    fabric, the GPUs on one rail of leaves). Every rank needs a NIC of its own.
+//  * Rails: the ranks of every node are taken in the order of their NIC's rail, then their local
+//    index (not the order the ranks were listed in); the g-th rank of each node is endpoint g of
+//    that node, and the g-th ranks of all nodes form rail g (on a rail-optimized fabric, the GPUs
+//    on one rail of leaves). Every rank needs a NIC of its own.
 //  * Leaves: the endpoints of a rail are grouped by the network switch their NIC enters
 //    (Device::nic's link into a tier-1 switch), leaves in device order, endpoints in rank order.
 //  * The tree of root r (node n, endpoint g), inter-node part on rail g: r sends its block to
-//    every endpoint of its own leaf, and to one representative in every other leaf, which sends
-//    it on to the rest of that leaf. Leaf B's representative for r is B's endpoint at position
-//    (r's position among the rail's endpoints outside B) mod |B|: every endpoint of B stands in
-//    for as many roots as every other (±1), so every NIC sends N − 1 blocks and receives N − 1,
-//    and each leaf takes every block from outside exactly once: the loads of the cut bounds of a
-//    single node (b/(N−1)) and of a leaf (its uplinks / the ranks outside it).
+//    every endpoint of its own leaf, and to d(r, C) endpoints of every other leaf C (its direct
+//    receivers), which pass it on to the rest of C, each to an equal share. d is 1 where the
+//    leaves of a rail are equal; with unequal leaves (a job that does not fill its last leaf)
+//    the roots of a small leaf send to more endpoints of a large one, chosen so that every leaf
+//    sends as many blocks up its uplinks as it takes in: then every NIC sends N − 1 blocks, as it
+//    receives N − 1, the load of the cut of one node (b/(N−1)); and each leaf takes each outside
+//    block d times, once where leaves are equal (the cut of a leaf: its uplinks over the ranks
+//    outside it). A leaf's direct receivers rotate over its endpoints root by root. A leaf passes
+//    a block on from its direct receivers in stars (each to its share of the rest) where that
+//    gives all its endpoints as many sends, else in chains (each endpoint to the next), which
+//    spread a number of outside blocks the leaf's size does not divide within one send per
+//    endpoint (a taller tree: up to the leaf's size in hops).
 //  * Intra-node part: at every node the block that reached endpoint g is spread to the node's
 //    other ranks on ForestColl's trees rooted at g of that node's own intra-node forest (found
 //    with allgather_forest on the node's ranks alone), weight by weight.
@@ -82,6 +89,15 @@ struct AggregatedForest {
   std::vector<std::vector<std::vector<int>>> rail_leaves;
   std::vector<int> leaf_of;                       ///< per rank: its leaf's index within its rail
   std::vector<int> rail_position;                 ///< per rank: its position among its rail's endpoints (rank order)
+  std::vector<int> leaf_position;                 ///< per rank: its position among its leaf's endpoints
+  /// Per rail g, per leaf pair (b, c), b ≠ c: the direct sends from b's roots into c, row-major
+  /// (b · leaves + c): at least |b| (one per root), more where b is the smaller leaf.
+  std::vector<std::vector<std::int64_t>> direct;
+  /// Per rank r, per leaf c of its rail (other than r's): the position in c of r's first direct
+  /// receiver (the rest follow cyclically); −1 for r's own leaf.
+  std::vector<std::vector<int>> first_receiver;
+  /// Per rail g, per leaf: 1 where the leaf passes blocks on in chains, 0 in stars (see above).
+  std::vector<std::vector<char>> chained;
 };
 
 /// A tree edge carrying `weight` / `denominator` of the root's block (aggregated_tree).
@@ -91,13 +107,19 @@ struct WeightedEdge {
   std::int64_t weight = 0;
 };
 
+/// How the block of root `root` spreads inside leaf `leaf` of its rail from its direct
+/// receivers: (parent, child) ranks, parents before children. Empty for root's own leaf.
+std::vector<std::pair<int, int>> aggregated_forwarding(const AggregatedForest& f, int root, int leaf);
+
 /// Root `root`'s trees as weighted edges (AllGather direction: parent to child), parents before
 /// children; every other rank receives exactly `denominator` weight. Throws std::out_of_range
 /// for a rank outside 0 .. ranks−1.
 std::vector<WeightedEdge> aggregated_tree(const AggregatedForest& f, int root, std::int64_t* denominator);
 
-/// Leaf B's representative for root `root` (see above): a rank of leaf `leaf` on root's rail.
-int aggregated_representative(const AggregatedForest& f, int root, int leaf);
+/// The direct receivers of root `root`'s block in leaf `leaf` of its rail (see above), ranks in
+/// the order they are chosen; empty for root's own leaf. Throws std::out_of_range for a rank or
+/// leaf that does not exist.
+std::vector<int> aggregated_receivers(const AggregatedForest& f, int root, int leaf);
 
 /// The aggregated trees of ranks on `gpus` (rank i on gpus[i]) and their rate on the router's
 /// routes. `options` is passed to the intra-node forests. Throws NotAggregatable (above),

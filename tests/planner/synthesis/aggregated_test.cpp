@@ -9,6 +9,7 @@
 #include "planner/synthesis/aggregated.hpp"
 #include "planner/synthesis/forest.hpp"
 #include "planner/synthesis/synthesis_graph.hpp"
+#include "support/hash.hpp"
 #include "test_support.hpp"
 
 using namespace ccsim;
@@ -46,7 +47,11 @@ double enumerated_rate(const models::Cluster& c, const std::vector<models::Devic
       REQUIRE(got[static_cast<std::size_t>(e.parent)] > 0);  // parents before children
       got[static_cast<std::size_t>(e.child)] += e.weight;
       const models::DeviceId a = gpus[static_cast<std::size_t>(e.parent)], b = gpus[static_cast<std::size_t>(e.child)];
-      const auto& path = f.reduce_scatter ? router.route(b, a) : router.route(a, b);
+      // The engines' ECMP hash of a connection (source rank, destination rank, channel 0).
+      const auto flow = [](int src, int dst) {
+        return support::splitmix64((static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16));
+      };
+      const auto& path = f.reduce_scatter ? router.route(b, a, flow(e.child, e.parent)) : router.route(a, b, flow(e.parent, e.child));
       for (models::LinkId l : path.links) load[l] += static_cast<double>(e.weight) / static_cast<double>(den);
     }
     for (std::int64_t w : got) REQUIRE(w == den);
@@ -128,14 +133,18 @@ TEST_CASE("aggregated: a degraded NIC splits its node's class and sets the rate"
   CHECK(enumerated_rate(c, gpus, f) == Approx(f.rate).epsilon(1e-12));
 }
 
-// Representatives balance: on a rail of 6 nodes in leaves of 4 and 2 (a partial last leaf), the
-// leaf of 4 takes 2 foreign roots over 4 endpoints (two stand in for one, two for none) and the
-// leaf of 2 takes 4 over 2 (two each); every rank still receives every block exactly once.
-TEST_CASE("aggregated: unequal leaves and a group of some GPUs per node", "[synthesis][aggregated]") {
+// Unequal leaves: 6 nodes in leaves of 4 (A) and 2 (B) per rail. One direct send per root and
+// foreign leaf would leave B taking 4 blocks in and sending 2 out, and A's NICs sending 3 + 1 + 1
+// while B's send 1 + 1 + 2 ... unevenly; balanced, each of B's 2 roots sends to 2 endpoints of A
+// (4 up, 4 down on both leaves), and every NIC sends exactly N − 1 = 5 blocks:
+//   A: 3 leaf mates + 1 into B + 1 passed on (B's 2 blocks reach 2 of A's 4 directly, each direct
+//   receiver feeds one other); B: 1 leaf mate + 2 into A + 2 passed on (A's 4 blocks, one each).
+// Two GPUs per node (local 1 and 5, listed in reverse in one node: the order does not matter):
+// one node's cut is 2 · 50 GB/s over 10 blocks = 10 GB/s, the NICs' 50/5.
+TEST_CASE("aggregated: unequal leaves balance their NICs, and rank order does not matter", "[synthesis][aggregated]") {
   test::TempDir dir;
   const models::Cluster c = cluster_of(dir.write("six.yaml", "cluster:\n  nodes: [{node: dgx-h100, count: 6}]\n"
                                                              "  fabric: {kind: fat-tree, wiring: rail-optimized, nodes_per_leaf: 4}\n"));
-  // Two GPUs of every node (local 1 and 5): two rails.
   std::vector<models::DeviceId> gpus;
   for (int node = 0; node < 6; ++node) {
     gpus.push_back(c.topology.gpus()[static_cast<std::size_t>(node * 8 + 1)]);
@@ -145,13 +154,34 @@ TEST_CASE("aggregated: unequal leaves and a group of some GPUs per node", "[synt
   const AggregatedForest f = planner::synthesis::aggregated_forest(c, router, gpus, false);
   CHECK(f.ranks_per_node == 2);
   CHECK(f.leaves == 2);
-  // Leaf B = nodes 4, 5 on rail 0 (ranks 8 and 10): foreign roots 0, 2, 4, 6 alternate between them.
-  CHECK(planner::synthesis::aggregated_representative(f, 0, 1) == 8);
-  CHECK(planner::synthesis::aggregated_representative(f, 2, 1) == 10);
-  CHECK(planner::synthesis::aggregated_representative(f, 4, 1) == 8);
-  CHECK(planner::synthesis::aggregated_representative(f, 6, 1) == 10);
+  // Rail 0 is local GPU 1 of every node: ranks 0, 2, ..., 10; leaf B holds ranks 8 and 10.
+  CHECK(f.direct[0] == std::vector<std::int64_t>{0, 4, 4, 0});
+  CHECK(planner::synthesis::aggregated_receivers(f, 8, 0).size() == 2);
+  CHECK(planner::synthesis::aggregated_receivers(f, 0, 1).size() == 1);
+  CHECK(planner::synthesis::aggregated_receivers(f, 0, 0).empty());
+  CHECK(f.rate == Approx(10e9).epsilon(1e-12));
+  CHECK(f.rate == Approx(optimum(c, gpus, false)).epsilon(1e-9));
   CHECK(enumerated_rate(c, gpus, f) == Approx(f.rate).epsilon(1e-12));
-  CHECK(f.rate <= optimum(c, gpus, false) * (1 + 1e-9));
+  // The same GPUs listed in another order: the same rate.
+  std::vector<models::DeviceId> shuffled = gpus;
+  std::swap(shuffled[0], shuffled[1]);
+  std::swap(shuffled[4], shuffled[9]);
+  models::Router router2(c);
+  CHECK(planner::synthesis::aggregated_forest(c, router2, shuffled, false).rate == Approx(f.rate).epsilon(1e-12));
+}
+
+// A job that does not fill its last leaf: the first 33 nodes of the 1,024-GPU fabric (leaves of
+// 32 nodes per rail): leaf B holds one node, whose roots send to all 32 endpoints of leaf A while
+// A's roots send one block each to B: every NIC sends 31 + 1 = 32 = N − 1 blocks, the one-node cut
+// 8 · 50 GB/s over 256 blocks.
+TEST_CASE("aggregated: a job that does not fill its last leaf reaches the one-node cut", "[synthesis][aggregated]") {
+  const models::Cluster c = cluster_of(test::source_path("scenarios/h100-1024gpu-2to1.yaml"));
+  std::vector<models::DeviceId> gpus = all_gpus(c);
+  gpus.resize(264);
+  models::Router router(c);
+  const AggregatedForest f = planner::synthesis::aggregated_forest(c, router, gpus, false);
+  CHECK(f.rate == Approx(400e9 / 256).epsilon(1e-12));
+  CHECK(f.rate == Approx(optimum(c, gpus, false)).epsilon(1e-9));
 }
 
 TEST_CASE("aggregated: placements the node-level trees do not fit are refused with the reason", "[synthesis][aggregated]") {
@@ -182,4 +212,25 @@ TEST_CASE("aggregated: 1,024 H100 reach the optimum", "[synthesis][aggregated][h
   const AggregatedForest f = planner::synthesis::aggregated_forest(c, router, gpus, false);
   CHECK(f.rate == Approx(400e9 / 1016).epsilon(1e-12));
   CHECK(f.rate == Approx(optimum(c, gpus, false)).epsilon(1e-9));
+  CHECK(f.chained[0] == std::vector<char>{0, 0, 0, 0});
+  CHECK(f.height == 2 + f.intra[0].height());
+}
+
+// 127 nodes of the 1,024-GPU fabric: leaves of 32, 32, 32 and 31 nodes per rail. The 32-node
+// leaves take 95 outside blocks and the 31-node one 96, which their sizes do not divide: they pass
+// them on in chains (one send per endpoint and block), so every NIC sends N − 1 or N blocks and
+// the trees reach at least (N − 1)/N of the one-node cut (8 · 50 GB/s over 1,008 blocks). With
+// the full 128 nodes (the test above) every leaf takes 96 = 3 · 32 and keeps its stars.
+TEST_CASE("aggregated: a leaf whose outside blocks its size does not divide passes them on in chains", "[synthesis][aggregated][heavy]") {
+  const models::Cluster c = cluster_of(test::source_path("scenarios/h100-1024gpu-2to1.yaml"));
+  std::vector<models::DeviceId> gpus = all_gpus(c);
+  gpus.resize(1016);
+  models::Router router(c);
+  const AggregatedForest f = planner::synthesis::aggregated_forest(c, router, gpus, false);
+  const double opt = optimum(c, gpus, false);
+  CHECK(opt == Approx(400e9 / 1008).epsilon(1e-9));
+  CHECK(f.rate >= opt * 126.0 / 127.0 * (1 - 1e-12));
+  CHECK(f.rate <= opt * (1 + 1e-9));
+  CHECK(f.chained[0] == std::vector<char>{1, 1, 1, 1});
+  CHECK(enumerated_rate(c, gpus, f) == Approx(f.rate).epsilon(1e-12));
 }
