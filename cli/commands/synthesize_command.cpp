@@ -42,8 +42,9 @@ CLI::App* add_synthesize_command(CLI::App& app, SynthesizeCliOptions& o) {
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
   c->add_option("--out", o.out, "directory to write the trees (ForestColl XML) and the schedule (MSCCL XML) into");
   c->add_option("--max-tree-ranks", o.max_tree_ranks,
-                "build trees up to this many ranks; above, print the exact optimum and NCCL's distance from it only "
-                "(tree synthesis grows as N^3: 128 ranks take about 20 s on 2 cores)")
+                "pack trees up to this many ranks; above, print the exact optimum, the node-level trees (forest, or auto above "
+                "128 ranks) with the fraction of the optimum they reach, and NCCL's distance from it (packing grows as N^3: 128 "
+                "ranks take about 20 s on 2 cores)")
       ->check(CLI::Range(2, 1 << 20));
   return c;
 }
@@ -90,7 +91,7 @@ int run_synthesize(const SynthesizeCliOptions& o) {
   opts.forest.build_trees = n <= o.max_tree_ranks;
   const bool greedy_possible = opts.method != planner::synthesis::Method::Forest && n <= planner::synthesis::kGreedyMaxRanks;
   if (!opts.forest.build_trees && !greedy_possible && !o.out.empty()) {
-    throw InputError({"<command line>", 0, 0}, "--out", fmt::format("no --out above --max-tree-ranks {} (no trees are built)", o.max_tree_ranks),
+    throw InputError({"<command line>", 0, 0}, "--out", fmt::format("no --out above --max-tree-ranks {} (no schedule is built there: node-level trees are timed in the fluid limit)", o.max_tree_ranks),
                      fmt::format("{} ranks", n), "raise --max-tree-ranks (synthesis grows as N^3) or choose fewer ranks");
   }
   const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
