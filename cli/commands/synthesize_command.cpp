@@ -159,12 +159,18 @@ int run_synthesize(const SynthesizeCliOptions& o) {
   std::vector<std::pair<std::string, const planner::synthesis::AggregatedForest*>> aggregated;
   if (runner.aggregated_allgather()) aggregated.emplace_back("allgather", runner.aggregated_allgather());
   if (runner.aggregated_reducescatter()) aggregated.emplace_back("reducescatter", runner.aggregated_reducescatter());
+  // The trees' rate over the optimum's: at most 1 but for rounding (the two are found apart).
+  const auto fraction = [&](const planner::synthesis::AggregatedForest& a) {
+    const planner::synthesis::Forest* opt = a.reduce_scatter ? runner.reducescatter() : runner.allgather();
+    if (!opt) return 0.0;
+    const double x = a.rate / opt->rate();
+    return x > 1 && x < 1 + 1e-9 ? 1.0 : x;
+  };
   const auto aggregated_json = [&](const planner::synthesis::AggregatedForest& a) {
     const models::Topology& t = cluster.topology;
-    const planner::synthesis::Forest* opt = a.reduce_scatter ? runner.reducescatter() : runner.allgather();
     return nlohmann::json{{"nodes", a.nodes}, {"rails", a.ranks_per_node}, {"leaves_per_rail", a.leaves}, {"height", a.height},
                           {"intra_node_forests", a.intra_classes}, {"rate_GBps", a.rate / 1e9}, {"algbw_GBps", a.rate * n / 1e9},
-                          {"fraction_of_optimum", opt ? a.rate / opt->rate() : 0.0},
+                          {"fraction_of_optimum", fraction(a)},
                           {"bottleneck", fmt::format("{} -> {}", t.name(t.link_source(a.bottleneck)), t.name(t.link_target(a.bottleneck)))},
                           {"bottleneck_blocks", a.bottleneck_load}, {"routes", a.routes}};
   };
@@ -249,12 +255,11 @@ int run_synthesize(const SynthesizeCliOptions& o) {
     }
     for (const auto& [name, a] : aggregated) {
       const models::Topology& t = cluster.topology;
-      const planner::synthesis::Forest* opt = name == "allgather" ? runner.allgather() : runner.reducescatter();
       std::cout << fmt::format("# {} node-level trees: {} roots on {} nodes x {} rail{}, up to {} lea{} a rail, height {}, {} intra-node forest{}; "
                                "{:.4g} GB/s per root = algbw {:.2f} GB/s, {:.1f} % of the optimum\n",
                                name, a->ranks, a->nodes, a->ranks_per_node, a->ranks_per_node == 1 ? "" : "s", a->leaves, a->leaves == 1 ? "f" : "ves",
                                a->height, a->intra_classes, a->intra_classes == 1 ? "" : "s", a->rate / 1e9, a->rate * n / 1e9,
-                               opt ? a->rate / opt->rate() * 100.0 : 0.0);
+                               fraction(*a) * 100.0);
       std::cout << fmt::format("#   bottleneck: {} -> {} ({:.1f} GB/s), carrying {:.6g} x the rate of one root's block\n", t.name(t.link_source(a->bottleneck)),
                                t.name(t.link_target(a->bottleneck)), t.link(a->bottleneck).bandwidth / 1e9, a->bottleneck_load);
     }

@@ -57,6 +57,9 @@ SynthesisRunner::SynthesisRunner(const models::Cluster& cluster, const CostModel
     throw support::InputError({"<command line>", 0, 0}, "--ranks", "ranks whose fabric ForestColl's trees can be built on", e.what(),
                               "the optimum (and the lower bound) still hold: --max-tree-ranks below the rank count prints them");
   }
+  if (!options_.forest.build_trees && options_.method == Method::Auto && !aggregate) {
+    aggregated_refusal_ = fmt::format("method auto times the greedy at up to {} ranks (--method forest builds them)", kGreedyMaxRanks);
+  }
   if (aggregate) {
     try {
       if (c != Collective::ReduceScatter) aggregated_ag_ = aggregated_forest(cluster_, *router_, options_.gpus, false, options_.forest);

@@ -162,10 +162,10 @@ struct Search {
     support::parallel_for(todo.size(), parallel, [&](std::size_t i) {
       try {
         results[i] = evaluate_candidate(scenario, cluster, costs, compute, serving, en.candidates[todo[i]], exact, engine, shared);
-      } catch (const support::InputError& e) {
+      } catch (const GroupSizeMismatch& e) {
         // A synth:FILE holds for one group size: a layout with groups of another size cannot run
-        // it and is left out (counted), not the whole search.
-        if (e.key().rfind("strategy.algorithms", 0) != 0) throw;
+        // it and is left out (counted), not the whole search. Any other error of the file (missing,
+        // malformed, another collective) stops the search.
         results[i] = CandidateResult{};
         results[i].candidate = en.candidates[todo[i]];
         results[i].rejected = e.what();

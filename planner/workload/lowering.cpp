@@ -255,7 +255,9 @@ CommCost CommLowering::simulate(const ProgramOp& op, const std::vector<int>& gro
     if (value != "synthesized-or-nccl") return simulate_synthesized(op, key, value, group, others);
     // The faster of NCCL's choice and the groups' synthesized schedules (as MSCCL falls back to
     // NCCL outside a schedule's sizes): NCCL alone above the synthesis limit.
-    CommCost library = simulate_library(op, group, others);
+    // NCCL's side is what `auto` runs: in inference phases vLLM's custom all-reduce first.
+    std::optional<CommCost> custom = lower_vllm_allreduce(op, group, others, true);
+    CommCost library = custom ? *custom : simulate_library(op, group, others);
     if (static_cast<int>(group.size()) > kSynthesizedMaxRanks) return library;
     CommCost synthesized = simulate_synthesized(op, key, "synthesized", group, others);
     return synthesized.time < library.time ? synthesized : library;
@@ -313,14 +315,14 @@ CommCost CommLowering::simulate_library(const ProgramOp& op, const std::vector<i
 }
 
 std::optional<CommCost> CommLowering::lower_vllm_allreduce(const ProgramOp& op, const std::vector<int>& group,
-                                                           const std::vector<std::vector<int>>& others) {
+                                                           const std::vector<std::vector<int>>& others, bool as_auto) {
   // vLLM's TP AllReduce (inference phases only; an explicit strategy.algorithms.allreduce
   // choice means NCCL with that algorithm). vLLM's GroupCoordinator.all_reduce goes to the
   // device communicator, which tries the custom all-reduce before PyNccl
   // (vllm/distributed/device_communicators/cuda_communicator.py, CudaCommunicator.all_reduce).
   const models::StrategySpec& s = *scenario_.strategy;
   if (scenario_.workload->phase == models::WorkloadPhase::TrainingStep || op.kind != ProgramOpKind::Collective ||
-      op.dim != ParallelDim::TP || op.collective != models::Collective::AllReduce || algorithm_value(s, op.collective, op.dim) != "auto") {
+      op.dim != ParallelDim::TP || op.collective != models::Collective::AllReduce || (!as_auto && algorithm_value(s, op.collective, op.dim) != "auto")) {
     return std::nullopt;
   }
   const models::Topology& topo = cluster_.topology;
@@ -441,10 +443,10 @@ CommCost CommLowering::simulate_synthesized(const ProgramOp& op, const std::stri
         file = synth_files_.emplace(path, std::move(read)).first;
       }
       const synthesis::MscclFile& h = *file->second;
-      if (h.collective != op.collective || h.ranks != static_cast<int>(n)) {
-        throw support::InputError(where, "strategy.algorithms." + key, fmt::format("an MSCCL file of {} on {} ranks ({})", models::to_string(op.collective), n, which),
-                                  fmt::format("{}: {} on {} ranks", path, models::to_string(h.collective), h.ranks));
-      }
+      const std::string expected = fmt::format("an MSCCL file of {} on {} ranks ({})", models::to_string(op.collective), n, which);
+      const std::string found = fmt::format("{}: {} on {} ranks", path, models::to_string(h.collective), h.ranks);
+      if (h.collective != op.collective) throw support::InputError(where, "strategy.algorithms." + key, expected, found);
+      if (h.ranks != static_cast<int>(n)) throw GroupSizeMismatch(where, "strategy.algorithms." + key, expected, found);
       // Whole loops of the file's chunks (the size padded up, as MSCCL pads to its chunking).
       const auto loop = static_cast<std::uint64_t>(h.chunks_per_loop);
       const std::uint64_t bytes = std::max<std::uint64_t>(1, (static_cast<std::uint64_t>(op.bytes) + loop - 1) / loop) * loop;

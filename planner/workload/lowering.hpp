@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "support/input_error.hpp"
+
 #include "models/hardware/cluster.hpp"
 #include "models/scenario/scenario.hpp"
 #include "models/workload/program.hpp"
@@ -27,6 +29,13 @@
 namespace ccsim::planner {
 
 class CostModel;
+
+/// A synth:FILE of the op's collective whose rank count is not the group's: a layout with groups
+/// of another size cannot run it (`ccsim plan` leaves such layouts out; `ccsim run` exits 2).
+class GroupSizeMismatch : public support::InputError {
+ public:
+  using support::InputError::InputError;
+};
 
 /// Ranks a group may have for strategy.algorithms "synthesized": every group synthesizes its own
 /// trees (about N^3: 64 DGX A100 ranks take 4.1 s on 2 cores), so larger groups are refused
@@ -135,9 +144,10 @@ class CommLowering {
                                 const std::vector<std::vector<int>>& others);
   /// The synthesis runner of `collective` on `gpus` (made on first use).
   synthesis::SynthesisRunner& synthesis_runner(models::Collective collective, const std::vector<models::DeviceId>& gpus);
-  /// vLLM's custom all-reduce for an inference TP AllReduce when vLLM would pick it, else nullopt.
+  /// vLLM's custom all-reduce for an inference TP AllReduce when vLLM would pick it, else
+  /// nullopt; `as_auto`: as if the strategy's value were auto (synthesized-or-nccl's NCCL side).
   std::optional<CommCost> lower_vllm_allreduce(const models::ProgramOp& op, const std::vector<int>& group,
-                                               const std::vector<std::vector<int>>& others);
+                                               const std::vector<std::vector<int>>& others, bool as_auto = false);
   sim::Engine& engine() { return chosen_ ? *chosen_ : *analytic_; }
 
   const models::Scenario& scenario_;

@@ -335,4 +335,18 @@ TEST_CASE("plan: a synth:FILE for groups of one size leaves out the layouts with
   CHECK(r.pruned.at(planner::kPruneAlgorithm) >= 2);
   // The scenario's own layout (TP2) is among those left out, and the reason names the file.
   CHECK(r.scenario_dropped.find("AllGather on 4 ranks") != std::string::npos);
+
+  // Any other fault of the file stops the search (as ccsim run would): a missing file, a file of
+  // another collective.
+  const auto search_with = [&](const std::string& algorithms) {
+    const std::string bad = dir.write("bad.yaml", "cluster: {nodes: [{node: dgx-h100, count: 1}]}\n"
+                                                  "workload: {model: llama-3-8b, sequence_length: 2048, micro_batch_size: 1, global_batch_size: 8}\n"
+                                                  "strategy: {tp: 4, sequence_parallel: true, algorithms: " + algorithms + "}\n");
+    models::Scenario bsc = models::load_scenario(bad, test::shipped_catalog());
+    models::Cluster bcl = models::build_cluster(bsc.cluster);
+    const Setup b{std::move(bsc), std::move(bcl), s.compute, s.serving};
+    (void)plan(b, space, o);
+  };
+  CHECK_THROWS_AS(search_with("{tp: {allgather: 'synth:" + (dir.path / "nowhere.msccl.xml").string() + "'}}"), support::InputError);
+  CHECK_THROWS_AS(search_with("{tp: {reducescatter: 'synth:" + file + "'}}"), support::InputError);
 }

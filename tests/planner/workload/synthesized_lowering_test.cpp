@@ -267,3 +267,18 @@ TEST_CASE("run: synthesized-or-nccl takes the faster of the synthesized schedule
   const support::InputError e = load_error(dir, "{alltoall: synthesized-or-nccl}");
   CHECK(std::string(e.what()).find("synthesized-or-nccl only for allreduce, allgather and reducescatter") != std::string::npos);
 }
+
+// In an inference phase NCCL's side of synthesized-or-nccl is what auto runs there: vLLM's custom
+// all-reduce first (a decode step's TP AllReduce of a few KiB), so the choice is never slower
+// than the scenario without it.
+TEST_CASE("run: synthesized-or-nccl keeps vLLM's custom all-reduce where auto takes it", "[synthesis][workload]") {
+  test::TempDir dir;
+  const char* decode = "scenarios/workloads/llama31-8b-decode-tp8-1x8-eth.yaml";
+  const models::Scenario lib = with_algorithms(dir, decode, "{}");
+  const models::Scenario best = with_algorithms(dir, decode, "{tp: {allreduce: synthesized-or-nccl}}");
+  const auto op = collective(models::Collective::AllReduce, ParallelDim::TP, 8192.0);
+  const planner::CommCost l = lowered(lib, op), b = lowered(best, op);
+  CHECK(l.algorithm.rfind("vllm", 0) == 0);
+  CHECK(b.time <= l.time);
+  CHECK(b.algorithm == l.algorithm);
+}
