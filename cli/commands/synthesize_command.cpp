@@ -40,7 +40,8 @@ CLI::App* add_synthesize_command(CLI::App& app, SynthesizeCliOptions& o) {
   c->add_option("--format", o.format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
   c->add_option("--calibration", o.calibration, "calibration table (default: the scenario's simulation.calibration, else the shipped one)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
-  c->add_option("--out", o.out, "directory to write the trees (ForestColl XML) and the schedule (MSCCL XML) into");
+  c->add_option("--out", o.out, "directory to write the trees (ForestColl XML) and the schedule (MSCCL XML) into")
+      ->check([](const std::string& v) { return v.empty() ? std::string("--out: an empty path") : std::string(); });
   c->add_option("--max-tree-ranks", o.max_tree_ranks,
                 "pack trees up to this many ranks; above, print the exact optimum, the node-level trees (forest, or auto above "
                 "128 ranks) with the fraction of the optimum they reach, and NCCL's distance from it (packing grows as N^3: 128 "
