@@ -61,6 +61,22 @@ double enumerated_rate(const models::Cluster& c, const std::vector<models::Devic
   return 1.0 / worst;
 }
 
+/// The first `ranks` GPUs of the shipped 1,024-GPU fabric (128 DGX H100, rail-optimized, leaves
+/// of 32 nodes per rail, 2:1 spine) and their AllGather node-level trees.
+struct Shipped1024 {
+  models::Cluster cluster;
+  std::vector<models::DeviceId> gpus;
+  AggregatedForest f;
+};
+Shipped1024 first_of_1024(int ranks) {
+  Shipped1024 s{cluster_of(test::source_path("scenarios/h100-1024gpu-2to1.yaml")), {}, {}};
+  s.gpus = all_gpus(s.cluster);
+  s.gpus.resize(static_cast<std::size_t>(ranks));
+  models::Router router(s.cluster);
+  s.f = planner::synthesis::aggregated_forest(s.cluster, router, s.gpus, false);
+  return s;
+}
+
 }  // namespace
 
 // 8 DGX H100 (8 GPUs, each with its own 400G NIC, 50 GB/s per direction; NVSwitch 450 GB/s per
@@ -175,11 +191,10 @@ TEST_CASE("aggregated: unequal leaves balance their NICs, and rank order does no
 // A's roots send one block each to B: every NIC sends 31 + 1 = 32 = N − 1 blocks, the one-node cut
 // 8 · 50 GB/s over 256 blocks.
 TEST_CASE("aggregated: a job that does not fill its last leaf reaches the one-node cut", "[synthesis][aggregated]") {
-  const models::Cluster c = cluster_of(test::source_path("scenarios/h100-1024gpu-2to1.yaml"));
-  std::vector<models::DeviceId> gpus = all_gpus(c);
-  gpus.resize(264);
-  models::Router router(c);
-  const AggregatedForest f = planner::synthesis::aggregated_forest(c, router, gpus, false);
+  const Shipped1024 s = first_of_1024(264);
+  const models::Cluster& c = s.cluster;
+  const auto& gpus = s.gpus;
+  const AggregatedForest& f = s.f;
   CHECK(f.rate == Approx(400e9 / 256).epsilon(1e-12));
   CHECK(f.rate == Approx(optimum(c, gpus, false)).epsilon(1e-9));
 }
@@ -206,10 +221,10 @@ TEST_CASE("aggregated: placements the node-level trees do not fit are refused wi
 // The shipped 1,024-GPU fabric (128 DGX H100, rail-optimized, 2:1 spine): the node-level trees
 // reach ForestColl's optimum, one node's cut 8 · 50 GB/s over 1016 blocks (algbw 403.15 GB/s).
 TEST_CASE("aggregated: 1,024 H100 reach the optimum", "[synthesis][aggregated][heavy]") {
-  const models::Cluster c = cluster_of(test::source_path("scenarios/h100-1024gpu-2to1.yaml"));
-  const auto gpus = all_gpus(c);
-  models::Router router(c);
-  const AggregatedForest f = planner::synthesis::aggregated_forest(c, router, gpus, false);
+  const Shipped1024 s = first_of_1024(1024);
+  const models::Cluster& c = s.cluster;
+  const auto& gpus = s.gpus;
+  const AggregatedForest& f = s.f;
   CHECK(f.rate == Approx(400e9 / 1016).epsilon(1e-12));
   CHECK(f.rate == Approx(optimum(c, gpus, false)).epsilon(1e-9));
   CHECK(f.chained[0] == std::vector<char>{0, 0, 0, 0});
@@ -222,11 +237,10 @@ TEST_CASE("aggregated: 1,024 H100 reach the optimum", "[synthesis][aggregated][h
 // the trees reach at least (N − 1)/N of the one-node cut (8 · 50 GB/s over 1,008 blocks). With
 // the full 128 nodes (the test above) every leaf takes 96 = 3 · 32 and keeps its stars.
 TEST_CASE("aggregated: a leaf whose outside blocks its size does not divide passes them on in chains", "[synthesis][aggregated][heavy]") {
-  const models::Cluster c = cluster_of(test::source_path("scenarios/h100-1024gpu-2to1.yaml"));
-  std::vector<models::DeviceId> gpus = all_gpus(c);
-  gpus.resize(1016);
-  models::Router router(c);
-  const AggregatedForest f = planner::synthesis::aggregated_forest(c, router, gpus, false);
+  const Shipped1024 s = first_of_1024(1016);
+  const models::Cluster& c = s.cluster;
+  const auto& gpus = s.gpus;
+  const AggregatedForest& f = s.f;
   const double opt = optimum(c, gpus, false);
   CHECK(opt == Approx(400e9 / 1008).epsilon(1e-9));
   CHECK(f.rate >= opt * 126.0 / 127.0 * (1 - 1e-12));
