@@ -51,8 +51,8 @@
 
 namespace ccsim::planner::synthesis {
 
-/// Sends between leaves aggregated_forest routes at most (one router route each, kept by the
-/// router): 16,384 H100 on 64 leaves per rail take about 1.03 M.
+/// Sends between leaves aggregated_forest routes at most (one router route each, so the
+/// charging stays in seconds): 16,384 H100 on 64 leaves per rail take about 1.03 M.
 inline constexpr std::int64_t kMaxAggregatedRoutes = 4'000'000;
 
 /// The placement does not have the shape the aggregated trees need (what() says which rule:
