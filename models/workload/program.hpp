@@ -67,6 +67,13 @@ struct ProgramOp {
   /// Engine userbuffers overlap); 0 when none.
   int comm_sms = 0;
   std::vector<std::uint32_t> deps;  ///< global ids of ops (any rank) that must finish first
+  /// Seconds this op takes when the input fixes it (a Chakra COMP node's runtime); negative:
+  /// timed by the compute model (compute ops) or lowered (communication ops).
+  double fixed_time = -1;
+  /// Communication ops of a Program read from per-rank traces (models/workload/chakra): the
+  /// world ranks of the op's group, in group order (a SendRecv: {sender, receiver}, and `peer`
+  /// the other rank); empty for the Programs build_program makes (the group of `dim`).
+  std::vector<int> group;
 };
 
 struct ProgramRank {

@@ -1,0 +1,92 @@
+#pragma once
+// Chakra execution traces (MLCommons Chakra, the workload format of ASTRA-sim 2.x) read into a
+// Program and a Program written as Chakra traces. Schema: chakra_et.proto (the fields of
+// mlcommons/chakra schema/protobuf/et_def.proto that are used here, same numbers). A trace is a
+// directory of one file per rank, PREFIX.R.et for R = 0 .. N−1 (ASTRA-sim's naming), and
+// optionally comm_group.json, ASTRA-sim's communicator groups: {"ID": [ranks...], ...}, which
+// a collective names by its `pg_name` attribute (a collective without one runs over every rank).
+//
+// What a node becomes (attributes as Chakra's feeder et_feeder_node.cpp and ASTRA-sim's
+// Workload.cc read them):
+//   COMP_NODE       a compute op: `duration_micros` (µs, ASTRA-sim's replay runtime) fixes its
+//                   time (ProgramOp::fixed_time); without one, `num_ops` (int64, FLOPs) and
+//                   `tensor_size` (uint64, bytes) are timed by ccsim's compute model (a GEMM of
+//                   that many FLOPs reading that many bytes, no shape); without either it takes
+//                   no time. `is_cpu_op` nodes are timed the same way, on the same stream.
+//   MEM_LOAD_NODE,  `tensor_size` bytes of HBM traffic (ccsim has no model of ASTRA-sim's remote
+//   MEM_STORE_NODE  memory pool; the bytes are timed at the GPU's memory bandwidth).
+//   COMM_COLL_NODE  `comm_type` (int64 CollectiveCommType) of `comm_size` (int64 bytes, the
+//                   nccl-tests size) over the `pg_name` group or every rank; `involved_dim`
+//                   (bool list) must select every dimension (ccsim's fabric has no ASTRA-sim
+//                   dimensions to select). ALL_REDUCE, REDUCE, ALL_GATHER, BROADCAST,
+//                   ALL_TO_ALL, REDUCE_SCATTER(_BLOCK) are read; GATHER, SCATTER, BARRIER refused.
+//   COMM_SEND_NODE  `comm_dst`, `comm_tag` (int32), `comm_size`; matched with the COMM_RECV_NODE
+//   COMM_RECV_NODE  of the destination with the same source, tag and position.
+//   METADATA_NODE,  no work (kept, at zero time, so that dependencies through them hold).
+//   INVALID_NODE
+// Every other type (STORAGE, BATCH, CHECKPOINT, unknown numbers) is refused.
+//
+// Program shape: one ProgramRank per trace rank (stage = rank); a rank's ops in a topological
+// order of its nodes (ties in file order); compute and memory ops on Stream::Compute,
+// collectives on Stream::DpComm (dim DP), sends and receives on Stream::PpComm (dim PP) unless the
+// node carries ccsim's own `ccsim_stream` attribute. data_deps and ctrl_deps both become deps. The k-th
+// collective of a group on each of its ranks is one collective: each copy depends on what every
+// copy waits for (the copies' dependencies and stream predecessors, ops of other ranks), so all
+// start together; the same for a send and its receive. A collective of g ranks adds g² edges.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/workload/program.hpp"
+
+namespace ccsim::models::chakra {
+
+/// The Chakra schema version written in GlobalMetadata (what ASTRA-sim's shipped microbenchmarks carry).
+inline constexpr const char* kChakraVersion = "0.0.4";
+
+/// One rank's trace file parsed, before ranks are joined.
+struct ChakraNodeView {
+  std::uint64_t id = 0;
+  int type = 0;  ///< ChakraProtoMsg::NodeType
+  std::string name;
+};
+
+/// A directory of per-rank traces read into a Program.
+struct ChakraTrace {
+  std::string prefix;               ///< PREFIX of PREFIX.R.et
+  std::vector<std::string> files;   ///< per rank, the file read
+  std::string version;              ///< GlobalMetadata.version of rank 0
+  bool comm_groups = false;         ///< whether comm_group.json was read
+  Program program;
+};
+
+/// Reads every PREFIX.R.et of `dir` (one prefix, ranks 0 .. N−1 without gaps) and its
+/// comm_group.json. Throws support::InputError (file, the node's index and id, the field,
+/// expected, found) on: a directory without traces or with several prefixes, a missing rank,
+/// a truncated or malformed message (a varint cut short, a size beyond the file), a node of
+/// an unsupported type, a bad attribute (a collective type ccsim does not model, a negative
+/// or missing size, a peer outside 0 .. N−1, a partial involved_dim), a duplicate node id, a
+/// dependency on a node the rank does not have, a dependency cycle, collectives of one group
+/// that differ between its ranks, a send without its receive, a pg_name without a group.
+ChakraTrace read_chakra_dir(const std::string& dir);
+
+/// Parses one rank's file contents (`file` names it in errors): its nodes in file order, after
+/// the GlobalMetadata. Throws support::InputError as read_chakra_dir does for one file. (The
+/// reader's fuzz target drives this.)
+std::vector<ChakraNodeView> parse_chakra_file(const std::string& bytes, const std::string& file);
+
+/// The files of `program` as Chakra traces, (file name, contents) pairs: PREFIX.R.et per
+/// ProgramRank R, and comm_group.json when a collective runs over fewer than every rank.
+/// `program` must be a per-rank Program (every communication op with an explicit `group`, as
+/// read_chakra_dir returns and planner::world_program makes); a dependency on another rank's op
+/// is left out (the reader restores the collectives' and receives' synchronisation). Each node
+/// carries what ASTRA-sim reads (is_cpu_op = false; num_ops, tensor_size, duration_micros for
+/// compute; comm_type, comm_size, pg_name for collectives; comm_src, comm_dst, comm_tag,
+/// comm_size for sends and receives) and ccsim's own attributes so that it reads back to the
+/// same Program: ccsim_kind, ccsim_stream and ccsim_duration_s (the exact seconds; ASTRA-sim
+/// takes whole µs). A rank's stream predecessor is written as a data dependency (ASTRA-sim has
+/// no streams). Throws std::invalid_argument when a communication op has no group.
+std::vector<std::pair<std::string, std::string>> chakra_files(const Program& program, const std::string& prefix);
+
+}  // namespace ccsim::models::chakra
