@@ -70,4 +70,58 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+namespace {
+
+/// Lower case, '-' and '_' dropped.
+std::string fold(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '-' || ch == '_') continue;
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  return out;
+}
+
+/// Lower-case words of `s`, split at '_', '-', '.', ' ' and ':'.
+std::vector<std::string> words_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::string w;
+  for (char ch : s) {
+    if (ch == '_' || ch == '-' || ch == '.' || ch == ' ' || ch == ':') {
+      if (!w.empty()) out.push_back(w);
+      w.clear();
+    } else {
+      w += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+  }
+  if (!w.empty()) out.push_back(w);
+  return out;
+}
+
+}  // namespace
+
+std::pair<int, std::size_t> suggestion_rank(const std::string& word, const std::string& candidate) {
+  const std::string w = fold(word);
+  const std::string c = fold(candidate);
+  const std::size_t distance = edit_distance(word, candidate);
+  if (w.empty() || c.empty()) return {-1, 0};
+  if (w == c) return {0, distance};
+  const std::size_t shorter = std::min(w.size(), c.size());
+  if (shorter >= 3 && (c.compare(0, w.size(), w) == 0 || w.compare(0, c.size(), c) == 0)) return {1, distance};
+  if (shorter >= 4 && (c.find(w) != std::string::npos || w.find(c) != std::string::npos)) return {2, distance};
+  const std::vector<std::string> ww = words_of(word);
+  const std::vector<std::string> cw = words_of(candidate);
+  if (ww.size() >= 2 || cw.size() >= 2) {
+    std::size_t shared = 0;
+    for (const auto& x : ww)
+      if (x.size() >= 2 && std::find(cw.begin(), cw.end(), x) != cw.end()) ++shared;
+    if (shared >= 2 && 2 * shared >= ww.size()) {
+      const std::size_t unshared = ww.size() + cw.size() - 2 * shared;
+      return {3, unshared * 1000 + distance};
+    }
+  }
+  if (distance <= std::max<std::size_t>(2, word.size() / 3)) return {4, distance};
+  return {-1, 0};
+}
+
 }  // namespace ccsim::support

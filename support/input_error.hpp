@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace ccsim::support {
 
@@ -53,24 +54,36 @@ class RuleError : public InputError {
 /// "did you mean" suggestions.
 std::size_t edit_distance(const std::string& a, const std::string& b);
 
-/// The candidate closest to `word` when it is close enough to be a plausible typo
-/// (distance at most max(2, |word|/3)); empty when none is.
+/// How well `candidate` fits `word` as a "did you mean" suggestion: {tier, tie-break}, lower is
+/// better, or tier -1 when it is not a plausible suggestion. Compared case-insensitively with
+/// '-' and '_' ignored (`H200`, `h200_sxm` and `H200-SXM` compare as `h200`, `h200sxm`), in
+/// tiers tried before edit distance, as a user who knows the name in another spelling types it:
+///   0 equal; 1 one is a prefix of the other (`H200` -> `H200-SXM`, `prefil` -> `prefill`);
+///   2 one contains the other (`SXM5` -> `H100-SXM5`); 3 shared words, split at '_', '-', '.'
+///   (`tensor_parallel_size` -> `tensor_model_parallel_size`), at least half the word's;
+///   4 edit distance at most max(2, |word|/3) (`cuont` -> `count`).
+/// Tiers 1 and 2 need the shorter name to have at least 3 (prefix) or 4 (contained) characters.
+/// The tie-break within a tier is fewer words left unshared (tier 3), then the edit distance.
+std::pair<int, std::size_t> suggestion_rank(const std::string& word, const std::string& candidate);
+
+/// The candidate that best fits `word` by suggestion_rank (the first listed on a tie); empty
+/// when none is plausible.
 template <typename Range>
 std::string closest_match(const std::string& word, const Range& candidates) {
   // No name is this long; a huge word (a wrong file's content) gets no quadratic-time search.
   if (word.size() > 256) return {};
   std::string best;
-  std::size_t best_distance = static_cast<std::size_t>(-1);
+  std::pair<int, std::size_t> best_rank{-1, 0};
   for (const auto& candidate : candidates) {
     const std::string c(candidate);
-    const std::size_t d = edit_distance(word, c);
-    if (d < best_distance) {
-      best_distance = d;
+    const auto rank = suggestion_rank(word, c);
+    if (rank.first < 0) continue;
+    if (best_rank.first < 0 || rank < best_rank) {
+      best_rank = rank;
       best = c;
     }
   }
-  const std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
-  return best_distance <= limit ? best : std::string{};
+  return best;
 }
 
 }  // namespace ccsim::support

@@ -1,5 +1,7 @@
 #include "models/scenario/strategy_section.hpp"
 
+#include "models/scenario/workload_section.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -39,6 +41,75 @@ std::vector<int> counts(const support::Fields& s, std::string_view key, const st
   }
   return out;
 }
+
+/// Megatron-LM argument names with the same meaning as a ccsim strategy key
+/// (megatron/training/arguments.py).
+constexpr KeyAlias kStrategyAliases[] = {
+    {"tensor_model_parallel_size", "tp"},
+    {"pipeline_model_parallel_size", "pp"},
+    {"context_parallel_size", "cp"},
+    {"expert_model_parallel_size", "ep"},
+    {"virtual_pipeline_model_parallel_size", "virtual_stages"},
+    {"use_distributed_optimizer", "zero_stage"},
+};
+
+constexpr std::string_view kStrategyKeys[] = {
+    "tp", "pp", "dp", "cp", "ep", "sequence_parallel", "zero_stage", "pipeline_schedule", "virtual_stages",
+    "microbatch_group_size_per_vp_stage", "order", "algorithms", "tp_comm_overlap", "overlap_grad_reduce",
+    "overlap_param_gather", "grad_reduce_dtype", "bucket_params", "disable_custom_all_reduce", "pipeline_layers",
+    "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers", "dp_micro_batches",
+    // Megatron-LM's spellings (kStrategyAliases), and its layers-per-chunk form of the virtual pipeline.
+    "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
+    "virtual_pipeline_model_parallel_size", "use_distributed_optimizer", "num_layers_per_virtual_pipeline_stage"};
+
+}  // namespace
+
+std::span<const KeyAlias> strategy_aliases() { return kStrategyAliases; }
+std::span<const std::string_view> strategy_keys() { return kStrategyKeys; }
+
+std::string spelling(const support::Fields& s, std::string_view key, std::span<const KeyAlias> aliases) {
+  std::vector<std::string_view> names{key};
+  for (const KeyAlias& a : aliases)
+    if (a.key == key) names.push_back(a.megatron);
+  for (const support::YamlSource& layer : s.layers()) {
+    std::string found;
+    for (const auto& entry : layer.node) {
+      if (!entry.first.IsScalar()) continue;
+      const std::string name = entry.first.Scalar();
+      if (std::find(names.begin(), names.end(), name) == names.end()) continue;
+      if (found.empty()) {
+        found = name;
+        continue;
+      }
+      const support::SourceLocation first = support::location_of({layer.node[found], layer.file});
+      throw support::InputError(support::location_of({entry.first, layer.file}), s.key_path(name),
+                                fmt::format("one spelling of {}: '{}' and '{}' name the same setting", key, found, name),
+                                fmt::format("both '{}' (line {}) and '{}'", found, first.line, name),
+                                fmt::format("keep one of '{}' and '{}'", found, name));
+    }
+    if (!found.empty()) return found;
+  }
+  return std::string(key);
+}
+
+void reject_other_section_keys(const support::Fields& section, std::span<const std::string_view> own,
+                               std::span<const std::string_view> other, std::string_view other_name) {
+  for (const support::YamlSource& layer : section.layers()) {
+    for (const auto& entry : layer.node) {
+      if (!entry.first.IsScalar()) continue;
+      const std::string name = entry.first.Scalar();
+      if (std::find(own.begin(), own.end(), name) != own.end()) continue;
+      if (std::find(other.begin(), other.end(), name) == other.end()) continue;
+      std::string expected = "one of the keys";
+      for (std::string_view k : own) expected += " " + std::string(k);
+      throw support::InputError(support::location_of({entry.first, layer.file}), section.key_path(name), expected,
+                                "'" + name + "', a key of the " + std::string(other_name) + " section",
+                                "move '" + name + "' under " + std::string(other_name) + ":");
+    }
+  }
+}
+
+namespace {
 
 /// The collectives strategy.algorithms may name, and the parallel dimensions whose own map of
 /// them (strategy.algorithms.dp.allreduce) wins over the general key.
@@ -114,15 +185,23 @@ void read_algorithms(const support::Fields& a, std::span<const std::string_view>
 
 StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::span<const std::string_view> algorithm_names,
                             std::string_view whose) {
-  s.reject_unknown({"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "zero_stage", "pipeline_schedule",
-                    "virtual_stages", "microbatch_group_size_per_vp_stage", "order", "algorithms", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "grad_reduce_dtype", "bucket_params",
-                    "disable_custom_all_reduce", "pipeline_layers", "decoder_first_pipeline_num_layers",
-                    "decoder_last_pipeline_num_layers", "dp_micro_batches"});
+  reject_other_section_keys(s, kStrategyKeys, workload_keys(), "workload");
+  s.reject_unknown(kStrategyKeys);
+  const std::string tp = spelling(s, "tp", kStrategyAliases), pp = spelling(s, "pp", kStrategyAliases),
+                    cp = spelling(s, "cp", kStrategyAliases), ep = spelling(s, "ep", kStrategyAliases),
+                    zero = spelling(s, "zero_stage", kStrategyAliases), vp = spelling(s, "virtual_stages", kStrategyAliases);
+  // Megatron derives the chunks per rank from this and the model's layers, which this section
+  // does not know: say what to write instead.
+  if (s.has("num_layers_per_virtual_pipeline_stage")) {
+    throw s.error("num_layers_per_virtual_pipeline_stage",
+                  "virtual_pipeline_model_parallel_size (or virtual_stages), the model chunks per pipeline rank: num_layers / "
+                  "(pipeline_model_parallel_size · num_layers_per_virtual_pipeline_stage)");
+  }
   StrategySpec spec;
-  spec.tp = s.count("tp", 1, kMaxGpus, 1);
-  spec.pp = s.count("pp", 1, kMaxGpus, 1);
-  spec.cp = s.count("cp", 1, kMaxGpus, 1);
-  spec.ep = s.count("ep", 1, kMaxGpus, 1);
+  spec.tp = s.count(tp, 1, kMaxGpus, 1);
+  spec.pp = s.count(pp, 1, kMaxGpus, 1);
+  spec.cp = s.count(cp, 1, kMaxGpus, 1);
+  spec.ep = s.count(ep, 1, kMaxGpus, 1);
   const std::int64_t model_parallel = static_cast<std::int64_t>(spec.tp) * spec.pp * spec.cp;
   if (s.has("dp")) {
     spec.dp = s.count("dp", 1, kMaxGpus);
@@ -134,19 +213,21 @@ StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::spa
     spec.dp = 1;  // no GPU count to fit (a cluster-only command): the strategy is not run
   } else {
     if (cluster_gpus % model_parallel != 0) {
-      throw support::RuleError(s.error("tp", fmt::format("tp·pp·cp dividing {} {} GPUs (tp·pp·cp = {}·{}·{} = {})", whose, cluster_gpus,
+      throw support::RuleError(s.error(tp, fmt::format("tp·pp·cp dividing {} {} GPUs (tp·pp·cp = {}·{}·{} = {})", whose, cluster_gpus,
                                                          spec.tp, spec.pp, spec.cp, model_parallel)));
     }
     spec.dp = static_cast<int>(cluster_gpus / model_parallel);
   }
   if ((cluster_gpus > 0 || s.has("dp")) && (static_cast<std::int64_t>(spec.dp) * spec.cp) % spec.ep != 0) {
-    throw support::RuleError(s.error("ep", fmt::format("an expert-parallel size dividing dp·cp = {}", spec.dp * spec.cp)));
+    throw support::RuleError(s.error(ep, fmt::format("an expert-parallel size dividing dp·cp = {}", spec.dp * spec.cp)));
   }
   spec.sequence_parallel = s.boolean("sequence_parallel", false);
   if (spec.sequence_parallel && spec.tp == 1) {
     throw support::RuleError(s.error("sequence_parallel", "false when tp is 1 (sequence parallelism splits along TP)"));
   }
-  spec.zero_stage = s.count("zero_stage", 0, kMaxGpus, 0);
+  // Megatron's distributed optimizer shards the optimizer state over DP and reduce-scatters the
+  // gradients: ZeRO-1 (docs/scenario-format.md).
+  spec.zero_stage = zero == "zero_stage" ? s.count("zero_stage", 0, kMaxGpus, 0) : (s.boolean(zero) ? 1 : 0);
   if (spec.zero_stage > 3) throw s.error("zero_stage", "a ZeRO stage of 0, 1, 2 or 3");
   spec.tp_comm_overlap = s.boolean("tp_comm_overlap", false);
   if (spec.tp_comm_overlap && spec.tp == 1) {
@@ -164,16 +245,18 @@ StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::spa
   spec.grad_reduce_dtype = s.choice("grad_reduce_dtype", {"fp32", "bf16"}, "fp32");
   spec.bucket_params = s.integer("bucket_params", 0, 0);  // 0: Megatron's default
   spec.disable_custom_all_reduce = s.boolean("disable_custom_all_reduce", false);
-  spec.pipeline_schedule = s.choice("pipeline_schedule", {"1f1b", "interleaved"}, "1f1b");
-  spec.virtual_stages = s.count("virtual_stages", 1, 1024, spec.pipeline_schedule == "interleaved" ? 2 : 1);
+  // Megatron runs the interleaved schedule whenever virtual_pipeline_model_parallel_size is set.
+  const bool megatron_vp = vp != "virtual_stages" && s.count(vp, 1, 1024) > 1;
+  spec.pipeline_schedule = s.choice("pipeline_schedule", {"1f1b", "interleaved"}, megatron_vp ? "interleaved" : "1f1b");
+  spec.virtual_stages = s.count(vp, 1, 1024, spec.pipeline_schedule == "interleaved" ? 2 : 1);
   if (spec.pipeline_schedule == "interleaved" && spec.virtual_stages < 2) {
-    throw s.error("virtual_stages", "at least 2 model chunks per pipeline rank for the interleaved schedule");
+    throw s.error(vp, "at least 2 model chunks per pipeline rank for the interleaved schedule");
   }
   if (spec.pipeline_schedule == "interleaved" && spec.pp < 2) {
     throw support::RuleError(s.error("pipeline_schedule", "1f1b when pp is 1 (the interleaved schedule splits a pipeline of at least 2 stages)"));
   }
   if (spec.pipeline_schedule == "1f1b" && spec.virtual_stages != 1) {
-    throw s.error("virtual_stages", "1 for the 1f1b schedule (use pipeline_schedule: interleaved)");
+    throw s.error(vp, "1 for the 1f1b schedule (use pipeline_schedule: interleaved)");
   }
   if (s.has("microbatch_group_size_per_vp_stage")) {
     if (spec.pipeline_schedule != "interleaved") {

@@ -26,4 +26,30 @@ namespace ccsim::models {
 StrategySpec parse_strategy(const support::Fields& s, int cluster_gpus, std::span<const std::string_view> algorithm_names,
                             std::string_view whose = "the cluster's");
 
+/// Megatron-LM's argument name (`--tensor-model-parallel-size` as its args namespace spells it,
+/// tensor_model_parallel_size) accepted for a ccsim key of the strategy or workload section.
+struct KeyAlias {
+  std::string_view megatron;
+  std::string_view key;
+};
+
+/// The strategy section's aliases: tensor_model_parallel_size tp, pipeline_model_parallel_size pp,
+/// context_parallel_size cp, expert_model_parallel_size ep, virtual_pipeline_model_parallel_size
+/// virtual_stages, use_distributed_optimizer zero_stage (true: 1, false: 0).
+std::span<const KeyAlias> strategy_aliases();
+/// Every key the strategy section accepts, ccsim's and Megatron's spellings.
+std::span<const std::string_view> strategy_keys();
+
+/// The spelling of `key` to read from `s`: `key` itself or one of its `aliases`, from the most
+/// specific layer that writes either (a sweep's --set tp overrides the file's
+/// tensor_model_parallel_size). Throws InputError when one layer writes two spellings, naming
+/// both. Returns `key` when none is written.
+std::string spelling(const support::Fields& s, std::string_view key, std::span<const KeyAlias> aliases);
+
+/// Throws InputError for the first key of `section` (in file order) that is not one of `own`
+/// but is one of `other`'s (a strategy key written under workload, or the reverse), saying
+/// which section it belongs in; other unknown keys are left to Fields::reject_unknown.
+void reject_other_section_keys(const support::Fields& section, std::span<const std::string_view> own,
+                               std::span<const std::string_view> other, std::string_view other_name);
+
 }  // namespace ccsim::models

@@ -5,18 +5,36 @@
 #include <limits>
 
 #include "models/scenario/overrides.hpp"
+#include "models/scenario/strategy_section.hpp"
 
 namespace ccsim::models {
 namespace {
 
 namespace fs = std::filesystem;
 
+/// Megatron-LM argument names with the same meaning as a ccsim workload key
+/// (megatron/training/arguments.py: --seq-length, --recompute-granularity full|selective).
+/// micro_batch_size, global_batch_size, recompute_method and recompute_num_layers are already
+/// Megatron's names.
+constexpr KeyAlias kWorkloadAliases[] = {
+    {"seq_length", "sequence_length"},
+    {"recompute_granularity", "recompute"},
+};
+
+constexpr std::string_view kWorkloadKeys[] = {
+    "model", "phase", "sequence_length", "micro_batch_size", "global_batch_size", "batch_size", "context_length",
+    "generated_tokens", "dtype", "recompute", "recompute_method", "recompute_num_layers", "recompute_modules", "input_len",
+    "output_len", "seq_length", "recompute_granularity"};
+
 }  // namespace
 
+std::span<const std::string_view> workload_keys() { return kWorkloadKeys; }
+
 WorkloadSpec parse_workload(const support::Fields& w) {
-  w.reject_unknown({"model", "phase", "sequence_length", "micro_batch_size", "global_batch_size", "batch_size",
-                    "context_length", "generated_tokens", "dtype", "recompute", "recompute_method",
-                    "recompute_num_layers", "recompute_modules", "input_len", "output_len"});
+  reject_other_section_keys(w, kWorkloadKeys, strategy_keys(), "strategy");
+  w.reject_unknown(kWorkloadKeys);
+  const std::string seq = spelling(w, "sequence_length", kWorkloadAliases);
+  const std::string recompute = spelling(w, "recompute", kWorkloadAliases);
   WorkloadSpec spec;
   spec.model = w.string("model");
   spec.phase = *parse_workload_phase(w.choice("phase", {"training_step", "prefill", "decode", "serving"}, "training_step"));
@@ -24,7 +42,7 @@ WorkloadSpec parse_workload(const support::Fields& w) {
   // Bounds keep every product of sizes far inside 64-bit integers and doubles' exact range.
   constexpr int kMaxTokens = 1 << 24;      // 16,777,216 tokens per sequence
   constexpr int kMaxBatch = 1 << 20;       // 1,048,576 sequences
-  spec.sequence_length = needs_sequence ? w.count("sequence_length", 1, kMaxTokens) : w.count("sequence_length", 1, kMaxTokens, 1);
+  spec.sequence_length = needs_sequence ? w.count(seq, 1, kMaxTokens) : w.count(seq, 1, kMaxTokens, 1);
   spec.micro_batch_size = w.count("micro_batch_size", 1, kMaxBatch, 1);
   spec.global_batch_size = w.count("global_batch_size", 1, std::numeric_limits<int>::max(), 0);
   spec.batch_size = w.count("batch_size", 1, kMaxBatch, 1);
@@ -35,7 +53,7 @@ WorkloadSpec parse_workload(const support::Fields& w) {
   if (spec.phase == WorkloadPhase::Serving) {
     // The prefill and decode steps of a request batch take their lengths from input_len and
     // output_len; the single-step keys would be silently ignored.
-    for (const char* key : {"sequence_length", "context_length", "generated_tokens"})
+    for (const std::string& key : {seq, std::string("context_length"), std::string("generated_tokens")})
       if (w.has(key)) throw w.error(key, "no sequence_length / context_length / generated_tokens when phase is serving (use input_len and output_len)");
     spec.input_len = w.count("input_len", 1, kMaxTokens);
     spec.output_len = w.count("output_len", 1, kMaxTokens);
@@ -45,7 +63,7 @@ WorkloadSpec parse_workload(const support::Fields& w) {
       if (w.has(key)) throw w.error(key, "no input_len / output_len unless phase is serving (prefill: sequence_length; decode: context_length, generated_tokens)");
   }
   spec.dtype = w.choice("dtype", {"bf16", "fp16", "fp8", "fp32"}, "bf16");
-  spec.recompute = w.choice("recompute", {"none", "selective", "full"}, "none");
+  spec.recompute = w.choice(recompute, {"none", "selective", "full"}, "none");
   // Megatron-Core TransformerConfig.__post_init__: recompute_method and recompute_num_layers
   // belong to full recomputation (num_layers "must be None for selective"); recompute_modules to
   // selective. The defaults (uniform, 1) are Megatron-LM's usual full-recompute setting.

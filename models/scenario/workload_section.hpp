@@ -2,7 +2,9 @@
 // The `workload` section of a scenario: what to run (a model, a phase and its sizes, the dtype
 // and activation recomputation), and the model config it names.
 
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "models/workload/transformer.hpp"
 #include "models/workload/workload_spec.hpp"
@@ -15,7 +17,13 @@ namespace ccsim::models {
 /// (input_len / output_len outside serving, sequence_length / context_length /
 /// generated_tokens in serving), recompute_method / recompute_num_layers without full
 /// recomputation, recompute_modules without selective recomputation.
+/// Megatron-LM's spellings are accepted (docs/scenario-format.md): seq_length for
+/// sequence_length, recompute_granularity for recompute; writing both spellings of one key is an
+/// error naming both, and a strategy key written here is an error saying so.
 WorkloadSpec parse_workload(const support::Fields& w);
+
+/// Every key the workload section accepts, ccsim's and Megatron's spellings.
+std::span<const std::string_view> workload_keys();
 
 /// The model config `name` (the section's `model`) names: a shipped entry of models_dir(), or a
 /// path (it holds a '/' or ends in .json) to a Hugging Face config.json, relative to the

@@ -1,9 +1,15 @@
 #pragma once
 // Transformer architectures, described with Hugging Face config.json names
 // (num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads, head_dim,
-// intermediate_size, vocab_size, num_local_experts / n_routed_experts, num_experts_per_tok,
-// moe_intermediate_size, n_shared_experts, first_k_dense_replace, q_lora_rank, kv_lora_rank,
-// qk_nope_head_dim, qk_rope_head_dim, v_head_dim, tie_word_embeddings, hidden_act).
+// intermediate_size, vocab_size, tie_word_embeddings, hidden_act; MLA: q_lora_rank,
+// kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim). Mixture-of-experts configs are
+// read in each family's naming: Mixtral and GPT-OSS (num_local_experts, experts_per_token),
+// Qwen2/Qwen3-MoE (num_experts, moe_intermediate_size, shared_expert_intermediate_size,
+// decoder_sparse_step, mlp_only_layers), DeepSeek-V2/V3 (n_routed_experts, n_shared_experts,
+// first_k_dense_replace, moe_layer_freq) and Llama-4 (text_config, num_local_experts,
+// interleave_moe_layer_step, moe_layers, intermediate_size_mlp, one shared expert). A key that
+// ccsim does not read and that may change the model's size is an error naming it (see
+// load_transformer); docs/workload-model.md lists what is read and what is approximated.
 // Shipped entries live in scenarios/models/<name>.json (real config.json files, or the
 // published architecture written in the same format); a scenario may point at any config.json.
 //
@@ -25,6 +31,10 @@ struct MoeSpec {
   int shared_experts = 0;             ///< always-active experts (n_shared_experts), DeepSeek
   std::int64_t expert_intermediate = 0;  ///< FFN width of one expert (moe_intermediate_size, or intermediate_size for Mixtral)
   int first_dense_layers = 0;         ///< leading layers with a dense MLP (first_k_dense_replace)
+  /// Per layer, whether its MLP is MoE; one entry per layer when read from a config.json (from
+  /// first_k_dense_replace, moe_layer_freq, decoder_sparse_step, mlp_only_layers,
+  /// interleave_moe_layer_step, moe_layers). Empty: every layer from first_dense_layers on.
+  std::vector<bool> moe_layer;
 };
 
 /// Multi-head latent attention (DeepSeek-V2/V3): low-rank Q and KV projections.
@@ -79,15 +89,26 @@ struct TransformerConfig {
   double kv_cache_bytes_per_token(double element_bytes) const;
 };
 
+/// Whether a config.json key that load_transformer does not read may change the model's size:
+/// the keys of other architectures named in a list (cross_attention_layers, multi_query, ...),
+/// and any key whose name is made of size words (first word num/n, or a word among expert(s),
+/// moe, layer(s), dim, rank, head(s), intermediate, hidden, vocab, lora, ffn, embd, mlp, kv,
+/// shared, dense, sparse, width, depth), except the keys known not to change the parameter
+/// count (max_window_layers, num_nextn_predict_layers, layer_types, n_group, ...).
+bool size_relevant_unread_key(const std::string& key);
+
 /// Directory of shipped model entries: $CCSIM_DATA_DIR/models or the source tree's.
 std::string models_dir();
 /// Names of the shipped entries (file stems in models_dir()), sorted.
 std::vector<std::string> shipped_models();
 
 /// Loads `name_or_path`: a shipped entry name ("llama-3-70b"), or a path to a config.json
-/// (relative paths resolved against `base_dir`, the scenario's folder). Throws InputError
-/// naming the file, key, expected and found for missing or malformed keys, and for unknown
-/// names (with the closest shipped name).
+/// (relative paths resolved against `base_dir`, the scenario's folder). A multimodal config
+/// whose language model sits under `text_config` (Llama-4) is read from there. Throws
+/// InputError naming the file, key, expected and found for missing or malformed keys, for
+/// unknown names (with the closest shipped name), and for a key ccsim does not read that may
+/// change the parameter count (size_relevant_unread_key) unless its value is null, false, 0 or
+/// empty.
 TransformerConfig load_transformer(const std::string& name_or_path, const std::string& base_dir = ".");
 
 }  // namespace ccsim::models
