@@ -184,6 +184,30 @@ int agree(const SweepRanks& ranks, int code, const std::string& message) {
   return ranks.broadcast(first);
 }
 
+/// The sweep's metadata (from the first point whose scenario loaded) and its ties with their
+/// notes, for the outputs (rank 0, after every row is in).
+void describe(Prepared& p) {
+  planner::SweepResult& r = p.result;
+  for (const auto& sc : p.scenarios) {
+    if (!sc) continue;
+    r.meta = planner::describe_sweep(*sc, p.point);
+    break;
+  }
+#ifdef CCSIM_VERSION
+  r.meta.ccsim_version = CCSIM_VERSION;  // cli/CMakeLists.txt: the project's version
+#endif
+  r.ties = planner::find_ties(r);
+  for (planner::SweepTie& t : r.ties) {
+    std::vector<const models::Scenario*> tied;
+    std::vector<std::string> values;
+    for (std::size_t i : t.points) {
+      tied.push_back(p.scenarios[i] ? &*p.scenarios[i] : nullptr);
+      values.push_back(r.axes[t.axis].values[models::grid_point(r.axes, i)[t.axis]]);
+    }
+    t.note = planner::explain_tie(tied, values, p.point);
+  }
+}
+
 void write_outputs(const SweepCliOptions& o, const planner::SweepResult& r) {
   std::string text;
   if (o.format == "csv") text = planner::sweep_csv(r);
@@ -306,6 +330,7 @@ int run_sweep(const SweepCliOptions& o) {
         }
       }
       if (rc == 0) {
+        describe(p);
         write_outputs(o, p.result);
         std::size_t feasible = 0;
         for (const auto& row : p.result.rows) feasible += row.feasible ? 1 : 0;

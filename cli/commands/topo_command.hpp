@@ -1,5 +1,5 @@
 #pragma once
-// `ccsim topo SCENARIO [--format text|json] [--dot FILE]`: the topology summary.
+// `ccsim topo SCENARIO [--format text|json] [--dot FILE] [--calibration FILE]`: the topology summary.
 
 #include <string>
 
@@ -12,6 +12,9 @@ struct TopoOptions {
   std::string format = "text";
   std::string dot;
   std::string catalog;  ///< hardware catalog directory; empty = Catalog::default_dir()
+  /// collective calibration table whose link_efficiency gives the credited injection; empty:
+  /// the scenario's simulation.calibration, else the default table for the GPUs
+  std::string calibration;
 };
 
 /// Registers the subcommand; `options` must outlive `app`.

@@ -5,6 +5,8 @@
 #include <optional>
 #include <set>
 #include <cmath>
+#include <limits>
+#include <stdexcept>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -83,6 +85,17 @@ std::string position_of(const Cluster& c, DeviceId a, DeviceId b) {
   if (f.pods(static_cast<int>(c.nodes.size())) > 1) label += da.node / f.nodes_per_pod == db.node / f.nodes_per_pod ? ", same pod" : ", other pod";
   return label;
 }
+
+/// "gpu-pcie-switch": the link's end roles, closest to the GPU first (as the links table).
+std::string between_label(const Topology& t, LinkId id) {
+  const Device* a = &t.device(t.link_source(id));
+  const Device* b = &t.device(t.link_target(id));
+  if (role_rank(*b) < role_rank(*a)) std::swap(a, b);
+  return role_name(*a) + "-" + role_name(*b);
+}
+
+/// "1 GPU each" / "shared by 2 GPUs".
+std::string sharing(int gpus) { return gpus == 1 ? "1 GPU each" : fmt::format("shared by {} GPUs", gpus); }
 
 std::string range_label(const char* what, int first, int last) {
   return first == last ? fmt::format("{} {}", what, first) : fmt::format("{} {}-{}", what, first, last);
@@ -262,7 +275,112 @@ void summarize_positions(const Cluster& c, TopologySummary& s) {
 
 }  // namespace
 
-TopologySummary summarize(const Cluster& c) {
+InjectionLimit injection_limit(const Cluster& c, std::size_t group, std::span<const double> efficiency) {
+  const Topology& t = c.topology;
+  InjectionLimit out;
+  const auto first = std::find(c.node_group.begin(), c.node_group.end(), static_cast<int>(group));
+  if (first == c.node_group.end()) return out;
+  const NodeDevices& node = c.nodes[static_cast<std::size_t>(first - c.node_group.begin())];
+  const auto eff = [&](const Link& l) { return l.kind < efficiency.size() ? efficiency[l.kind] : 1.0; };
+  // A NIC's network ports as one link (a NIC with two ports to the fabric has their sum).
+  const auto port = [&](DeviceId nic) {
+    InjectionLink p;
+    p.nic_port = true;
+    p.bandwidth = 0;
+    for (LinkId id : t.out_links(nic)) {
+      const Link& l = t.link(id);
+      if (l.link_class != LinkClass::Network) continue;
+      if (p.kind.empty()) {
+        p.kind = t.link_kind_name(l);
+        p.between = between_label(t, id);
+        p.efficiency = eff(l);
+      }
+      p.bandwidth += l.bandwidth;
+    }
+    return p;
+  };
+  double line = 0;
+  for (DeviceId nic : node.nics) line += port(nic).bandwidth;
+  out.line_rate_per_gpu = node.gpus.empty() ? 0.0 : line / static_cast<double>(node.gpus.size());
+  if (line <= 0) return out;
+
+  // Each GPU's way: its route to its own NIC, then that NIC's ports.
+  std::vector<std::pair<DeviceId, std::vector<LinkId>>> ways;
+  std::map<LinkId, int> crossing;
+  std::map<DeviceId, int> nic_users;
+  for (DeviceId g : node.gpus) {
+    const DeviceId nic = t.device(g).nic;
+    if (nic == kNoDevice) continue;
+    std::vector<LinkId> links;
+    try {
+      links = t.route(g, nic, 1).path.links;
+    } catch (const std::runtime_error&) {
+      continue;  // a what-if cut the GPU off its NIC: it injects nothing
+    }
+    for (LinkId id : links) crossing[id] += 1;
+    nic_users[nic] += 1;
+    ways.emplace_back(nic, std::move(links));
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& [nic, links] : ways) {
+    std::vector<InjectionLink> on_way;
+    for (LinkId id : links) {
+      const Link& l = t.link(id);
+      on_way.push_back({t.link_kind_name(l), between_label(t, id), l.bandwidth, eff(l), crossing[id], false});
+    }
+    InjectionLink p = port(nic);
+    if (p.bandwidth <= 0) continue;
+    p.gpus = nic_users[nic];
+    on_way.push_back(p);
+    double least = std::numeric_limits<double>::infinity();
+    for (const auto& l : on_way) least = std::min(least, l.per_gpu());
+    if (!(least < best * (1 - 1e-9))) continue;
+    best = least;
+    out.binding.clear();
+    for (const auto& l : on_way) {
+      if (l.per_gpu() > least * (1 + 1e-9)) continue;
+      // One entry per (kind, between): a route crossing two alike links names them once.
+      const bool seen = std::any_of(out.binding.begin(), out.binding.end(),
+                                    [&](const InjectionLink& b) { return b.kind == l.kind && b.between == l.between; });
+      if (!seen) out.binding.push_back(l);
+    }
+  }
+  if (std::isfinite(best)) {
+    out.per_gpu = best;
+    out.nic_binds = std::any_of(out.binding.begin(), out.binding.end(), [](const InjectionLink& l) { return l.nic_port; });
+  }
+  return out;
+}
+
+std::string describe_binding(const InjectionLimit& limit) {
+  if (limit.binding.empty()) return "no GPU reaches a NIC";
+  std::string out;
+  // Grouped by kind: "pcie-gen5 (gpu-pcie-switch and nic-pcie-switch links: ...)".
+  std::vector<std::string> kinds;
+  for (const auto& l : limit.binding)
+    if (std::find(kinds.begin(), kinds.end(), l.kind) == kinds.end()) kinds.push_back(l.kind);
+  for (const std::string& kind : kinds) {
+    std::vector<const InjectionLink*> of;
+    for (const auto& l : limit.binding)
+      if (l.kind == kind) of.push_back(&l);
+    const InjectionLink& l = *of.front();
+    const std::string figure = l.efficiency == 1.0
+                                   ? support::format_bandwidth(l.bandwidth)
+                                   : fmt::format("{} credited of {}", support::format_bandwidth(l.bandwidth * l.efficiency),
+                                                 support::format_bandwidth(l.bandwidth));
+    if (!out.empty()) out += " and ";
+    if (l.nic_port) {
+      out += fmt::format("the NIC line rate ({} {} port: {} per NIC, {})", kind, l.between, figure, sharing(l.gpus));
+      continue;
+    }
+    std::string betweens;
+    for (std::size_t i = 0; i < of.size(); ++i) betweens += (i == 0 ? "" : i + 1 == of.size() ? " and " : ", ") + of[i]->between;
+    out += fmt::format("{} ({} link{}: {} per link, {})", kind, betweens, of.size() == 1 ? "" : "s", figure, sharing(l.gpus));
+  }
+  return out;
+}
+
+TopologySummary summarize(const Cluster& c, std::span<const double> efficiency, const std::string& calibration) {
   const Topology& t = c.topology;
   TopologySummary s;
   s.name = c.spec.name;
@@ -274,6 +392,11 @@ TopologySummary summarize(const Cluster& c) {
   summarize_links(c, s);
   summarize_bisection(c, s);
   summarize_positions(c, s);
+  s.calibration = calibration;
+  for (std::size_t g = 0; g < s.groups.size(); ++g) {
+    s.groups[g].raw = injection_limit(c, g);
+    s.groups[g].credited = efficiency.empty() ? s.groups[g].raw : injection_limit(c, g, efficiency);
+  }
   return s;
 }
 
@@ -315,12 +438,30 @@ std::string render_text(const TopologySummary& s) {
   out += links.render();
 
   out += "\ninjection bandwidth into the fabric, per GPU (per direction)\n";
-  support::TextTable injection({"node", "per GPU", "NICs"}, {false, true, true});
+  const std::string credited_header = s.calibration.empty() ? std::string("credited") : "credited (" + s.calibration + ")";
+  support::TextTable injection({"node", "NIC line rate", "NICs", "reachable", credited_header}, {false, true, true, true, true});
+  const auto reach = [&](const InjectionLimit& l) {
+    return s.fabric == "none" || l.per_gpu <= 0 ? std::string("-") : support::format_bandwidth(l.per_gpu);
+  };
   for (const auto& g : s.groups) {
     injection.add_row({g.node, s.fabric == "none" ? std::string("no fabric") : support::format_bandwidth(g.injection_per_gpu),
-                       std::to_string(g.nics_per_node)});
+                       std::to_string(g.nics_per_node), reach(g.raw), reach(g.credited)});
   }
   out += injection.render();
+  // What binds: the NIC's line rate, or a link between the GPU and its NIC (reachable on the
+  // catalog's bandwidths, credited with the calibration's link efficiencies).
+  if (s.fabric != "none") {
+    for (const auto& g : s.groups) {
+      if (g.raw.per_gpu <= 0) continue;
+      const auto verdict = [&](const InjectionLimit& l) {
+        return l.nic_binds ? describe_binding(l) + " binds"
+                           : fmt::format("{} binds, below the NIC line rate ({})", describe_binding(l),
+                                         support::format_bandwidth(l.line_rate_per_gpu));
+      };
+      out += fmt::format("  {}, reachable: {}\n", g.node, verdict(g.raw));
+      if (!s.calibration.empty()) out += fmt::format("  {}, credited: {}\n", g.node, verdict(g.credited));
+    }
+  }
   if (s.pods > 1) {
     out += fmt::format("\nbetween pods, per GPU (per direction): {}  [{} pods of {} nodes; spine-core links of a full pod ÷ its GPUs]\n",
                        support::format_bandwidth(s.between_pods_per_gpu), s.pods, s.nodes_per_pod);
@@ -344,6 +485,23 @@ std::string render_text(const TopologySummary& s) {
   return out;
 }
 
+namespace {
+
+/// An injection limit as JSON: bytes/s per GPU and the binding links (null per GPU when no GPU
+/// reaches a NIC).
+nlohmann::json limit_json(const InjectionLimit& l) {
+  using nlohmann::json;
+  json binding = json::array();
+  for (const auto& b : l.binding) {
+    binding.push_back({{"kind", b.kind}, {"between", b.between}, {"nic_port", b.nic_port}, {"bandwidth_Bps", b.bandwidth},
+                       {"efficiency", b.efficiency}, {"gpus", b.gpus}, {"per_gpu_Bps", b.per_gpu()}});
+  }
+  return {{"per_gpu_Bps", l.per_gpu > 0 ? json(l.per_gpu) : json(nullptr)}, {"nic_binds", l.nic_binds}, {"binding", binding},
+          {"note", l.binding.empty() ? json(nullptr) : json(describe_binding(l))}};
+}
+
+}  // namespace
+
 nlohmann::json to_json(const TopologySummary& s) {
   using nlohmann::json;
   json j;
@@ -360,8 +518,11 @@ nlohmann::json to_json(const TopologySummary& s) {
                                 {"memory_peak_Bps", g.memory_peak}, {"memory_sustained_Bps", g.memory_sustained},
                                 {"nic_transport", g.nic_transport.empty() ? json(nullptr) : json(g.nic_transport)},
                                 {"nic_transport_overhead_s", std::round(g.nic_transport_overhead * 1e12) / 1e12},
-                                {"injection_per_gpu_Bps", s.fabric == "none" ? json(nullptr) : json(g.injection_per_gpu)}});
+                                {"injection_per_gpu_Bps", s.fabric == "none" ? json(nullptr) : json(g.injection_per_gpu)},
+                                {"injection_limit", limit_json(g.raw)},
+                                {"credited_injection_limit", limit_json(g.credited)}});
   }
+  j["calibration"] = s.calibration.empty() ? json(nullptr) : json(s.calibration);
   j["devices"] = json::object();
   for (const auto& [kind, count] : s.devices) j["devices"][std::string(to_string(kind))] = count;
   j["nvswitch_chips"] = s.nvswitch_chips;

@@ -3,6 +3,7 @@
 // any simulated time. Pure functions of a Cluster.
 
 #include <ostream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,39 @@ struct PositionSummary {
   double ecmp_paths = 0;
 };
 
+/// One link on the way from a node's GPUs into the fabric (GPU -> its NIC -> the NIC's network
+/// port), as it limits what each GPU can inject.
+struct InjectionLink {
+  std::string kind;       ///< link kind: "pcie-gen5", "ib-xdr", ...
+  std::string between;    ///< "gpu-pcie-switch", "nic-pcie-switch", "nic-leaf", ... (as the links table)
+  double bandwidth = 0;   ///< bytes/s per direction of the link (all lanes; a NIC's network ports summed)
+  double efficiency = 1;  ///< fraction of it credited (the calibration's link_efficiency of the kind; 1 without one)
+  int gpus = 1;           ///< the node's GPUs whose way into the fabric crosses it (they share it equally)
+  bool nic_port = false;  ///< the NIC's network port(s), i.e. its line rate
+  /// bytes/s per direction one GPU gets from this link: bandwidth × efficiency ÷ gpus
+  double per_gpu() const { return bandwidth * efficiency / gpus; }
+};
+
+/// Which limit binds a node's injection into the fabric. Each GPU sends through its own NIC
+/// (Device::nic, NCCL's GPU-NIC affinity) along its route to it; every link on these ways is
+/// shared equally by the GPUs that cross it, and a GPU gets the smallest share on its way.
+struct InjectionLimit {
+  double line_rate_per_gpu = 0;  ///< bytes/s: the NICs' network ports ÷ GPUs (NodeGroupSummary::injection_per_gpu)
+  double per_gpu = 0;            ///< bytes/s: the smallest share over the node's GPUs (0: no GPU reaches a NIC)
+  bool nic_binds = false;        ///< the NIC's own port is among the binding links
+  std::vector<InjectionLink> binding;  ///< the links whose share is per_gpu, on the way of the first GPU at the minimum
+};
+
+/// The injection limit of the first node of node group `group`; `efficiency` holds a fraction
+/// per link kind (index into Topology::link_kinds(); missing entries are 1, an empty span gives
+/// catalog bandwidths). Cost: one route per GPU of the node.
+InjectionLimit injection_limit(const Cluster& cluster, std::size_t group, std::span<const double> efficiency = {});
+
+/// One line for people: "the NIC line rate (ib-ndr, 50 GB/s per GPU)" or "pcie-gen5 (the
+/// gpu-pcie-switch and nic-pcie-switch links, 63 GB/s each, 1 GPU per link)"; with credited
+/// figures (`credited`: an efficiency below 1 applies) the link's credited bandwidth follows.
+std::string describe_binding(const InjectionLimit& limit);
+
 struct NodeGroupSummary {
   std::string node;      ///< template name
   int count = 0;
@@ -53,6 +87,8 @@ struct NodeGroupSummary {
   double memory_sustained = 0;   ///< bytes/s per socket, reads and writes together (the model's budget)
   std::string nic_transport;     ///< "gdr", "verbs", "socket"; empty without NICs
   double nic_transport_overhead = 0;  ///< seconds per message
+  InjectionLimit raw;       ///< injection limit on the catalog's bandwidths
+  InjectionLimit credited;  ///< the same with the calibration's link efficiencies (summarize's `efficiency`)
 };
 
 struct TopologySummary {
@@ -73,10 +109,13 @@ struct TopologySummary {
   /// divided by its GPUs (0 without pods)
   double between_pods_per_gpu = 0;
   std::vector<PositionSummary> positions;
+  std::string calibration;  ///< the table whose link efficiencies give NodeGroupSummary::credited (file name); empty: none
 };
 
-/// Computes the summary. Cost: one max-flow and a few routes on the Topology.
-TopologySummary summarize(const Cluster& cluster);
+/// Computes the summary. Cost: one max-flow and a few routes on the Topology (one per GPU of a
+/// node for the injection limits). `efficiency` and `calibration`: the link efficiencies per
+/// link kind of the calibration table named `calibration` (see injection_limit); empty: none.
+TopologySummary summarize(const Cluster& cluster, std::span<const double> efficiency = {}, const std::string& calibration = {});
 
 /// The text report (fixed layout, deterministic).
 std::string render_text(const TopologySummary& summary);

@@ -88,7 +88,41 @@ std::optional<double> optional_double(const ordered_json& j, const char* key) {
   return v.get<double>();
 }
 
+/// "cluster.nodes[0].node.nics.link = ib-ndr, ib-xdr" for a tie's points.
+std::string tie_values(const SweepResult& r, const SweepTie& t) {
+  std::string values;
+  for (std::size_t p : t.points) values += (values.empty() ? "" : ", ") + point_values(r, p)[t.axis];
+  return r.axes[t.axis].key + " = " + values;
+}
+
 }  // namespace
+
+std::vector<SweepTie> find_ties(const SweepResult& r) {
+  std::vector<SweepTie> ties;
+  const auto same = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); };
+  for (std::size_t k = 0; k < r.axes.size(); ++k) {
+    if (r.axes[k].values.size() < 2) continue;
+    std::vector<bool> taken(r.rows.size(), false);
+    for (std::size_t i = 0; i < r.rows.size(); ++i) {
+      const SweepRow& a = r.rows[i];
+      if (taken[i] || !a.feasible || !a.step_time_s) continue;
+      const auto va = point_values(r, i);
+      SweepTie tie{k, {i}, {}};
+      for (std::size_t j = i + 1; j < r.rows.size(); ++j) {
+        const SweepRow& b = r.rows[j];
+        if (taken[j] || !b.feasible || !b.step_time_s || b.gpus != a.gpus || !same(*a.step_time_s, *b.step_time_s)) continue;
+        const auto vb = point_values(r, j);
+        bool others_alike = true;
+        for (std::size_t o = 0; o < va.size(); ++o) others_alike = others_alike && (o == k || va[o] == vb[o]);
+        if (!others_alike || va[k] == vb[k]) continue;
+        tie.points.push_back(j);
+        taken[j] = true;
+      }
+      if (tie.points.size() > 1) ties.push_back(std::move(tie));
+    }
+  }
+  return ties;
+}
 
 std::string sweep_text(const SweepResult& r) {
   std::size_t feasible = 0;
@@ -171,7 +205,17 @@ std::string sweep_text(const SweepResult& r) {
     cells.push_back(row.reason);
     table.add_row(std::move(cells));
   }
-  return out + table.render(0);
+  out += table.render(0);
+  if (!r.ties.empty()) {
+    out += "\nidentical results\n";
+    for (const SweepTie& t : r.ties) {
+      std::string points;
+      for (std::size_t p : t.points) points += (points.empty() ? "" : ", ") + std::to_string(p);
+      out += fmt::format("  points {} ({}): the same step time, {}{}\n", points, tie_values(r, t), duration(r.rows[t.points.front()].step_time_s),
+                         t.note.empty() ? std::string() : "; " + t.note);
+    }
+  }
+  return out;
 }
 
 std::string sweep_csv(const SweepResult& r) {
@@ -211,6 +255,21 @@ std::string sweep_json(const SweepResult& r) {
   j["keys"] = keys;
   j["price_per_gpu_hour"] = optional_json(r.price_per_gpu_hour);
   j["planned"] = r.planned;
+  const SweepMeta& m = r.meta;
+  ordered_json groups = ordered_json::array();
+  for (const auto& g : m.node_groups) {
+    groups.push_back({{"node", g.node}, {"gpu", g.gpu}, {"count", g.count}, {"gpus_per_node", g.gpus_per_node}});
+  }
+  j["meta"] = {{"name", m.name},
+               {"model", m.model},
+               {"phase", m.phase},
+               {"workload", m.workload},
+               {"cluster", m.cluster},
+               {"node_groups", groups},
+               {"calibration", m.calibration},
+               {"compute_calibration", m.compute_calibration},
+               {"engine", m.engine},
+               {"ccsim_version", m.ccsim_version}};
   ordered_json points = ordered_json::array();
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     ordered_json p;
@@ -223,6 +282,13 @@ std::string sweep_json(const SweepResult& r) {
     points.push_back(p);
   }
   j["points"] = points;
+  ordered_json ties = ordered_json::array();
+  for (const SweepTie& t : r.ties) {
+    ordered_json values = ordered_json::array();
+    for (std::size_t p : t.points) values.push_back(point_values(r, p)[t.axis]);
+    ties.push_back({{"key", r.axes[t.axis].key}, {"points", t.points}, {"values", values}, {"note", t.note}});
+  }
+  j["ties"] = ties;
   return j.dump(2) + "\n";
 }
 

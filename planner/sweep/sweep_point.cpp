@@ -1,17 +1,21 @@
 #include "planner/sweep/sweep_point.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <limits>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "models/hardware/topology_summary.hpp"
 #include "planner/cluster/jobs.hpp"
 #include "planner/cluster/run_reliability.hpp"
 #include "planner/tuning/cost_model.hpp"
 #include "planner/search/layout_plan.hpp"
 #include "planner/workload/serving.hpp"
 #include "planner/workload/workload_runner.hpp"
+#include "support/units.hpp"
 
 namespace ccsim::planner {
 
@@ -212,6 +216,130 @@ SweepRow plan_point(const models::Scenario& scenario, const PointOptions& o) {
   if (phase == models::WorkloadPhase::Decode || phase == models::WorkloadPhase::Serving) row.tpot_s = best.tpot;
   if (o.price_per_gpu_hour) row.cost_per_mtok = best.cost_per_mtok;
   return row;
+}
+
+namespace {
+
+/// A table's file name, "(default)" after it when neither the command line nor the scenario named it.
+std::string table_label(const std::string& option, const std::string& scenario, const std::string& fallback) {
+  const std::string chosen = choose(option, scenario, fallback);
+  const std::string name = std::filesystem::path(chosen).filename().string();
+  return option.empty() && scenario.empty() ? name + " (default)" : name;
+}
+
+/// A model as people name it: a scenarios/models entry as is, a Hugging Face config.json by its folder.
+std::string model_label(const std::string& model) {
+  const std::filesystem::path p(model);
+  if (p.filename() == "config.json" && p.has_parent_path()) return p.parent_path().filename().string();
+  if (p.has_extension()) return p.stem().string();
+  return model;
+}
+
+/// The link efficiencies per link kind of `cluster` that the point's collective table credits.
+std::vector<double> link_efficiencies(const models::Scenario& scenario, const models::Cluster& cluster, const PointOptions& o,
+                                      std::string& table) {
+  table = choose(o.calibration, scenario.simulation.calibration, CostModel::default_path(cluster));
+  const CostModel costs = CostModel::load(table);
+  const std::string& arch = cluster.spec.groups.front().node.gpu.arch;
+  std::vector<double> eff(cluster.topology.link_kinds().size(), 1.0);
+  for (std::size_t k = 0; k < eff.size(); ++k) eff[k] = costs.link_efficiency(cluster.topology, k, arch).value_or(1.0);
+  table = std::filesystem::path(table).filename().string();
+  return eff;
+}
+
+}  // namespace
+
+SweepMeta describe_sweep(const models::Scenario& scenario, const PointOptions& o) {
+  SweepMeta m;
+  m.name = scenario.name;
+  const models::ClusterSpec& spec = scenario.cluster;
+  std::string groups;
+  for (const auto& g : spec.groups) {
+    m.node_groups.push_back({g.node.name, g.node.gpu.name, g.count, g.node.gpus});
+    groups += fmt::format("{}{} x {} ({} x {})", groups.empty() ? "" : " + ", g.count, g.node.name, g.count * g.node.gpus, g.node.gpu.name);
+  }
+  const models::FabricSpec& f = spec.fabric;
+  std::string fabric(models::to_string(f.kind));
+  if (f.kind == models::FabricKind::FatTree) {
+    fabric += fmt::format(" {}", models::to_string(f.wiring));
+    if (f.oversubscription != 1) fabric += fmt::format(" {}:1", f.oversubscription);
+  }
+  m.cluster = groups + ", " + fabric;
+  if (!scenario.jobs.empty()) {
+    m.phase = "jobs";
+    std::string names;
+    for (const auto& j : scenario.jobs) names += (names.empty() ? "" : ", ") + model_label(j.workload.model);
+    m.model = names;
+  } else if (scenario.workload) {
+    const models::WorkloadSpec& w = *scenario.workload;
+    m.model = model_label(w.model);
+    m.phase = std::string(models::to_string(w.phase));
+    switch (w.phase) {
+      case models::WorkloadPhase::TrainingStep:
+        m.workload = fmt::format("sequence {}, global batch {}, micro-batch {}", w.sequence_length, w.global_batch_size, w.micro_batch_size);
+        break;
+      case models::WorkloadPhase::Prefill: m.workload = fmt::format("prompt {}, batch {}", w.sequence_length, w.batch_size); break;
+      case models::WorkloadPhase::Decode: m.workload = fmt::format("context {}, batch {}", w.context_length, w.batch_size); break;
+      default: m.workload = fmt::format("input {}, batch {}", w.input_len, w.batch_size); break;
+    }
+  }
+  const models::Cluster cluster = models::build_scenario_cluster(scenario);
+  m.calibration = table_label(o.calibration, scenario.simulation.calibration, CostModel::default_path(cluster));
+  m.compute_calibration =
+      table_label(o.compute_calibration, scenario.simulation.compute_calibration, ComputeCalibration::default_path());
+  m.engine = std::string(models::to_string(o.engine.value_or(scenario.simulation.engine)));
+  return m;
+}
+
+std::string explain_tie(const std::vector<const models::Scenario*>& scenarios, const std::vector<std::string>& values,
+                        const PointOptions& o) {
+  struct Seen {
+    models::InjectionLimit limit;
+    std::string table;
+  };
+  std::vector<Seen> seen;
+  for (const models::Scenario* sc : scenarios) {
+    if (sc == nullptr || !sc->jobs.empty()) return {};
+    const models::Cluster cluster = models::build_scenario_cluster(*sc);
+    Seen s;
+    const std::vector<double> eff = link_efficiencies(*sc, cluster, o, s.table);
+    s.limit = models::injection_limit(cluster, 0, eff);
+    if (s.limit.line_rate_per_gpu <= 0 || s.limit.per_gpu <= 0) return {};  // no fabric: nothing to compare
+    seen.push_back(std::move(s));
+  }
+  if (seen.size() < 2) return {};
+  const auto alike = [](double a, double b) { return std::abs(a - b) <= 1e-6 * std::max(a, b); };
+  bool same_reach = true;
+  bool same_line = true;
+  for (const Seen& s : seen) {
+    same_reach = same_reach && alike(s.limit.per_gpu, seen.front().limit.per_gpu);
+    same_line = same_line && alike(s.limit.line_rate_per_gpu, seen.front().limit.line_rate_per_gpu);
+  }
+  const std::string& table = seen.front().table;
+  const std::string reach = support::format_bandwidth(seen.front().limit.per_gpu);
+  if (same_reach && !same_line) {
+    std::string lines;
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      lines += fmt::format("{}{} {}", i == 0 ? "" : ", ", values[i], support::format_bandwidth(seen[i].limit.line_rate_per_gpu));
+    }
+    const bool below = std::none_of(seen.begin(), seen.end(), [](const Seen& s) { return s.limit.nic_binds; });
+    if (below) {
+      return fmt::format("{} binds at every point: {} per GPU into the fabric ({}'s link_efficiency), below the NIC line rates "
+                         "({} per GPU)",
+                         models::describe_binding(seen.front().limit), reach, table, lines);
+    }
+  }
+  if (same_reach) {
+    return fmt::format("each injects {} per GPU into the fabric ({}'s link_efficiency; bound by {})", reach, table,
+                       models::describe_binding(seen.front().limit));
+  }
+  std::string each;
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    each += fmt::format("{}{} {}", i == 0 ? "" : ", ", values[i], support::format_bandwidth(seen[i].limit.per_gpu));
+  }
+  return fmt::format("their injection into the fabric differs ({} per GPU, {}'s link_efficiency), so the fabric does not set this "
+                     "step's time",
+                     each, table);
 }
 
 }  // namespace ccsim::planner

@@ -55,6 +55,46 @@ struct SweepRow {
   std::string slowdowns, placement;
 };
 
+/// One node group of the sweep's base point, for readers that turn a node count into GPUs.
+struct SweepNodeGroup {
+  std::string node;       ///< template name ("hgx-h200")
+  std::string gpu;        ///< GPU model ("H200-SXM")
+  int count = 0;          ///< nodes in the group at the base point
+  int gpus_per_node = 0;
+};
+
+/// What a reader of the results must know besides the figures, from the first point whose
+/// scenario loaded (the base point: a swept key may change it at other points).
+struct SweepMeta {
+  std::string name;                 ///< the scenario's name
+  std::string model;                ///< the workload's model ("llama-3-70b", a config.json's folder); empty for jobs
+  std::string phase;                ///< training_step | prefill | decode | serving | jobs
+  std::string workload;             ///< "sequence 8192, global batch 64" (the figures that set the step)
+  std::string cluster;              ///< "4 x hgx-h200 (32 x H200-SXM), fat-tree rail-optimized"
+  std::vector<SweepNodeGroup> node_groups;  ///< cluster.nodes[i], in order
+  std::string calibration;          ///< collective table: its file name, "(default)" when none was named
+  std::string compute_calibration;  ///< compute table, as calibration
+  std::string engine;               ///< analytic | flow
+  std::string ccsim_version;        ///< the program's version (CMake's PROJECT_VERSION); empty when not set
+};
+
+/// The sweep's metadata from its base point's scenario (`ccsim_version` left empty: the CLI
+/// knows it): names, the model and its step figures, the cluster in one line, the tables and
+/// engine the points run with (as evaluate_point chooses them). Builds the point's cluster once.
+SweepMeta describe_sweep(const models::Scenario& scenario, const PointOptions& options);
+
+/// Why swept points tie: `scenarios` are the tied points (one value of the swept key each, in
+/// `values`). Compares the injection limit of each point's first node group (its GPUs' way
+/// through their NICs into the fabric, with the link efficiencies of the point's collective
+/// calibration table, as the simulation charges links): the same limit below different NIC
+/// line rates ("pcie-gen5 (...) binds at every point: 48 GB/s per GPU into the fabric
+/// (nccl.yaml's link_efficiency), below the NIC line rates (ib-ndr 50 GB/s, ib-xdr 100 GB/s per
+/// GPU)"), the same
+/// injection, or different injections (then the fabric is not what sets the step). Empty for
+/// points without a fabric, or with a jobs: list.
+std::string explain_tie(const std::vector<const models::Scenario*>& scenarios, const std::vector<std::string>& values,
+                        const PointOptions& options);
+
 /// The row of an infeasible point whose scenario broke a rule (support::RuleError): the key, what
 /// was expected and what was found, without the file position.
 SweepRow rule_row(const support::InputError& e);
