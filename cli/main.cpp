@@ -12,6 +12,7 @@
 #include "cli/commands/collective_command.hpp"
 #include "cli/commands/synthesize_command.hpp"
 #include "cli/commands/compare_command.hpp"
+#include "cli/commands/import_command.hpp"
 #include "cli/commands/plan_command.hpp"
 #include "cli/commands/replay_command.hpp"
 #include "cli/commands/run_command.hpp"
@@ -46,6 +47,8 @@ int main(int argc, char** argv) {
   CLI::App* sweep_cmd = ccsim::cli::add_sweep_command(app, sweep);
   ccsim::cli::SynthesizeCliOptions synthesize;
   CLI::App* synthesize_cmd = ccsim::cli::add_synthesize_command(app, synthesize);
+  ccsim::cli::ImportCliOptions import_options;
+  CLI::App* import_cmd = ccsim::cli::add_import_command(app, import_options);
 
   try {
     app.parse(argc, argv);
@@ -61,7 +64,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "ccsim: a subcommand is required (topo, collective, compare, run, plan, sweep, calibrate, replay, synthesize); see ccsim --help\n";
+    std::cerr << "ccsim: a subcommand is required (topo, collective, compare, run, plan, sweep, calibrate, replay, synthesize, import); see ccsim --help\n";
     return 2;
   }
   try {
@@ -75,6 +78,7 @@ int main(int argc, char** argv) {
     if (sweep_cmd->parsed()) rc = ccsim::cli::run_sweep(sweep);
     if (replay_cmd->parsed()) rc = ccsim::cli::run_replay(replay);
     if (synthesize_cmd->parsed()) rc = ccsim::cli::run_synthesize(synthesize);
+    if (import_cmd->parsed()) rc = ccsim::cli::run_import(import_options);
     std::cout.flush();
     if (!std::cout) {
       std::cerr << "ccsim: error: cannot write to standard output\n";

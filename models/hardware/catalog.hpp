@@ -83,6 +83,7 @@ class Catalog {
   NodeSpec parse_node(const Resolved& r) const;
   /// Fills spec.gpu_links from `gpu_links` (layout direct) or the layout's shorthand.
   void parse_gpu_links(const support::Fields& f, NodeSpec& spec, const std::string& layout) const;
+  void parse_pcie_tree(const support::Fields& pcie, NodeSpec& spec) const;
 
   Table links_{"link", {}};
   Table gpus_{"gpu", {}};

@@ -12,6 +12,95 @@ LinkAttrs attrs_of(const LinkSpec& spec, int lanes = 1) {
 /// The slower of two PCIe generations: a link trains at the speed of its slower end.
 const LinkSpec& slower(const LinkSpec& a, const LinkSpec& b) { return a.bandwidth <= b.bandwidth ? a : b; }
 
+/// The explicit PCIe tree (`pcie.tree`): each entry's switch under its CPU (or the CPU's root
+/// ports), its NICs and GPUs. A GPU's NIC is, as NCCL picks the closest NIC: one of its own
+/// entry's NICs (the i-th of k GPUs takes NIC i·m/k of m), else one under the same CPU (the same
+/// spread over that CPU's GPUs and NICs), else NIC g·nics/gpus of the node.
+void attach_tree(Topology& t, const NodeSpec& spec, int node, NodeDevices& nd) {
+  nd.nics.assign(static_cast<std::size_t>(spec.nics), kNoDevice);
+  nd.gpus.assign(static_cast<std::size_t>(spec.gpus), kNoDevice);
+  std::vector<DeviceId> parent_of_entry;
+  int switch_local = 0;
+  for (const PcieAttachSpec& a : spec.pcie_tree) {
+    const DeviceId cpu = nd.cpus[static_cast<std::size_t>(a.cpu)];
+    DeviceId parent = cpu;
+    if (a.is_switch) {
+      Device d;
+      d.kind = DeviceKind::PcieSwitch;
+      d.node = node;
+      d.local = switch_local++;
+      d.cpu = cpu;
+      parent = t.add_device(d);
+      nd.pcie_switches.push_back(parent);
+      t.add_link(parent, cpu, attrs_of(a.link));
+    }
+    parent_of_entry.push_back(parent);
+  }
+  // NICs first, in index order, so that NIC device ids follow their local indices.
+  std::vector<std::pair<std::size_t, int>> nic_entry(static_cast<std::size_t>(spec.nics));
+  for (std::size_t e = 0; e < spec.pcie_tree.size(); ++e)
+    for (int n : spec.pcie_tree[e].nics) nic_entry[static_cast<std::size_t>(n)] = {e, n};
+  for (int n = 0; n < spec.nics; ++n) {
+    const PcieAttachSpec& a = spec.pcie_tree[nic_entry[static_cast<std::size_t>(n)].first];
+    const DeviceId parent = parent_of_entry[nic_entry[static_cast<std::size_t>(n)].first];
+    Device d;
+    d.kind = DeviceKind::Nic;
+    d.node = node;
+    d.local = n;
+    d.rail = n;
+    d.host_bounce = spec.nic_transport != NicTransport::Gdr;
+    d.pcie_switch = a.is_switch ? parent : kNoDevice;
+    d.cpu = nd.cpus[static_cast<std::size_t>(a.cpu)];
+    const DeviceId id = t.add_device(d);
+    nd.nics[static_cast<std::size_t>(n)] = id;
+    t.add_link(id, parent, attrs_of(a.nic_link));
+  }
+  // Per CPU, its GPUs and NICs in index order (the fallback affinity).
+  std::vector<std::vector<int>> cpu_gpus(static_cast<std::size_t>(spec.cpus)), cpu_nics(static_cast<std::size_t>(spec.cpus));
+  for (const PcieAttachSpec& a : spec.pcie_tree) {
+    for (int g : a.gpus) cpu_gpus[static_cast<std::size_t>(a.cpu)].push_back(g);
+    for (int n : a.nics) cpu_nics[static_cast<std::size_t>(a.cpu)].push_back(n);
+  }
+  for (auto& v : cpu_gpus) std::sort(v.begin(), v.end());
+  for (auto& v : cpu_nics) std::sort(v.begin(), v.end());
+  std::vector<std::pair<std::size_t, std::size_t>> gpu_entry(static_cast<std::size_t>(spec.gpus));
+  for (std::size_t e = 0; e < spec.pcie_tree.size(); ++e)
+    for (std::size_t i = 0; i < spec.pcie_tree[e].gpus.size(); ++i)
+      gpu_entry[static_cast<std::size_t>(spec.pcie_tree[e].gpus[i])] = {e, i};
+  const std::uint16_t gpu_model = t.add_gpu_model(spec.gpu.name);
+  for (int g = 0; g < spec.gpus; ++g) {
+    const auto [e, i] = gpu_entry[static_cast<std::size_t>(g)];
+    const PcieAttachSpec& a = spec.pcie_tree[e];
+    const DeviceId parent = parent_of_entry[e];
+    Device d;
+    d.kind = DeviceKind::Gpu;
+    d.node = node;
+    d.local = g;
+    d.spec = gpu_model;
+    d.p2p = spec.p2p;
+    d.pcie_switch = a.is_switch ? parent : kNoDevice;
+    d.cpu = nd.cpus[static_cast<std::size_t>(a.cpu)];
+    if (spec.nics > 0) {
+      int nic_index = 0;
+      const std::vector<int>& same_cpu_gpus = cpu_gpus[static_cast<std::size_t>(a.cpu)];
+      const std::vector<int>& same_cpu_nics = cpu_nics[static_cast<std::size_t>(a.cpu)];
+      if (!a.nics.empty()) {
+        nic_index = a.nics[i * a.nics.size() / a.gpus.size()];
+      } else if (!same_cpu_nics.empty()) {
+        const auto pos = static_cast<std::size_t>(std::lower_bound(same_cpu_gpus.begin(), same_cpu_gpus.end(), g) - same_cpu_gpus.begin());
+        nic_index = same_cpu_nics[pos * same_cpu_nics.size() / same_cpu_gpus.size()];
+      } else {
+        nic_index = g * spec.nics / spec.gpus;
+      }
+      d.nic = nd.nics[static_cast<std::size_t>(nic_index)];
+      d.rail = nic_index;
+    }
+    const DeviceId id = t.add_device(d);
+    nd.gpus[static_cast<std::size_t>(g)] = id;
+    t.add_link(id, parent, attrs_of(slower(spec.gpu.host_link, a.gpu_link)));
+  }
+}
+
 /// CPUs, PCIe switches, GPUs and NICs, with PCIe and socket links.
 NodeDevices build_host(Topology& t, const NodeSpec& spec, int node) {
   NodeDevices nd;
@@ -46,6 +135,10 @@ NodeDevices build_host(Topology& t, const NodeSpec& spec, int node) {
     for (int b = a + 1; b < spec.cpus && b / spec.cpus_per_domain == a / spec.cpus_per_domain; ++b)
       t.add_link(nd.cpus[static_cast<std::size_t>(a)], nd.cpus[static_cast<std::size_t>(b)], attrs_of(spec.cpu_link));
 
+  if (!spec.pcie_tree.empty()) {
+    attach_tree(t, spec, node, nd);
+    return nd;
+  }
   for (int s = 0; s < spec.pcie_switches; ++s) {
     Device d;
     d.kind = DeviceKind::PcieSwitch;

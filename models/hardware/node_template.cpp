@@ -207,6 +207,73 @@ void Catalog::parse_gpu_links(const support::Fields& f, NodeSpec& spec, const st
   }
 }
 
+/// `pcie.tree`: the explicit attachment points (switches or CPU root ports) with their GPUs and
+/// NICs. Every GPU index in [0, gpus) and NIC index in [0, nics) appears exactly once; CPU
+/// indices are below `cpus`. Links default to `pcie.link`; a device's link defaults to its
+/// entry's `link`. Switch entries are counted in pcie_switches.
+void Catalog::parse_pcie_tree(const support::Fields& pcie, NodeSpec& spec) const {
+  if (pcie.has("switches")) throw pcie.error("switches", "no switches count beside a tree (the tree lists its switches)");
+  const std::vector<support::YamlSource> items = pcie.list("tree");
+  if (items.empty()) throw pcie.error("tree", "a non-empty list of switches, e.g. [{cpu: 0, gpus: [0, 1], nics: [0]}]");
+  std::vector<int> gpu_seen(static_cast<std::size_t>(spec.gpus), -1);
+  std::vector<int> nic_seen(static_cast<std::size_t>(spec.nics), -1);
+  spec.pcie_switches = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const support::Fields item({items[i]}, support::element_path(pcie.key_path("tree"), i));
+    item.reject_unknown({"cpu", "switch", "link", "gpu_link", "nic_link", "gpus", "nics"});
+    PcieAttachSpec a;
+    a.cpu = item.count("cpu", 0, spec.cpus - 1, 0);
+    a.is_switch = item.boolean("switch", true);
+    const auto pcie_link = [&](std::string_view key, const LinkSpec& fallback) {
+      if (!item.has(key)) return fallback;
+      LinkSpec l = link(item, key);
+      if (l.link_class != LinkClass::Pcie) throw item.error(key, "a link of class pcie");
+      return l;
+    };
+    a.link = pcie_link("link", spec.pcie_link);
+    a.gpu_link = pcie_link("gpu_link", a.link);
+    a.nic_link = pcie_link("nic_link", a.link);
+    const auto indices = [&](std::string_view key, int limit, std::vector<int>& seen, const char* what) {
+      std::vector<int> out;
+      if (!item.has(key)) return out;
+      const support::YamlSource list = *item.find(key);
+      if (!list.node.IsSequence()) throw item.error(key, fmt::format("a list of {} indices", what));
+      for (std::size_t k = 0; k < list.node.size(); ++k) {
+        const YAML::Node& e = list.node[k];
+        const support::Parsed<std::int64_t> v = e.IsScalar() ? support::parse_integer(e.Scalar()) : support::Parsed<std::int64_t>{};
+        const std::string found = e.IsScalar() ? support::quote_token(e.Scalar()) : support::describe_node(e);
+        const support::SourceLocation at = support::location_of(support::YamlSource{e, list.file});
+        if (!v || v.value < 0 || v.value >= limit) {
+          throw support::InputError(at, item.key_path(key),
+                                    limit == 0 ? fmt::format("no {} indices (the node has no {}s)", what, what)
+                                               : fmt::format("{} indices from 0 to {}", what, limit - 1),
+                                    found);
+        }
+        int& owner = seen[static_cast<std::size_t>(v.value)];
+        if (owner >= 0) {
+          throw support::InputError(at, item.key_path(key), fmt::format("each {} listed once", what),
+                                    fmt::format("{} {} again (already in {})", what, v.value,
+                                                support::element_path(pcie.key_path("tree"), static_cast<std::size_t>(owner))));
+        }
+        owner = static_cast<int>(i);
+        out.push_back(static_cast<int>(v.value));
+      }
+      return out;
+    };
+    a.gpus = indices("gpus", spec.gpus, gpu_seen, "GPU");
+    a.nics = indices("nics", spec.nics, nic_seen, "NIC");
+    if (a.is_switch) ++spec.pcie_switches;
+    spec.pcie_tree.push_back(std::move(a));
+  }
+  const auto missing = [&](const std::vector<int>& seen, const char* what) {
+    for (std::size_t k = 0; k < seen.size(); ++k) {
+      if (seen[k] < 0) throw pcie.error("tree", fmt::format("every {} of the node in one entry ({} {} is in none)", what, what, k));
+    }
+  };
+  missing(gpu_seen, "GPU");
+  missing(nic_seen, "NIC");
+}
+
 NodeSpec Catalog::parse_node(const Resolved& r) const {
   const support::Fields& f = r.fields;
   f.reject_unknown({"base", "name", "source", "layout", "gpu", "gpus", "nvswitch", "xgmi", "bridges", "gpu_links", "pcie",
@@ -226,10 +293,10 @@ NodeSpec Catalog::parse_node(const Resolved& r) const {
   parse_gpu_links(f, spec, layout);
 
   const support::Fields pcie = f.map("pcie");
-  pcie.reject_unknown({"link", "switches", "p2p"});
+  pcie.reject_unknown({"link", "switches", "p2p", "tree"});
   spec.pcie_link = link(pcie, "link");
   if (spec.pcie_link.link_class != LinkClass::Pcie) throw pcie.error("link", "a link of class pcie");
-  spec.pcie_switches = pcie.count("switches", 0, kMaxDevicesPerNode, 0);
+  if (!pcie.has("tree")) spec.pcie_switches = pcie.count("switches", 0, kMaxDevicesPerNode, 0);
   spec.p2p = pcie.boolean("p2p", true);
 
   spec.cpus = f.count("cpus", 1, kMaxDevicesPerNode, 1);
@@ -244,7 +311,11 @@ NodeSpec Catalog::parse_node(const Resolved& r) const {
   if (f.has("cpu")) spec.cpu = cpu(f, "cpu");
 
   parse_nics(*this, f, spec);
-  check_device_spread(f, pcie, spec);
+  if (pcie.has("tree")) {
+    parse_pcie_tree(pcie, spec);
+  } else {
+    check_device_spread(f, pcie, spec);
+  }
   return spec;
 }
 

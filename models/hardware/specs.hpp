@@ -106,6 +106,22 @@ struct GpuPairLinks {
   bool operator==(const GpuPairLinks&) const = default;
 };
 
+/// One attachment point of an explicit PCIe tree (`pcie.tree` of a node template, what `ccsim
+/// import` writes from an NCCL topology file or `nvidia-smi topo -m`): a PCIe switch under a CPU
+/// (NUMA node) root port, or that root port itself, with the GPUs and NICs attached to it.
+/// Nested switches are flattened into the one under the CPU: a path between two devices of one
+/// entry crosses that switch only, and each device's link is the slowest link of its branch.
+struct PcieAttachSpec {
+  int cpu = 0;                  ///< index of the CPU (NUMA node) the entry hangs from
+  bool is_switch = true;        ///< false: the devices sit on the CPU's root ports directly
+  LinkSpec link;                ///< switch-to-CPU link (its generation and width)
+  LinkSpec gpu_link;            ///< each GPU's link to the switch (or CPU)
+  LinkSpec nic_link;            ///< each NIC's link to the switch (or CPU)
+  std::vector<int> gpus;        ///< local GPU indices, in order
+  std::vector<int> nics;        ///< local NIC indices, in order
+  bool operator==(const PcieAttachSpec&) const = default;
+};
+
 /// A node template, fully resolved. Equal NodeSpecs (every field) build identical nodes, which
 /// build_cluster puts in one node class (Topology::node_class).
 struct NodeSpec {
@@ -128,6 +144,9 @@ struct NodeSpec {
   // Host side.
   LinkSpec pcie_link;              ///< PCIe generation of switch ports
   int pcie_switches = 0;           ///< GPUs and NICs are spread evenly over the switches
+  /// Explicit PCIe tree (`pcie.tree`); when non-empty it replaces the even spread, and
+  /// pcie_switches counts its switch entries. Every GPU and NIC index appears exactly once.
+  std::vector<PcieAttachSpec> pcie_tree;
   int cpus = 1;
   int cpus_per_domain = 1;         ///< CPUs joined all-to-all by cpu_link (2 on a dual-socket board)
   LinkSpec cpu_link;               ///< socket interconnect between CPUs of one domain
