@@ -99,9 +99,19 @@ void reject_other_section_keys(const support::Fields& section, std::span<const s
       if (!entry.first.IsScalar()) continue;
       const std::string name = entry.first.Scalar();
       if (std::find(own.begin(), own.end(), name) != own.end()) continue;
-      if (std::find(other.begin(), other.end(), name) == other.end()) continue;
       std::string expected = "one of the keys";
       for (std::string_view k : own) expected += " " + std::string(k);
+      if (std::find(other.begin(), other.end(), name) == other.end()) {
+        // A near miss of the other section's key (vLLM's tensor_parallel_size under workload:)
+        // is suggested there when it fits better than any key of this section.
+        const std::string near_other = support::closest_match(name, other);
+        if (near_other.empty()) continue;
+        const std::string near_own = support::closest_match(name, own);
+        if (!near_own.empty() && support::suggestion_rank(name, near_own) <= support::suggestion_rank(name, near_other)) continue;
+        throw support::InputError(support::location_of({entry.first, layer.file}), section.key_path(name), expected,
+                                  "unknown key '" + name + "'",
+                                  "did you mean '" + near_other + "' (a key of the " + std::string(other_name) + " section)?");
+      }
       throw support::InputError(support::location_of({entry.first, layer.file}), section.key_path(name), expected,
                                 "'" + name + "', a key of the " + std::string(other_name) + " section",
                                 "move '" + name + "' under " + std::string(other_name) + ":");

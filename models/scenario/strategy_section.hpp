@@ -48,7 +48,9 @@ std::string spelling(const support::Fields& s, std::string_view key, std::span<c
 
 /// Throws InputError for the first key of `section` (in file order) that is not one of `own`
 /// but is one of `other`'s (a strategy key written under workload, or the reverse), saying
-/// which section it belongs in; other unknown keys are left to Fields::reject_unknown.
+/// which section it belongs in, or that is a near miss of one of `other`'s fitting better than
+/// any of `own` (support::suggestion_rank), suggesting it with its section; other unknown keys
+/// are left to Fields::reject_unknown.
 void reject_other_section_keys(const support::Fields& section, std::span<const std::string_view> own,
                                std::span<const std::string_view> other, std::string_view other_name);
 

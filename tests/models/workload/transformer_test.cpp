@@ -365,8 +365,8 @@ TEST_CASE("error: MoE and MLA keys out of range", "[transformer]") {
     "intermediate_size": 128, "vocab_size": 100, "n_routed_experts": 4, "num_experts_per_tok": 2, "first_k_dense_replace": 3})");
   CHECK_THAT(load_error(dense), Contains(dense) && Contains("first_k_dense_replace: expected at most num_hidden_layers (2), found 3"));
   const std::string freq = dir.write("f.json", R"({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-    "intermediate_size": 128, "vocab_size": 100, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_layer_freq": 2})");
-  CHECK_THAT(load_error(freq), Contains(freq) && Contains("moe_layer_freq: expected 1") && Contains("found 2"));
+    "intermediate_size": 128, "vocab_size": 100, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_layer_freq": 0})");
+  CHECK_THAT(load_error(freq), Contains(freq) && Contains("moe_layer_freq: expected a positive integer") && Contains("found 0"));
   const std::string mla = dir.write("m.json", R"({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
     "intermediate_size": 128, "vocab_size": 100, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "v_head_dim": 8})");
   CHECK_THAT(load_error(mla), Contains(mla) && Contains("qk_rope_head_dim: expected a positive integer") &&
