@@ -21,6 +21,7 @@
 #include "support/atomic_file.hpp"
 #include "support/input_error.hpp"
 #include "support/mpi/launcher.hpp"
+#include "support/progress.hpp"
 #include "support/temp_files.hpp"
 
 int main(int argc, char** argv) {
@@ -49,6 +50,11 @@ int main(int argc, char** argv) {
   CLI::App* synthesize_cmd = ccsim::cli::add_synthesize_command(app, synthesize);
   ccsim::cli::ImportCliOptions import_options;
   CLI::App* import_cmd = ccsim::cli::add_import_command(app, import_options);
+  // Every command: no progress line on standard error (support/progress.hpp).
+  bool quiet = false;
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    sub->add_flag("-q,--quiet", quiet, "no progress line on standard error (shown only on a terminal, or with CCSIM_PROGRESS=1)");
+  }
 
   try {
     app.parse(argc, argv);
@@ -67,6 +73,7 @@ int main(int argc, char** argv) {
     std::cerr << "ccsim: a subcommand is required (topo, collective, compare, run, plan, sweep, calibrate, replay, synthesize, import); see ccsim --help\n";
     return 2;
   }
+  ccsim::support::set_progress_quiet(quiet);
   try {
     int rc = 0;
     if (topo_cmd->parsed()) rc = ccsim::cli::run_topo(topo);

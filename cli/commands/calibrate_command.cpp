@@ -21,6 +21,7 @@
 #include "support/input_error.hpp"
 #include "support/input_file.hpp"
 #include "support/provenance.hpp"
+#include "support/progress.hpp"
 #include "planner/tuning/cost_model.hpp"
 #include "validate/calibrate/calibrate.hpp"
 #include "validate/calibrate/compute_calibration.hpp"
@@ -260,6 +261,8 @@ void fit_table(const CalibrateCliOptions& o, CollectiveFit& f) {
     if (o.loss == "squares") options.robust_scale = 0;
     options.separability = o.separability;
     options.only_used_figures = o.only_used_figures;
+    support::Progress progress("ccsim calibrate");
+    options.progress = [&](const std::string& what, std::size_t done, std::size_t total) { progress.update(what, done, total); };
     f.fit = validate::calibrate(cluster, base, f.rows, options);
   } catch (const validate::CalibrationError& e) {
     throw InputError({o.logs.front(), 0, 0}, "", "logs that can support a fit", "too few rows", e.what());

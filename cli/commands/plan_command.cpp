@@ -12,6 +12,7 @@
 #include "cli/options.hpp"
 #include "support/input_error.hpp"
 #include "support/output_dir.hpp"
+#include "support/progress.hpp"
 #include "support/units.hpp"
 #include "planner/search/layout_plan.hpp"
 #include "planner/search/layout_space.hpp"
@@ -124,14 +125,11 @@ int run_plan(const PlanCliOptions& o) {
   const planner::ComputeCalibration compute = planner::ComputeCalibration::load_for_cluster(compute_table(o.compute_calibration, scenario).path, cluster);
   const planner::ServingCalibration serving = planner::ServingCalibration::load(
       o.serving_calibration.empty() ? planner::ServingCalibration::default_path() : o.serving_calibration, gpu0.kind_names());
-  const bool tty = ::isatty(2) != 0;
-  if (tty) {
-    po.progress = [](std::size_t done, std::size_t total) {
-      std::cerr << fmt::format("\rccsim plan: {}/{} candidates", done, total) << std::flush;
-    };
-  }
+  // Progress on stderr (support/progress.hpp: on a terminal, or with CCSIM_PROGRESS=1).
+  support::Progress progress("ccsim plan");
+  po.progress = progress.counter("candidate layouts");
   const planner::PlanResult result = planner::plan_layouts(scenario, cluster, costs, compute, serving, space, po);
-  if (tty) std::cerr << "\r\033[K" << std::flush;
+  progress.finish();
   std::cerr << fmt::format("ccsim plan: {} candidates simulated in {:.2f} s ({:.0f}/s, {} full runs); communication lowerings: {} simulated, {} shared\n",
                            result.evaluated, result.seconds, result.seconds > 0 ? result.evaluated / result.seconds : 0.0,
                            result.exact_runs, result.shared_misses, result.shared_hits);

@@ -12,6 +12,7 @@
 #include "support/input_error.hpp"
 #include "support/mpi/launcher.hpp"
 #include "support/output_dir.hpp"
+#include "support/progress.hpp"
 #include "planner/collective/collective_runner.hpp"
 #include "validate/measurements/nccl_tests_log.hpp"
 #include "validate/replay/replay.hpp"
@@ -296,21 +297,30 @@ int replay_all(const SizeLoop& loop, const ReplaySizes& sizes, Replayed& out) {
   config.type = loop.type;
   config.iters = o.iters;
   config.warmup = o.warmup;
+  // Progress on the reporting rank's stderr (support/progress.hpp: a terminal, or CCSIM_PROGRESS=1).
+  support::ProgressOptions shown;
+  shown.enabled = shown.enabled && loop.reporter;
+  support::Progress progress("ccsim replay", shown);
+  std::size_t done = 0;
   for (std::uint64_t bytes : sizes.sizes) {
+    progress.update(fmt::format("{} backend, sizes replayed", o.backend), done++, sizes.sizes.size());
     replay::ReplayedSize s = plan_size(loop, bytes);
     // Per-op records cost about 48 bytes per op per timed iteration: bounded at 2^25 records.
     constexpr double kMaxRecords = 33554432.0;
     config.record_ops = static_cast<double>(o.iters) * static_cast<double>(s.schedule.op_count()) <= kMaxRecords;
     if (!config.record_ops && loop.reporter) {
+      progress.finish();
       std::cerr << fmt::format("ccsim: note: {} bytes: per-op times not recorded ({} iterations x {} ops is over {:.0f} records); "
                                "only iteration times are kept\n", bytes, o.iters, s.schedule.op_count(), kMaxRecords);
     }
     try {
       s.measured = loop.backend.run(s.schedule, config);
     } catch (const replay::ReplayError& e) {
+      progress.finish();
       std::cerr << fmt::format("ccsim: error: {} backend, {} bytes ({}/{}): {}\n", o.backend, bytes, s.algorithm, s.protocol, e.what());
       return 3;
     } catch (const std::bad_alloc&) {
+      progress.finish();
       std::cerr << fmt::format("ccsim: error: {} backend, {} bytes: not enough memory for the ranks' buffers (use a smaller -e or fewer "
                                "ranks)\n", o.backend, bytes);
       return 3;

@@ -10,11 +10,13 @@
 
 #include <fmt/format.h>
 
+#include "cli/commands/run_files.hpp"
 #include "cli/options.hpp"
 #include "models/scenario/effective_yaml.hpp"
 #include "support/atomic_file.hpp"
 #include "support/input_error.hpp"
 #include "support/output_dir.hpp"
+#include "support/progress.hpp"
 #include "planner/cluster/jobs.hpp"
 #include "planner/cluster/run_reliability.hpp"
 #include "planner/workload/workload_report.hpp"
@@ -34,6 +36,9 @@ CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
       ->check([](const std::string& v) { return v.empty() ? std::string("--out: an empty path") : std::string(); });
   c->add_flag("--report-only", o.report_only,
               "with --out: write report.json and effective.yaml only (ops.csv and trace.json of a large run take most of its time)");
+  c->add_option("--trace-format", o.trace_format,
+                 "with --out: the trace as json (trace.json, Chrome's trace event format; the default) or perfetto "
+                 "(trace.perfetto-trace, Perfetto's protobuf format: smaller and faster to write and open)");
   c->add_option("--calibration", o.calibration, "collective calibration table (default: the scenario's simulation.calibration, else scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
   c->add_option("--compute-calibration", o.compute_calibration,
                 "compute efficiency table (default: the scenario's simulation.compute_calibration, else scenarios/calibration/compute.yaml)");
@@ -83,6 +88,7 @@ int run_run(const RunCliOptions& o) {
                               !o.horizon ? "reliability" : "--horizon", "a training-step workload (failures over a run are modelled for training)",
                               "a workload of another phase");
   }
+  check_trace_format(o.trace_format);
   if (o.report_only && o.out.empty()) {
     throw support::InputError({"<command line>", 0, 0}, "--report-only", "--out DIR as well (it selects the files --out writes)", "no --out");
   }
@@ -113,17 +119,8 @@ static int simulate_jobs(const RunCliOptions& o, const models::Scenario& scenari
     co.serving = planner::ServingCalibration::load(o.serving_calibration.empty() ? planner::ServingCalibration::default_path() : o.serving_calibration,
                                                    cluster.spec.groups.front().node.gpu.kind_names());
   }
-  const bool tty = ::isatty(2) != 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  bool shown = false;
-  co.progress = [&](const std::string& what, std::size_t done, std::size_t total) {
-    if (!tty) return;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (elapsed < 1.0 && !shown) return;
-    if (done != total && done % 64 != 0 && what.rfind("job ", 0) == 0) return;
-    shown = true;
-    std::cerr << fmt::format("\r\033[Kccsim run: {} {}/{} ({:.0f} s)", what, done, total, elapsed) << std::flush;
-  };
+  support::Progress progress("ccsim run");
+  co.progress = [&](const std::string& what, std::size_t done, std::size_t total) { progress.update(what, done, total); };
   const bool best = std::any_of(scenario.jobs.begin(), scenario.jobs.end(),
                                 [](const models::JobSpec& j) { return j.placement.policy == models::PlacementPolicy::Best; });
   std::optional<planner::BestPlacement> ranking;
@@ -134,7 +131,7 @@ static int simulate_jobs(const RunCliOptions& o, const models::Scenario& scenari
   } else {
     result = planner::run_jobs(scenario, cluster, co);
   }
-  if (shown) std::cerr << "\r\033[K" << std::flush;
+  progress.finish();
   const planner::BestPlacement* rank = ranking ? &*ranking : nullptr;
   const std::string summary = planner::jobs_summary(scenario, cluster, result, rank);
   if (out != nullptr) {
@@ -166,23 +163,13 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
   };
   std::unique_ptr<planner::WorkloadRunner> runner = make_runner(scenario, cluster);
 
-  // Progress on stderr for runs longer than a second, when stderr is a terminal.
-  const bool tty = ::isatty(2) != 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  bool shown = false;
-  const auto progress = [&](std::size_t done, std::size_t total) {
-    if (!tty) return;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (elapsed < 1.0 && !shown) return;
-    if (done != total && done % 64 != 0) return;
-    shown = true;
-    std::cerr << fmt::format("\rccsim run: communication ops {}/{} ({:.0f} s)", done, total, elapsed) << std::flush;
-  };
-  const planner::WorkloadResult result = runner->run(progress);
-  if (shown) std::cerr << "\r\033[K" << std::flush;
+  // Progress on stderr (support/progress.hpp: on a terminal, or with CCSIM_PROGRESS=1).
+  support::Progress progress("ccsim run");
+  const planner::WorkloadResult result = runner->run(progress.counter("lowering communication ops"));
   // A perturbed scenario is reported next to the same step without its what_if section.
   double unperturbed = 0, unperturbed_ttft = 0, unperturbed_e2e = 0;
   if (!scenario.what_if.empty() && result.feasible) {
+    progress.update("simulating the step without its what_if section");
     const models::Scenario base = models::without_what_if(scenario);
     const models::Cluster base_cluster = models::build_scenario_cluster(base);
     planner::WorkloadRunner::Detail detail = planner::WorkloadRunner::Detail::StepOnly;
@@ -207,33 +194,20 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
       r->set_detail(planner::WorkloadRunner::Detail::StepOnly);
       return r->run().step_time;
     };
-    const auto t1 = std::chrono::steady_clock::now();
-    bool rel_shown = false;
     const auto rel_progress = [&](long long done, long long total) {
-      if (!tty) return;
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-      if (elapsed < 1.0 && !rel_shown) return;
-      rel_shown = true;
-      std::cerr << fmt::format("\rccsim run: failure Monte-Carlo, samples {}/{} ({:.0f} s)", done, total, elapsed) << std::flush;
+      progress.update("failure Monte-Carlo, samples", static_cast<std::size_t>(done), static_cast<std::size_t>(total));
     };
     const planner::ReliabilityReport rel = planner::run_reliability(scenario, cluster, result, step_time_of, rel_progress);
-    if (rel_shown) std::cerr << "\r\033[K" << std::flush;
     summary += planner::reliability_text(rel);
     nlohmann::json j = nlohmann::json::parse(report);
     j["reliability"] = planner::reliability_json(rel);
     report = j.dump(2) + "\n";
   }
+  progress.finish();
   if (out != nullptr) {
-    // report.json last: when it is there, the rest is complete (an old one goes first; a
-    // symbolic link, device or FIFO in its place stays and is written through at the end).
-    out->remove_stale("report.json", support::Stale::RemoveIfRegular);
-    out->write("effective.yaml", models::effective_yaml(scenario));
-    if (!o.report_only) {
-      out->write("ops.csv", planner::ops_csv(ctx));
-      out->write("links.csv", planner::links_csv(ctx));
-      out->write("trace.json", planner::trace_json(ctx));
-    }
-    out->write("report.json", report);
+    const RunFilesOptions files{o.report_only, o.trace_format};
+    std::cerr << out_cost_notice(ctx, files);
+    write_run_files(ctx, report, files, *out, progress);
   }
   std::cout << summary;
   return result.feasible ? 0 : 3;

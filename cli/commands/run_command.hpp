@@ -18,6 +18,7 @@ struct RunCliOptions {
   std::string engine;  ///< empty: the scenario's simulation.engine
   std::string out;
   bool report_only = false;  ///< --out writes report.json and effective.yaml only (no ops.csv, links.csv, trace.json)
+  std::string trace_format = "json";  ///< --trace-format: json (trace.json) or perfetto (trace.perfetto-trace)
   std::string calibration;
   std::string compute_calibration;
   std::string serving_calibration;  ///< empty: scenarios/calibration/serving.yaml (inference phases)

@@ -15,6 +15,7 @@
 #include "planner/collective/synthesis_runner.hpp"
 #include "planner/synthesis/tree_xml.hpp"
 #include "support/output_dir.hpp"
+#include "support/progress.hpp"
 #include "support/input_error.hpp"
 
 namespace ccsim::cli {
@@ -120,7 +121,11 @@ int run_synthesize(const SynthesizeCliOptions& o) {
                      o.max_bytes);
   }
   const auto start = std::chrono::steady_clock::now();
+  // Progress on stderr (support/progress.hpp: on a terminal, or with CCSIM_PROGRESS=1).
+  support::Progress progress("ccsim synthesize");
+  progress.update(fmt::format("synthesizing the schedule over {} ranks", n));
   planner::synthesis::SynthesisRunner runner(cluster, costs, opts);
+  progress.finish();
   const double synth_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cerr << fmt::format("ccsim: note: {} in {:.2f} s\n",
                            runner.uses_forest()              ? "trees synthesized"
@@ -128,7 +133,11 @@ int run_synthesize(const SynthesizeCliOptions& o) {
                                                                                                  : "optimum found",
                            synth_seconds);
   std::vector<planner::synthesis::SynthesisRow> rows;
-  for (std::uint64_t b : wanted) rows.push_back(runner.run(b));
+  for (std::uint64_t b : wanted) {
+    progress.update("timing the sizes", rows.size(), wanted.size());
+    rows.push_back(runner.run(b));
+  }
+  progress.finish();
   const bool timed = runner.uses_forest() || runner.uses_greedy();
   const bool greedy_last = timed && rows.back().method == planner::synthesis::Method::Greedy;
   std::vector<ForestSummary> forests;

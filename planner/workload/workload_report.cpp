@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 
 #include <fmt/format.h>
@@ -411,6 +412,9 @@ std::string ops_csv(const RunContext& c) {
       "op,stage,gpu,node,stream,pass,name,kind,dim,collective,micro_batch,layer,start_us,end_us,duration_us,flops,bytes,algorithm,"
       "protocol,m,n,k,batch,comm_sms,split_k,model_bytes,math_us,memory_us,overhead_us,waves,tflops,efficiency,bound\n";
   if (!r.feasible) return out;
+  // Formatted in place (no temporary string per row): about 175 bytes a row.
+  out.reserve(out.size() + 180 * r.program.ops.size());
+  auto to = std::back_inserter(out);
   for (std::size_t i = 0; i < r.program.ops.size(); ++i) {
     const auto& op = r.program.ops[i];
     const int rank = r.program.op_rank[i];
@@ -428,11 +432,10 @@ std::string ops_csv(const RunContext& c) {
       proto = r.comm_costs[static_cast<std::size_t>(r.op_comm[i])].protocol;
     }
     const auto& tm = r.timing[i];
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.6g},{:.0f},{},{}", i, stage, t.name(gpu),
-                       t.device(gpu).node, models::to_string(op.stream), models::to_string(op.pass), op.name, kind,
-                       comm ? std::string(models::to_string(op.dim)) : std::string(),
-                       comm ? std::string(models::to_string(op.collective)) : std::string(), op.micro_batch, op.layer, tm.start * 1e6,
-                       tm.end * 1e6, (tm.end - tm.start) * 1e6, op.flops, op.bytes, algo, proto);
+    fmt::format_to(to, "{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.6g},{:.0f},{},{}", i, stage, t.name(gpu),
+                   t.device(gpu).node, models::to_string(op.stream), models::to_string(op.pass), op.name, kind,
+                   comm ? models::to_string(op.dim) : std::string_view(), comm ? models::to_string(op.collective) : std::string_view(),
+                   op.micro_batch, op.layer, tm.start * 1e6, tm.end * 1e6, (tm.end - tm.start) * 1e6, op.flops, op.bytes, algo, proto);
     // The compute model's result (estimate_compute): shape, parts of the time, achieved rate, bound.
     if (comm || i >= r.op_compute.size()) {
       out += ",,,,,,,,,,,,,,\n";
@@ -440,7 +443,7 @@ std::string ops_csv(const RunContext& c) {
     }
     const ComputeEstimate& e = r.op_compute[i];
     const bool shaped = op.m > 0;
-    out += fmt::format(",{},{},{},{},{},{},{:.0f},{:.3f},{:.3f},{:.3f},{},{:.1f},{:.4f},{}\n", shaped ? std::to_string(op.m) : "",
+    fmt::format_to(to, ",{},{},{},{},{},{},{:.0f},{:.3f},{:.3f},{:.3f},{},{:.1f},{:.4f},{}\n", shaped ? std::to_string(op.m) : "",
                        shaped ? std::to_string(op.n) : "", shaped ? std::to_string(op.k) : "", shaped ? std::to_string(op.batch) : "",
                        op.comm_sms, e.split_k, e.bytes, e.math * 1e6, e.memory * 1e6, e.overhead * 1e6, e.waves > 0 ? fmt::format("{:.0f}", e.waves) : "",
                        e.time > 0 ? op.flops / e.time / 1e12 : 0.0, e.efficiency, to_string(e.bound));
@@ -461,61 +464,6 @@ std::string links_csv(const RunContext& c) {
                        l.bytes, l.busy, l.utilisation, l.peak);
   }
   return out;
-}
-
-std::string trace_json(const RunContext& c) {
-  using nlohmann::ordered_json;
-  const auto& r = c.result;
-  const auto& t = c.cluster.topology;
-  ordered_json events = ordered_json::array();
-  if (r.feasible) {
-    std::map<int, bool> named_nodes;
-    for (std::size_t stage = 0; stage < r.stage_gpu.size(); ++stage) {
-      const models::DeviceId gpu = r.stage_gpu[stage];
-      const int node = t.device(gpu).node;
-      if (!named_nodes[node]) {
-        named_nodes[node] = true;
-        events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", node},
-                          {"args", {{"name", fmt::format("node {} ({})", node, c.cluster.spec.groups[static_cast<std::size_t>(
-                                                                                     c.cluster.node_group[static_cast<std::size_t>(node)])]
-                                                                                     .node.name)}}}});
-        events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", node}, {"args", {{"sort_index", node}}}});
-      }
-      for (int st = 0; st < models::kStreams; ++st) {
-        const int tid = t.device(gpu).local * models::kStreams + st;
-        events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", node}, {"tid", tid},
-                          {"args", {{"name", fmt::format("{} ({}stage {}) {}", t.name(gpu), r.classes.size() > 1 ? fmt::format("class {} ", r.program.ranks[stage].replica_class) : std::string(), r.program.ranks[stage].stage, models::to_string(static_cast<models::Stream>(st)))}}}});
-        events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", node}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
-      }
-    }
-    for (std::size_t i = 0; i < r.program.ops.size(); ++i) {
-      const auto& op = r.program.ops[i];
-      const auto& tm = r.timing[i];
-      if (tm.end <= tm.start) continue;
-      const models::DeviceId gpu = r.stage_gpu[static_cast<std::size_t>(r.program.op_rank[i])];
-      const int tid = t.device(gpu).local * models::kStreams + static_cast<int>(op.stream);
-      ordered_json args = {{"pass", std::string(models::to_string(op.pass))}};
-      if (op.micro_batch >= 0) args["micro_batch"] = op.micro_batch;
-      if (op.layer >= 0) args["layer"] = op.layer;
-      if (op.flops > 0) args["flops"] = op.flops;
-      if (op.bytes > 0) args["bytes"] = op.bytes;
-      if (r.op_comm[i] >= 0) {
-        args["algorithm"] = r.comm_costs[static_cast<std::size_t>(r.op_comm[i])].algorithm;
-        args["protocol"] = r.comm_costs[static_cast<std::size_t>(r.op_comm[i])].protocol;
-      }
-      std::string name = op.name;
-      if (op.micro_batch >= 0) name += fmt::format(" mb{}", op.micro_batch);
-      events.push_back({{"name", name}, {"cat", std::string(models::to_string(op.pass))}, {"ph", "X"},
-                        {"ts", std::round(tm.start * 1e9) / 1e3}, {"dur", std::round((tm.end - tm.start) * 1e9) / 1e3},
-                        {"pid", t.device(gpu).node}, {"tid", tid}, {"args", args}});
-    }
-  }
-  ordered_json j;
-  j["traceEvents"] = events;
-  j["displayTimeUnit"] = "ms";
-  j["otherData"] = {{"generator", "ccsim run"}, {"scenario", c.scenario.name},
-                    {"note", "one GPU per pipeline stage is shown; its TP/CP/DP peers run the same timeline"}};
-  return j.dump() + "\n";
 }
 
 }  // namespace ccsim::planner

@@ -1,9 +1,7 @@
 #pragma once
 // What `ccsim run` writes: the text summary on stdout, and with --out DIR the files
-// report.json (schema in docs/commands/run.md), ops.csv, links.csv, trace.json
-// (Chrome trace event format: one process per node, one thread per GPU stream; opens in
-// ui.perfetto.dev and chrome://tracing) and effective.yaml. All are pure functions of the
-// result: same input, same bytes.
+// report.json (schema in docs/commands/run.md), ops.csv, links.csv, the trace (run_trace.hpp)
+// and effective.yaml. All are pure functions of the result: same input, same bytes.
 
 #include <string>
 
@@ -29,6 +27,5 @@ std::string run_summary(const RunContext& c);
 std::string report_json(const RunContext& c);
 std::string ops_csv(const RunContext& c);
 std::string links_csv(const RunContext& c);
-std::string trace_json(const RunContext& c);
 
 }  // namespace ccsim::planner

@@ -1,6 +1,7 @@
 #include "validate/calibrate/calibrate.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -213,7 +214,15 @@ class Fit {
   CalibrationResult result() &&;
 
  private:
-  Simulated simulate_at(const std::vector<double>& t) const { return simulate(cluster_, apply(base_.node, groups_, t), rows_, want_fit_); }
+  Simulated simulate_at(const std::vector<double>& t) const {
+    const std::size_t n = simulations_++;
+    if (options_.progress) {
+      options_.progress(fmt::format("fitting {} rows, round {}, iteration {} (at most {} a pass), simulations", R_, round_ + 1, iterations_,
+                                    options_.max_iterations),
+                        n, 0);
+    }
+    return simulate(cluster_, apply(base_.node, groups_, t), rows_, want_fit_);
+  }
   Eigen::VectorXd residuals(const Simulated& s) const;
   double loss(const Eigen::VectorXd& res) const;
   /// Takes `t` (simulated as `s`, residuals `rt`, loss `ct`) as the current point.
@@ -253,6 +262,8 @@ class Fit {
   double cost_ = 0;            ///< the loss at theta_
   double lambda_ = 1e-3;       ///< Levenberg-Marquardt damping
   int iterations_ = 0;
+  int round_ = 0;                                     ///< run()'s round (progress only)
+  mutable std::atomic<std::size_t> simulations_{0};  ///< simulate_at() calls (progress only)
   std::vector<CalibrationParameter::Status> status_;
   std::vector<std::string> notes_;
   std::vector<std::set<std::size_t>> moved_;  ///< fitted rows each group moves at the fitted values
@@ -507,6 +518,7 @@ bool Fit::freeze_unused() {
 
 void Fit::run() {
   for (int round = 0; round < 4; ++round) {
+    round_ = round;
     // Least squares first, then the robust loss from its solution (the usual start of iteratively
     // reweighted least squares: from the table's values the reweighting alone can settle in a
     // worse local minimum where NCCL's choice switches).

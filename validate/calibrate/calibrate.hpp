@@ -22,6 +22,7 @@
 // steps — is held at its table value and reported as such.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -116,6 +117,12 @@ struct CalibrateOptions {
   /// Scale c of the Cauchy loss on relative residuals (0.1: rows about 10 % off weigh half);
   /// 0 for plain least squares. nccl-tests' first sizes often carry warm-up effects.
   double robust_scale = 0.1;
+  /// Called with (what, simulations done so far, 0) before each simulation of the rows (the
+  /// fit's unit of work: one run of every fitted row at one point), from the calling thread and
+  /// from the Jacobian's worker threads, so it must be thread-safe (support::Progress is). The
+  /// number of simulations is not known in advance (it depends on the iterations), hence no
+  /// total. Empty: nothing.
+  std::function<void(const std::string& what, std::size_t done, std::size_t total)> progress;
 };
 
 /// Thrown when a row cannot be simulated on the cluster (a collective no algorithm runs at that

@@ -1,0 +1,78 @@
+# The progress line (support/progress.hpp) goes to standard error only, and only when enabled:
+# CCSIM_PROGRESS=1 forces it (ctest's stderr is a pipe, where it is off by default), --quiet and
+# CCSIM_PROGRESS=0 turn it off. Standard output and the files of --out are byte for byte the
+# same with and without it. Also: --trace-format perfetto writes trace.perfetto-trace instead of
+# trace.json, and another format is a command-line error (exit 2).
+file(REMOVE_RECURSE "${WORK}")
+set(scenario scenarios/workloads/llama3-70b-train-64xh100.yaml)
+function(ccsim_run prefix)
+  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY "${SOURCE_DIR}" OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  set(${prefix}_out "${out}" PARENT_SCOPE)
+  set(${prefix}_err "${err}" PARENT_SCOPE)
+  set(${prefix}_rc "${rc}" PARENT_SCOPE)
+endfunction()
+string(ASCII 13 CR)
+string(ASCII 27 ESC)
+
+ccsim_run(plain "${CCSIM}" run ${scenario} --out "${WORK}/plain")
+ccsim_run(forced "${CMAKE_COMMAND}" -E env CCSIM_PROGRESS=1 "${CCSIM}" run ${scenario} --out "${WORK}/forced")
+ccsim_run(quiet "${CMAKE_COMMAND}" -E env CCSIM_PROGRESS=1 "${CCSIM}" run ${scenario} --quiet)
+ccsim_run(off "${CMAKE_COMMAND}" -E env CCSIM_PROGRESS=0 "${CCSIM}" run ${scenario})
+foreach(p plain forced quiet off)
+  if(NOT ${p}_rc EQUAL 0)
+    message(FATAL_ERROR "${p}: ccsim run exited ${${p}_rc}: ${${p}_err}")
+  endif()
+  if(NOT "${${p}_out}" STREQUAL "${plain_out}")
+    message(FATAL_ERROR "${p}: standard output differs from the run without progress")
+  endif()
+  string(FIND "${${p}_out}" "${CR}" cr)
+  if(NOT cr EQUAL -1)
+    message(FATAL_ERROR "${p}: a carriage return in standard output")
+  endif()
+endforeach()
+# Forced: the line is on stderr, rewritten in place, names what it does, and is erased.
+string(FIND "${forced_err}" "${CR}${ESC}[Kccsim run: lowering communication ops " line)
+string(FIND "${forced_err}" "${CR}${ESC}[Kccsim run: writing trace.json, slices " writing)
+if(line EQUAL -1 OR writing EQUAL -1)
+  message(FATAL_ERROR "CCSIM_PROGRESS=1: no progress line on stderr: '${forced_err}'")
+endif()
+# Off (a pipe by default, --quiet, CCSIM_PROGRESS=0): no progress at all.
+foreach(p plain quiet off)
+  string(FIND "${${p}_err}" "${CR}" cr)
+  if(NOT cr EQUAL -1)
+    message(FATAL_ERROR "${p}: a progress line on stderr: '${${p}_err}'")
+  endif()
+endforeach()
+# The files: the same bytes.
+foreach(f report.json ops.csv links.csv trace.json effective.yaml)
+  file(SHA256 "${WORK}/plain/${f}" a)
+  file(SHA256 "${WORK}/forced/${f}" b)
+  if(NOT a STREQUAL b)
+    message(FATAL_ERROR "${f} differs with the progress line on")
+  endif()
+endforeach()
+
+# --trace-format perfetto: trace.perfetto-trace in place of trace.json (one left by an earlier
+# run goes), the other files unchanged.
+file(COPY "${WORK}/plain/" DESTINATION "${WORK}/perfetto")
+ccsim_run(pf "${CCSIM}" run ${scenario} --out "${WORK}/perfetto" --trace-format perfetto)
+if(NOT pf_rc EQUAL 0 OR NOT "${pf_out}" STREQUAL "${plain_out}")
+  message(FATAL_ERROR "--trace-format perfetto: exit ${pf_rc}: ${pf_err}")
+endif()
+file(GLOB written RELATIVE "${WORK}/perfetto" "${WORK}/perfetto/*")
+list(SORT written)
+if(NOT written STREQUAL "effective.yaml;links.csv;ops.csv;report.json;trace.perfetto-trace")
+  message(FATAL_ERROR "--trace-format perfetto wrote: ${written}")
+endif()
+file(SIZE "${WORK}/perfetto/trace.perfetto-trace" pf_size)
+file(SIZE "${WORK}/plain/trace.json" json_size)
+# The protobuf trace starts with a Trace.packet (field 1, length-delimited: byte 0x0A) and is
+# smaller than the JSON.
+file(READ "${WORK}/perfetto/trace.perfetto-trace" head LIMIT 1 HEX)
+if(NOT head STREQUAL "0a" OR NOT pf_size LESS json_size)
+  message(FATAL_ERROR "trace.perfetto-trace: first byte ${head}, ${pf_size} bytes against trace.json's ${json_size}")
+endif()
+ccsim_run(bad "${CCSIM}" run ${scenario} --out "${WORK}/bad" --trace-format protobuf)
+if(NOT bad_rc EQUAL 2 OR NOT bad_err MATCHES "--trace-format" OR NOT bad_err MATCHES "json or perfetto" OR EXISTS "${WORK}/bad")
+  message(FATAL_ERROR "--trace-format protobuf: exit ${bad_rc}: ${bad_err}")
+endif()
