@@ -99,3 +99,32 @@ TEST_CASE("catalog: a GPU's lineage names the entries it derives from, nearest f
   CHECK(spec.gpu.kind_names() == std::vector<std::string>{"H200-slow", "H200-SXM", "H100-SXM5"});
   CHECK(shipped_catalog().node("dgx-h100").gpu.kind_names() == std::vector<std::string>{"H100-SXM5"});
 }
+
+TEST_CASE("PCIe Gen6 and the XDR host that uses it", "[catalog]") {
+  const auto& c = shipped_catalog();
+  // PCIe 6.0: 64 GT/s per lane (PAM4), FLIT mode: 242 of every 256 FLIT bytes are TLP + DLP
+  // (8 B CRC and 6 B FEC are the code's overhead, as 128b/130b is Gen3-5's).
+  // x16: 64e9 × 16 / 8 = 128 GB/s × 242/256 = 121 GB/s per direction.
+  const auto gen6 = c.link("pcie-gen6");
+  CHECK(gen6.link_class == LinkClass::Pcie);
+  CHECK(gen6.bandwidth == Approx(64e9 * 16 / 8 * 242.0 / 256.0).epsilon(1e-12));
+  // Modelled as Gen5 is (32e9 × 16 / 8 × 128/130 = 63 GB/s): the same rule, twice the rate, a
+  // lighter code.
+  CHECK(c.link("pcie-gen5").bandwidth == Approx(32e9 * 16 / 8 * 128.0 / 130.0).epsilon(1e-3));
+  CHECK(gen6.bandwidth / c.link("pcie-gen5").bandwidth == Approx(2 * (242.0 / 256.0) / (128.0 / 130.0)).epsilon(1e-3));
+  // B300 (Blackwell Ultra): B200's compute and NVLink5, 288 GB, a Gen6 host interface.
+  const auto b300 = c.gpu("B300");
+  CHECK(b300.host_link.name == "pcie-gen6");
+  CHECK(b300.hbm_capacity == 288e9);
+  CHECK(b300.bf16_flops == c.gpu("B200").bf16_flops);
+  CHECK(b300.scaleup_bandwidth() == 900e9);
+  // DGX B300: 8 ConnectX-8 (XDR, 100 GB/s) behind Gen6 switches: neither x16 link (121 GB/s)
+  // caps the port.
+  const auto node = c.node("dgx-b300");
+  CHECK(node.gpu.name == "B300");
+  CHECK(node.pcie_link.name == "pcie-gen6");
+  REQUIRE(node.nic_link);
+  CHECK(node.nic_link->name == "ib-xdr");
+  CHECK(node.nics == 8);
+  CHECK(node.nic_link->bandwidth < gen6.bandwidth);
+}

@@ -179,3 +179,46 @@ TEST_CASE("DOT output has every device and physical link", "[cluster]") {
   CHECK(dot.rfind("graph \"dgx-a100-4node-rail\" {", 0) == 0);
   CHECK(dot.find("subgraph cluster_node3") != std::string::npos);
 }
+
+TEST_CASE("injection limit: which link binds a GPU's way into the fabric", "[cluster][injection]") {
+  // Each DGX H100 / HGX H200 GPU reaches its own NIC through two PCIe Gen5 x16 links (GPU -
+  // PCIe switch - NIC), one GPU per link: 63 GB/s each (32 GT/s x 16 x 128/130 / 8).
+  const Cluster ndr = shipped_cluster("h100-1024gpu-2to1.yaml");  // 128 x DGX H100, NDR
+  const InjectionLimit raw = injection_limit(ndr, 0);
+  CHECK(raw.line_rate_per_gpu == 50e9);  // one 400 Gb/s port per GPU
+  CHECK(raw.per_gpu == 50e9);            // the NIC (50 GB/s) binds below PCIe's 63
+  CHECK(raw.nic_binds);
+  REQUIRE(raw.binding.size() == 1);
+  CHECK(raw.binding[0].kind == "ib-ndr");
+  CHECK(raw.binding[0].between == "nic-leaf");
+  CHECK(raw.binding[0].gpus == 1);
+  // With NCCL's figures (nccl.yaml: PCIe Gen5 48 / 63 = 0.7619, NICs at line rate) PCIe binds:
+  // 63 GB/s x 0.7619 = 48.0 GB/s < 50 GB/s, on both PCIe links of the way.
+  std::vector<double> eff(ndr.topology.link_kinds().size(), 1.0);
+  for (std::size_t k = 0; k < eff.size(); ++k)
+    if (ndr.topology.link_kinds()[k] == "pcie-gen5") eff[k] = 0.7619;
+  const InjectionLimit credited = injection_limit(ndr, 0, eff);
+  CHECK(credited.per_gpu == Approx(63e9 * 0.7619).epsilon(1e-12));
+  CHECK_FALSE(credited.nic_binds);
+  REQUIRE(credited.binding.size() == 2);
+  CHECK(credited.binding[0].kind == "pcie-gen5");
+  CHECK(credited.binding[0].between == "gpu-pcie-switch");
+  CHECK(credited.binding[1].between == "nic-pcie-switch");
+  CHECK(describe_binding(credited) ==
+        "pcie-gen5 (gpu-pcie-switch and nic-pcie-switch links: 48 GB/s credited of 63 GB/s per link, 1 GPU each)");
+
+  // The same node with XDR NICs (100 GB/s): PCIe Gen5 binds even at its catalog figure, 63 GB/s.
+  const TopologySummary xdr = summarize(ccsim::test::cluster_at("tests/data/sweep/h200-4node-llama3-70b-xdr.yaml"));
+  REQUIRE(xdr.groups.size() == 1);
+  CHECK(xdr.groups[0].injection_per_gpu == 100e9);
+  CHECK(xdr.groups[0].raw.per_gpu == 63e9);
+  CHECK_FALSE(xdr.groups[0].raw.nic_binds);
+
+  // DGX A100: 2 GPUs and 2 HDR NICs per PCIe Gen4 switch, each GPU with its own NIC: the 25 GB/s
+  // port binds below the 31.5 GB/s Gen4 links.
+  const InjectionLimit a100 = injection_limit(shipped_cluster("dgx-a100-4node-rail.yaml"), 0);
+  CHECK(a100.per_gpu == 25e9);
+  CHECK(a100.nic_binds);
+  // One node, no fabric: nothing to inject into.
+  CHECK(injection_limit(shipped_cluster("dgx-h100-1node.yaml"), 0).per_gpu == 0);
+}

@@ -67,3 +67,69 @@ TEST_CASE("sweep point: cost per million tokens is price × GPUs / 3600 × step 
   CHECK(*row.memory_gib > 0);
   CHECK(*row.memory_gib < *row.hbm_gib);
 }
+
+TEST_CASE("sweep ties: points that differ in one key and give the same step", "[sweep][ties]") {
+  planner::SweepResult r;
+  r.axes = {{"cluster.nodes[0].node.nics.link", {"ib-ndr", "ib-xdr"}}, {"strategy.pp", {"1", "2"}}};
+  // Point order: the first key is the outer loop (nics, pp) = (ndr,1) (ndr,2) (xdr,1) (xdr,2).
+  const auto row = [](double step) {
+    planner::SweepRow x;
+    x.feasible = true;
+    x.gpus = 32;
+    x.step_time_s = step;
+    return x;
+  };
+  r.rows = {row(16.0), row(17.0), row(16.0), row(16.5)};
+  auto ties = planner::find_ties(r);
+  // ndr = xdr at pp 1 only; pp 1 and pp 2 differ at both NICs; no point pairs with itself.
+  REQUIRE(ties.size() == 1);
+  CHECK(ties[0].axis == 0);
+  CHECK(ties[0].points == std::vector<std::size_t>{0, 2});
+  // A difference of 1e-9 relative still ties (the same figures along the same path); 1e-6 does not.
+  r.rows[3] = row(17.0 * (1 + 1e-10));
+  CHECK(planner::find_ties(r).size() == 2);
+  r.rows[3] = row(17.0 * (1 + 1e-6));
+  CHECK(planner::find_ties(r).size() == 1);
+  // Infeasible points never tie, nor do points with other GPU counts.
+  r.rows[2].feasible = false;
+  CHECK(planner::find_ties(r).empty());
+  r.rows[2] = row(16.0);
+  r.rows[2].gpus = 64;
+  CHECK(planner::find_ties(r).empty());
+  // The text names the points, the key's values and the note.
+  r.rows[2] = row(16.0);
+  r.ties = planner::find_ties(r);
+  r.ties[0].note = "why";
+  CHECK(planner::sweep_text(r).find("identical results\n  points 0, 2 (cluster.nodes[0].node.nics.link = ib-ndr, ib-xdr): the same "
+                                    "step time, 16.000 s; why\n") != std::string::npos);
+}
+
+TEST_CASE("sweep ties: NDR and XDR on HGX H200 tie because PCIe Gen5 binds both", "[sweep][ties]") {
+  const std::string base = "tests/data/sweep/h200-4node-llama3-70b.yaml";
+  const models::Scenario ndr = load_point(base, {{"cluster.nodes[0].node.nics.link", "ib-ndr"}});
+  const models::Scenario xdr = load_point(base, {{"cluster.nodes[0].node.nics.link", "ib-xdr"}});
+  const planner::PointOptions o;
+  const planner::SweepRow a = planner::evaluate_point(ndr, o);
+  const planner::SweepRow b = planner::evaluate_point(xdr, o);
+  REQUIRE(a.feasible);
+  REQUIRE(b.feasible);
+  CHECK(*a.step_time_s == *b.step_time_s);
+  // nccl.yaml credits PCIe Gen5 at 0.7619 of 63 GB/s = 48.0 GB/s: below NDR's 50 and XDR's 100.
+  const std::string note = planner::explain_tie({&ndr, &xdr}, {"ib-ndr", "ib-xdr"}, o);
+  CHECK(note ==
+        "pcie-gen5 (gpu-pcie-switch and nic-pcie-switch links: 48 GB/s credited of 63 GB/s per link, 1 GPU each) binds at every "
+        "point: 48 GB/s per GPU into the fabric (nccl.yaml's link_efficiency), below the NIC line rates (ib-ndr 50 GB/s, ib-xdr "
+        "100 GB/s per GPU)");
+  // Where the injection differs (HDR 25 GB/s binds below PCIe), the note says so.
+  const models::Scenario hdr = load_point(base, {{"cluster.nodes[0].node.nics.link", "ib-hdr"}});
+  CHECK(planner::explain_tie({&hdr, &xdr}, {"ib-hdr", "ib-xdr"}, o).find("their injection into the fabric differs (ib-hdr 25 GB/s, "
+                                                                          "ib-xdr 48 GB/s per GPU") == 0);
+  // The meta the plot's caption reads.
+  const planner::SweepMeta m = planner::describe_sweep(ndr, o);
+  CHECK(m.name == "llama3-70b-train-32xh200");
+  CHECK(m.model == "llama-3-70b");
+  CHECK(m.cluster == "4 x hgx-h200 (32 x H200-SXM), fat-tree rail-optimized");
+  CHECK(m.calibration == "nccl.yaml (default)");
+  REQUIRE(m.node_groups.size() == 1);
+  CHECK(m.node_groups[0].gpus_per_node == 8);
+}

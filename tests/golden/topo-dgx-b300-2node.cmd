@@ -1,0 +1,1 @@
+topo tests/data/sweep/dgx-b300-2node.yaml
