@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands/run_files.hpp"
+#include "cli/commands/chakra_run.hpp"
 #include "cli/options.hpp"
 #include "models/scenario/effective_yaml.hpp"
 #include "support/atomic_file.hpp"
@@ -45,6 +46,10 @@ CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   c->add_option("--serving-calibration", o.serving_calibration,
                 "serving engine table for inference phases (default: scenarios/calibration/serving.yaml)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
+  c->add_option("--chakra", o.chakra, "run this directory of Chakra execution traces (PREFIX.R.et per rank, ASTRA-sim's workload format) on the scenario's cluster instead of its workload")
+      ->check([](const std::string& v) { return v.empty() ? std::string("--chakra: an empty path") : std::string(); });
+  c->add_option("--chakra-out", o.chakra_out, "also write the step (or the --chakra trace) as Chakra execution traces into this directory, one file per GPU")
+      ->check([](const std::string& v) { return v.empty() ? std::string("--chakra-out: an empty path") : std::string(); });
   c->add_option("--horizon", o.horizon,
                 "simulate failures over a run of this wall time (30d, 720h) with the scenario's reliability section or its defaults");
   c->add_option("--steps", o.steps,
@@ -58,6 +63,7 @@ int run_run(const RunCliOptions& o) {
     throw support::InputError({"<command line>", 0, 0}, "--engine", "analytic or flow", "'" + o.engine + "'");
   }
   models::Scenario scenario = load_scenario_file(o.scenario, o.catalog);
+  if (!o.chakra.empty()) return run_chakra_trace(o, scenario);  // the trace replaces the workload
   if (o.horizon) {
     try {
       scenario.reliability.duration = support::parse_quantity(*o.horizon, support::Quantity::Duration);
@@ -100,6 +106,9 @@ int run_run(const RunCliOptions& o) {
     rules.create = support::CreateDir::BeforeWork;
     out.emplace(o.out, rules);
     out->prepare();
+  }
+  if (!scenario.jobs.empty() && !o.chakra_out.empty()) {
+    throw support::InputError({"<command line>", 0, 0}, "--chakra-out", "a one-job scenario (a jobs: list has no single Program)", "a jobs: list");
   }
   if (!scenario.jobs.empty()) return simulate_jobs(o, scenario, out ? &*out : nullptr);
   return simulate_and_write(o, scenario, out ? &*out : nullptr);
@@ -146,6 +155,7 @@ static int simulate_jobs(const RunCliOptions& o, const models::Scenario& scenari
 }
 
 static int simulate_and_write(const RunCliOptions& o, const models::Scenario& scenario, const support::OutputDir* out) {
+  const std::unique_ptr<support::OutputDir> chakra_out = prepare_chakra_out(o, scenario);
   const models::Cluster cluster = models::build_scenario_cluster(scenario);
   const planner::CostModel costs = planner::CostModel::load(collective_table(o.calibration, scenario, cluster).path);
   const auto& gpu0 = cluster.spec.groups.front().node.gpu;
@@ -209,6 +219,7 @@ static int simulate_and_write(const RunCliOptions& o, const models::Scenario& sc
     std::cerr << out_cost_notice(ctx, files);
     write_run_files(ctx, report, files, *out, progress);
   }
+  if (chakra_out) write_chakra_out(*chakra_out, o, scenario, result);
   std::cout << summary;
   return result.feasible ? 0 : 3;
 }

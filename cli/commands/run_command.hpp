@@ -23,6 +23,8 @@ struct RunCliOptions {
   std::string compute_calibration;
   std::string serving_calibration;  ///< empty: scenarios/calibration/serving.yaml (inference phases)
   std::string catalog;
+  std::string chakra;      ///< --chakra DIR: Chakra traces run instead of the scenario's workload
+  std::string chakra_out;  ///< --chakra-out DIR: the step written as Chakra traces
   std::optional<int> steps;  ///< --steps: the co-run window of a jobs: scenario (default 4)
   std::optional<std::string> horizon;  ///< --horizon (given empty: an error): a duration (30d); turns on the reliability simulation for that wall time
 };

@@ -185,7 +185,8 @@ ChakraRunResult run_chakra(const models::Program& p, const models::Cluster& clus
     const ProgramOp& op = p.ops[i];
     const int rank = p.op_rank[i];
     if (is_comm(op)) {
-      if (op.bytes <= 0) continue;
+      // A receive takes no time: it ends with its send (a dependency).
+      if (op.bytes <= 0 || (op.kind == ProgramOpKind::SendRecv && op.group.size() == 2 && op.group[1] == rank)) continue;
       out.op_comm[i] = lowering.cost_index(i);
       out.duration[i] = lowering.costs()[static_cast<std::size_t>(out.op_comm[i])].time;
     } else if (op.fixed_time >= 0) {
@@ -243,7 +244,7 @@ models::Program world_program(const WorkloadResult& r, const models::Scenario& s
         ProgramOp recv;
         recv.kind = ProgramOpKind::SendRecv;
         recv.collective = models::Collective::SendRecv;
-        recv.stream = models::Stream::PpComm;
+        recv.stream = op.stream;  // right before the op that needs it, on its stream: it adds no wait
         recv.dim = models::ParallelDim::PP;
         recv.pass = dep.pass;
         recv.name = dep.name;

@@ -56,8 +56,8 @@ ChakraRunResult run_chakra(const models::Program& program, const models::Cluster
 /// inference step, not serving) with one ProgramRank per GPU: every GPU runs its stage's ops of
 /// its replica class, compute ops with the time they took in `r` (ProgramOp::fixed_time),
 /// communication ops with their groups on that GPU (ProgramOp::group); a PP send's receiver gets
-/// a receive op on its PP stream before the first op that needs it (pp > 1: a receive then waits
-/// for that stream, so the rerun of a pipeline can be later than ccsim's one-way sends). Other
+/// a receive op right before the first op that needs it, on that op's stream (the receive ends
+/// with its send, which that op waited for already: the step is unchanged). Other
 /// dependencies between ranks (the replica classes' DP synchronisation) are left to the
 /// collectives. Throws std::invalid_argument when `r` has no Program.
 models::Program world_program(const WorkloadResult& r, const models::Scenario& scenario);

@@ -335,12 +335,14 @@ ProgramOp to_op(const pb::Node& n, const NodeWhere& at, int rank, int world, con
   }
   if (stream_attr) {
     const auto s = stream_named(*stream_attr);
-    const bool comm = op.kind == ProgramOpKind::Collective || op.kind == ProgramOpKind::SendRecv;
-    if (!s || (*s == Stream::Compute) == comm) at.fail("attr.ccsim_stream", comm ? "a communication stream ('comm TP', ...)" : "'compute'", "'" + *stream_attr + "'");
+    // A receive may sit on any stream (ccsim writes it before the op that needs its data).
+    const bool comm = op.kind == ProgramOpKind::Collective || (op.kind == ProgramOpKind::SendRecv && op.group[0] == rank);
+    const bool any = op.kind == ProgramOpKind::SendRecv && !comm;
+    if (!s || (!any && (*s == Stream::Compute) == comm)) at.fail("attr.ccsim_stream", comm ? "a communication stream ('comm TP', ...)" : "'compute'", "'" + *stream_attr + "'");
     op.stream = *s;
   }
   if (op.kind == ProgramOpKind::Collective || op.kind == ProgramOpKind::SendRecv) {
-    op.dim = dim_of(op.stream);
+    op.dim = op.kind == ProgramOpKind::SendRecv ? ParallelDim::PP : dim_of(op.stream);
     if (exact != nullptr) at.fail("attr.ccsim_duration_s", "none on a communication node (its time is simulated)", "one");
   }
   return op;
@@ -444,6 +446,7 @@ ChakraTrace read_chakra_dir(const std::string& dir) {
     }
   }
   std::vector<std::vector<std::uint32_t>> instances;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> receives;  // (send, its receive)
   for (const auto& [group, per] : coll) {
     for (std::size_t m = 1; m < per.size(); ++m) {
       if (per[m].size() != per[0].size()) {
@@ -479,7 +482,7 @@ ChakraTrace read_chakra_dir(const std::string& dir) {
       if (p.ops[sends[k]].bytes != p.ops[recvs[k]].bytes) {
         where(recvs[k]).fail("attr.comm_size", fmt::format("the size of its send ({} bytes)", p.ops[sends[k]].bytes), fmt::format("{} bytes", p.ops[recvs[k]].bytes));
       }
-      instances.push_back({sends[k], recvs[k]});
+      receives.emplace_back(sends[k], recvs[k]);
     }
   }
   // Every copy of an instance waits for what any copy waits for: they start together.
@@ -498,6 +501,8 @@ ChakraTrace read_chakra_dir(const std::string& dir) {
       p.ops[id].deps = std::move(deps);
     }
   }
+  // A receive ends when its data has arrived: after its send (which does not wait for it).
+  for (const auto& [send, recv] : receives) add_unique(p.ops[recv].deps, send);
   // The ranks together must not deadlock (a collective order that differs between ranks).
   {
     const std::size_t n = p.ops.size();

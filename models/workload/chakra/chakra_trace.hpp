@@ -32,7 +32,9 @@
 // node carries ccsim's own `ccsim_stream` attribute. data_deps and ctrl_deps both become deps. The k-th
 // collective of a group on each of its ranks is one collective: each copy depends on what every
 // copy waits for (the copies' dependencies and stream predecessors, ops of other ranks), so all
-// start together; the same for a send and its receive. A collective of g ranks adds g² edges.
+// start together; a collective of g ranks adds g² edges. A send is one-way (ccsim's NCCL p2p,
+// ASTRA-sim's send): it starts when its own rank is ready and carries the transfer time; its
+// receive depends on it and takes no time, so it ends when the data has arrived.
 
 #include <string>
 #include <utility>
