@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <optional>
@@ -10,15 +11,16 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "cli/commands/channel_dump.hpp"
+#include "cli/commands/collective_table.hpp"
 #include "cli/options.hpp"
 #include "support/input_error.hpp"
 #include "support/units.hpp"
 #include "planner/collective/channel_plan.hpp"
 #include "planner/collective/collective_runner.hpp"
+#include "planner/algorithms/nccl_names.hpp"
 #include "planner/synthesis/msccl_xml.hpp"
+#include "validate/measurements/nccl_tests_log.hpp"
 #include "sim/engine.hpp"
 
 namespace ccsim::cli {
@@ -34,22 +36,48 @@ std::string format_time_us(double us) {
 CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
   CLI::App* c = app.add_subcommand("collective", "Simulate one collective over a sweep of sizes and print nccl-tests' table");
   c->add_option("scenario", o.scenario, "scenario YAML file")->required();
-  c->add_option("--op", o.op, "allreduce, reducescatter, allgather, broadcast, reduce, alltoall, sendrecv")->required();
-  c->add_option("--algo", o.algo, algorithm_help() + ", or synth:FILE (an MSCCL XML schedule: ccsim synthesize --out, msccl-tools, TACCL, TE-CCL)");
-  c->add_option("--protocol", o.protocol, "auto, LL, LL128, Simple");
+  c->add_option("--op", o.op, "the collective: allreduce, reducescatter, allgather, broadcast, reduce, alltoall, sendrecv, "
+                              "or nccl-tests' binary name (all_reduce_perf, ...); the reduction operation is -o/--redop")->required();
+  c->add_option_function<std::string>(
+      "--algo", [&o](const std::string& v) { o.algo = v, o.algo_given = true; },
+      algorithm_help() + " (case-insensitive; NCCL's Ring, Tree, NVLS, NVLSTree, PAT), an NCCL_ALGO list (Ring,Tree or ^NVLS: "
+                         "the automatic choice among them), or synth:FILE (an MSCCL XML schedule: ccsim synthesize --out, msccl-tools, "
+                         "TACCL, TE-CCL); default: the environment's NCCL_ALGO, else auto");
+  c->add_option_function<std::string>(
+      "--protocol", [&o](const std::string& v) { o.protocol = v, o.protocol_given = true; },
+      "auto, LL, LL128, Simple, or an NCCL_PROTO list (LL,LL128 or ^LL); default: the environment's NCCL_PROTO, else auto");
   c->add_option("-b,--minbytes", o.min_bytes, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)");
   c->add_option("-e,--maxbytes", o.max_bytes, "largest size");
   c->add_option("-f,--stepfactor", o.factor, "multiply the size by this factor between rows")->check(CLI::Range(2, 1024));
   c->add_option("--engine", o.engine, "analytic or flow")->check(CLI::IsMember({"analytic", "flow"}));
-  c->add_option("--ranks", o.ranks, "use the first N GPUs (default: all)")->check(CLI::Range(1, 1 << 20));
+  c->add_option("--ranks", o.ranks, "use the first N GPUs (default: all, or -g x -t)")->check(CLI::Range(1, 1 << 20));
   c->add_option("--group", o.group, "use these global GPU ranks, e.g. 0-7,16-23");
-  c->add_option("--root", o.root, "root rank of Broadcast and Reduce");
+  c->add_option("-r,--root", o.root, "root rank of Broadcast and Reduce");
   c->add_option("--channels", o.channels, "channels: independent rings / tree pairs (default: one per NIC rail across nodes, the searched rings on a direct-link node, else 1)")->check(CLI::Range(1, 64));
   c->add_option("--granularity", o.granularity, "auto, step or phase")->check(CLI::IsMember({"auto", "step", "phase"}));
   c->add_option("--ecmp", o.ecmp, "spine choice on a fat tree: hash (per-connection ECMP hash, static routing) or balanced "
                                   "(even rotation over the spines, as adaptive routing spreads); default: the scenario's fabric.ecmp")
       ->check(CLI::IsMember({"hash", "balanced"}));
-  c->add_option("-d,--datatype", o.datatype, "element type: float, half, bfloat16, double, int8");
+  c->add_option("-d,--datatype", o.datatype, "element type, nccl-tests' names: int8, uint8, int32, uint32, int64, uint64, half, float, double, "
+                                             "bfloat16, f8e4m3, f8e5m2, or all");
+  c->add_option("-o,--redop", o.redop, "reduction operation (nccl-tests' -o): sum, prod, max, min, avg, mulsum or all");
+  c->add_option("-g,--ngpus", o.ngpus, "GPUs per process (nccl-tests' -g): the ranks are -g x -t unless --ranks/--group, which must be a multiple")
+      ->check(CLI::Range(1, 1 << 20));
+  c->add_option("-t,--nthreads", o.nthreads, "threads per process (nccl-tests' -t), as -g")->check(CLI::Range(1, 1 << 20));
+  c->add_option("-n,--iters", o.iters, "iterations (nccl-tests' -n): accepted; the simulation is deterministic")->check(CLI::Range(1, 1 << 30));
+  c->add_option("-w,--warmup_iters", o.warmup_iters, "warm-up iterations (nccl-tests' -w): accepted, as -n")->check(CLI::Range(0, 1 << 30));
+  c->add_option("-c,--check", o.check, "check results (nccl-tests' -c): 0 only, ccsim moves no data (#wrong is N/A)");
+  c->add_option("-a,--average", o.average, "report the time averaged over ranks (0 rank 0, 1 avg, 2 min, 3 max; nccl-tests' -a): accepted, "
+                                           "every rank's time per iteration is the collective's")->check(CLI::Range(0, 3));
+  c->add_option("-z,--blocking", o.blocking, "blocking collectives (nccl-tests' -z): accepted, each simulated collective runs alone")
+      ->check(CLI::Range(0, 1));
+  for (const char* flag : {"-i,--stepbytes", "-m,--agg_iters", "-p,--parallel_init", "-G,--cudagraph", "-C,--report_cputime", "-T,--timeout"}) {
+    const std::string name = flag;
+    c->add_option_function<std::string>(
+         name, [&o, name](const std::string&) { if (o.refused_flag.empty()) o.refused_flag = name; },
+         "nccl-tests' flag, refused: no meaning in a simulation")
+        ->group("");
+  }
   c->add_option("--format", o.format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
   c->add_option("--calibration", o.calibration, "calibration table (default: the scenario's simulation.calibration, else scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
@@ -154,58 +182,6 @@ std::vector<double> parse_skew(const std::string& text, int ranks) {
 
 namespace {
 
-/// What the result table prints besides the rows.
-struct TableContext {
-  const CollectiveCliOptions& options;
-  models::Collective collective;
-  int ranks;
-  const models::Cluster& cluster;
-  std::uint64_t unit;     ///< bytes of one element, times the ranks for per-rank sizes
-  int channels;           ///< ring channels of the runner
-  std::string costs;      ///< the cost table's source and note
-  const std::vector<double>& rank_ready;  ///< --skew (seconds per rank); empty: none
-};
-
-/// One size's figures under --skew, in microseconds: the per-rank wait is the rank's own time
-/// (arrival to its last op's end) minus the same rank's time without skew.
-struct SkewFigures {
-  double from_first = 0, from_last = 0, mean_wait = 0, max_wait = 0;
-  int max_rank = 0;
-  std::vector<double> wait;
-};
-
-SkewFigures skew_figures(const planner::CollectiveResult& r) {
-  SkewFigures f;
-  const planner::SkewResult& s = *r.skew;
-  f.from_first = s.from_first * 1e6;
-  f.from_last = s.from_last * 1e6;
-  for (std::size_t k = 0; k < s.rank_time.size(); ++k) {
-    double w = (s.rank_time[k] - s.rank_time_unskewed[k]) * 1e6;
-    if (std::fabs(w) < 1e-6 * std::max(1.0, s.rank_time_unskewed[k] * 1e6)) w = 0.0;  // rounding, not a wait (no "-0.00")
-    f.wait.push_back(w);
-    f.mean_wait += w / static_cast<double>(s.rank_time.size());
-    if (k == 0 || w > f.max_wait) f.max_wait = w, f.max_rank = static_cast<int>(k);
-  }
-  if (std::fabs(f.mean_wait) < 1e-9) f.mean_wait = 0.0;
-  return f;
-}
-
-/// "rank 3 50.00 us late" for up to 4 late ranks, else how many and the latest.
-std::string describe_skew(const std::vector<double>& ready) {
-  std::vector<std::size_t> late;
-  for (std::size_t r = 0; r < ready.size(); ++r)
-    if (ready[r] > 0) late.push_back(r);
-  if (late.empty()) return "every rank arrives together";
-  if (late.size() <= 4) {
-    std::string s;
-    for (std::size_t r : late) s += fmt::format("{}rank {} {} us late", s.empty() ? "" : ", ", r, format_time_us(ready[r] * 1e6));
-    return s;
-  }
-  const auto last = std::max_element(ready.begin(), ready.end());
-  return fmt::format("{} of {} ranks late, the last (rank {}) {} us after the first", late.size(), ready.size(),
-                     last - ready.begin(), format_time_us(*last * 1e6));
-}
-
 /// Runs every size of the sweep, notes on stderr the candidates skipped as too large and a
 /// --granularity phase that the chosen algorithm cannot honour (once each).
 std::vector<planner::CollectiveResult> simulate_sizes(planner::CollectiveRunner& runner, const std::vector<std::uint64_t>& sizes,
@@ -276,121 +252,15 @@ std::vector<planner::CollectiveResult> simulate_synthesized(const models::Cluste
   return rows;
 }
 
-/// nccl-tests' table of `rows` in the format asked (text, csv or json) on stdout.
-void print_table(const TableContext& c, const std::vector<planner::CollectiveResult>& rows) {
-  const CollectiveCliOptions& o = c.options;
-  const bool reduces = c.collective == models::Collective::AllReduce || c.collective == models::Collective::ReduceScatter ||
-                       c.collective == models::Collective::Reduce;
-  const std::string redop = reduces ? "sum" : "none";
-  const int root = models::has_root(c.collective) ? o.root : -1;
-  const double factor = models::busbw_factor(c.collective, c.ranks);
-  double busbw_sum = 0;
-  const auto count_of = [&](std::uint64_t bytes) { return bytes / c.unit; };  // per-rank count for per-rank sizes
-  struct Row {
-    std::uint64_t bytes, count;
-    double us, algbw, busbw, bound_us, reached;
-    const planner::CollectiveResult* r;
-  };
-  std::vector<Row> table;
-  for (const auto& r : rows) {
-    const double us = r.time * 1e6;
-    const double algbw = static_cast<double>(r.bytes) / r.time / 1e9;
-    table.push_back({r.bytes, count_of(r.bytes), us, algbw, algbw * factor, r.bound * 1e6, r.bound / r.time * 100.0, &r});
-    busbw_sum += algbw * factor;
-  }
-  const double avg_busbw = table.empty() ? 0.0 : busbw_sum / static_cast<double>(table.size());
-
-  if (o.format == "json") {
-    nlohmann::json j;
-    j["collective"] = std::string(models::to_string(c.collective));
-    j["ranks"] = c.ranks;
-    j["cluster"] = c.cluster.spec.name;
-    j["engine"] = o.engine;
-    j["rows"] = nlohmann::json::array();
-    for (const auto& t : table) {
-      j["rows"].push_back({{"size_B", t.bytes}, {"count", t.count}, {"type", o.datatype}, {"redop", redop}, {"root", root},
-                           {"time_us", t.us}, {"algbw_GBps", t.algbw}, {"busbw_GBps", t.busbw},
-                           {"algorithm", std::string(planner::to_string(t.r->algorithm))},
-                           {"protocol", std::string(planner::to_string(t.r->protocol))},
-                           {"granularity", std::string(models::to_string(t.r->granularity))},
-                           {"bound_us", t.bound_us}, {"bound_reached_pct", t.reached}});
-    }
-    if (!c.rank_ready.empty()) {
-      nlohmann::json ready = nlohmann::json::array();
-      for (double t : c.rank_ready) ready.push_back(t * 1e6);
-      j["skew"] = {{"spec", *o.skew}, {"rank_ready_us", ready}};
-      for (std::size_t i = 0; i < table.size(); ++i) {
-        const SkewFigures f = skew_figures(*table[i].r);
-        j["rows"][i]["skew"] = {{"from_first_us", f.from_first}, {"from_last_us", f.from_last}, {"mean_wait_us", f.mean_wait},
-                                {"max_wait_us", f.max_wait}, {"max_wait_rank", f.max_rank}, {"rank_wait_us", f.wait}};
-      }
-    }
-    j["avg_busbw_GBps"] = avg_busbw;
-    if (!c.cluster.perturbations.empty()) j["perturbations"] = c.cluster.perturbations;
-    std::cout << j.dump(2) << "\n";
-    return;
-  }
-  if (o.format == "csv") {
-    const bool skewed = !c.rank_ready.empty();
-    std::cout << "size_B,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,algorithm,protocol,granularity,bound_us,bound_reached_pct"
-              << (skewed ? ",skew_from_first_us,skew_from_last_us,skew_mean_wait_us,skew_max_wait_us,skew_max_wait_rank" : "") << "\n";
-    for (const auto& t : table) {
-      std::cout << fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.6g},{},{},{},{:.6g},{:.4g}", t.bytes, t.count, o.datatype, redop, root,
-                               t.us, t.algbw, t.busbw, planner::to_string(t.r->algorithm), planner::to_string(t.r->protocol),
-                               models::to_string(t.r->granularity), t.bound_us, t.reached);
-      if (skewed) {
-        const SkewFigures f = skew_figures(*t.r);
-        std::cout << fmt::format(",{:.6g},{:.6g},{:.6g},{:.6g},{}", f.from_first, f.from_last, f.mean_wait, f.max_wait, f.max_rank);
-      }
-      std::cout << "\n";
-    }
-    return;
-  }
-  std::cout << fmt::format("# ccsim collective: {} over {} ranks of {} ({} node{}, {} GPUs), {} engine, {} channel{} per ring\n",
-                           models::to_string(c.collective), c.ranks, c.cluster.spec.name, c.cluster.nodes.size(),
-                           c.cluster.nodes.size() == 1 ? "" : "s", c.cluster.topology.gpus().size(), o.engine, c.channels,
-                           c.channels == 1 ? "" : "s");
-  std::cout << fmt::format("# algorithm {}, protocol {}; costs: {}\n", o.algo, is_synth_option(o.algo) ? std::string("Simple") : o.protocol,
-                           c.costs);
-  for (const auto& line : c.cluster.perturbations) std::cout << "# what-if: " << line << "\n";
-  std::cout << "# bound: lower bound from latency, per-rank volume and the max-flow cut (planner/collective/bounds.hpp)\n#\n";
-  std::cout << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:<18}  {:<8}  {:<5}  {:>7}  {:>7}\n", "size",
-                           "count", "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol", "gran", "bound", "reached");
-  std::cout << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:<18}  {:<8}  {:<5}  {:>7}  {:>7}\n", "(B)",
-                           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "", "", "(us)", "(%)");
-  for (const auto& t : table) {
-    std::cout << fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6.2f}  {:>6.2f}  {:<18}  {:<8}  {:<5}  {:>7}  {:>7.1f}\n", t.bytes,
-                             t.count, o.datatype, redop, root, format_time_us(t.us), t.algbw, t.busbw,
-                             planner::to_string(t.r->algorithm), planner::to_string(t.r->protocol),
-                             models::to_string(t.r->granularity), format_time_us(t.bound_us), t.reached);
-  }
-  std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n", avg_busbw);
-  if (c.rank_ready.empty()) return;
-  // The same algorithm with the ranks arriving late: the time from the first and from the last
-  // arrival, and each rank's wait (its own time, arrival to its last op's end, minus the time
-  // same rank without skew; negative when others' progress shortened it).
-  std::cout << "#\n# skew (--skew " << *o.skew << "): " << describe_skew(c.rank_ready)
-            << "; the algorithm and protocol are the ones chosen without skew\n";
-  std::cout << fmt::format("#{:>11}  {:>8}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}\n", "size", "no skew", "from first", "from last",
-                           "mean wait", "max wait", "max rank");
-  std::cout << fmt::format("#{:>11}  {:>8}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}\n", "(B)", "(us)", "(us)", "(us)", "(us)", "(us)", "");
-  for (const auto& t : table) {
-    const SkewFigures f = skew_figures(*t.r);
-    std::cout << fmt::format("{:>12}  {:>8}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}\n", t.bytes, format_time_us(t.us),
-                             format_time_us(f.from_first), format_time_us(f.from_last), format_time_us(f.mean_wait),
-                             format_time_us(f.max_wait), f.max_rank);
-  }
-}
-
 /// The note printed before a direct AlltoAll that hashed ECMP makes slow to simulate.
-void note_slow_alltoall(const CollectiveCliOptions& o, models::Collective collective, int n, const models::ClusterSpec& cluster) {
+/// `direct`: the choice may take the direct schedule (auto or --algo direct).
+void note_slow_alltoall(bool direct, models::Collective collective, int n, const models::ClusterSpec& cluster) {
   // Hashed ECMP under a large direct AlltoAll is the analytic engine's known slow case
   // (sim/analytic/analytic_engine.hpp): colliding connections give thousands of coupled flows with
   // distinct rates, each completion re-solving them (512 ranks of h100-16k-rail, 1 MiB: about
   // 10 minutes on 2 cores; 384 ranks: over 10 minutes at 1 MiB, 15 s at 1 GiB). Oversubscribed
   // spines bottleneck every flow alike and stay fast; a balanced spread has no collisions.
   // Not said where the direct schedule (n·(2n − 1) ops) is refused as too large anyway.
-  const bool direct = o.algo == "auto" || o.algo == "direct";
   const bool direct_fits = static_cast<double>(n) * (2.0 * n - 1) <= static_cast<double>(planner::kMaxScheduleOps);
   if (collective == models::Collective::AlltoAll && direct && direct_fits && n >= 384 &&
       cluster.fabric.kind == models::FabricKind::FatTree && cluster.fabric.ecmp == models::Ecmp::Hash &&
@@ -401,29 +271,194 @@ void note_slow_alltoall(const CollectiveCliOptions& o, models::Collective collec
   }
 }
 
+InputError command_line_error(const std::string& key, const std::string& expected, const std::string& found, const std::string& note = {}) {
+  return InputError({"<command line>", 0, 0}, key, expected, found, note);
+}
+
+/// --op: ccsim's collective names, or nccl-tests' binary names (all_reduce_perf, alltoall_perf).
+models::Collective collective_option(const std::string& op) {
+  const std::string expected = "allreduce, reducescatter, allgather, broadcast, reduce, alltoall or sendrecv (or nccl-tests' all_reduce_perf, ...)";
+  std::string stem = op;
+  if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, "_perf") == 0) stem.resize(stem.size() - 5);
+  if (const auto c = models::parse_collective(stem)) return *c;
+  for (const char* redop : {"sum", "prod", "max", "min", "avg", "mulsum", "all"}) {
+    if (op == redop) {
+      throw command_line_error("--op", expected, "'" + op + "'",
+                               "--op names the collective in ccsim (nccl-tests' binary); the reduction operation is -o/--redop " + op);
+    }
+  }
+  throw command_line_error("--op", expected, "'" + op + "'");
+}
+
+/// nccl-tests' type names, in its order (common.cu test_typenames; f8e4m3 and f8e5m2 where NCCL
+/// 2.24+ has FP8): what -d all runs.
+constexpr const char* kNcclTestsTypes[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
+/// nccl-tests' reduction operations, in its order (common.cu test_opnames; avg from NCCL 2.10,
+/// mulsum (ncclRedOpCreatePreMulSum) from 2.11): what -o all runs.
+constexpr const char* kNcclTestsRedops[] = {"sum", "prod", "max", "min", "avg", "mulsum"};
+
+std::vector<std::string> datatype_option(const std::string& d) {
+  if (d == "all") return {std::begin(kNcclTestsTypes), std::end(kNcclTestsTypes)};
+  if (!validate::type_size(d)) {
+    throw command_line_error("--datatype", "int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2 or all",
+                             "'" + d + "'");
+  }
+  return {d};
+}
+
+std::vector<std::string> redop_option(const std::string& o, models::Collective c) {
+  const bool reduces = c == models::Collective::AllReduce || c == models::Collective::ReduceScatter || c == models::Collective::Reduce;
+  const bool known = o == "all" || std::find_if(std::begin(kNcclTestsRedops), std::end(kNcclTestsRedops), [&](const char* r) { return o == r; }) !=
+                                       std::end(kNcclTestsRedops);
+  if (!known) throw command_line_error("--redop", "sum, prod, max, min, avg, mulsum or all", "'" + o + "'");
+  // nccl-tests runs a collective that does not reduce once, with redop "none", whatever -o says;
+  // sum (its default) and all are taken as that, another operation is refused.
+  if (!reduces) {
+    if (o != "sum" && o != "all") {
+      throw command_line_error("--redop", fmt::format("sum or all for {}, which does not reduce (nccl-tests prints redop none)", models::to_string(c)),
+                               "'" + o + "'");
+    }
+    return {"none"};
+  }
+  if (o == "all") return {std::begin(kNcclTestsRedops), std::end(kNcclTestsRedops)};
+  return {o};
+}
+
+/// What --algo / NCCL_ALGO and --protocol / NCCL_PROTO ask, and the header's words for them.
+struct Choice {
+  std::string algo_text;      ///< what the choice is read from ("auto", "ring", "Ring,Tree", "synth:F")
+  std::string algo_key;       ///< "--algo" or "NCCL_ALGO" (messages)
+  std::string algo_words;     ///< the header's words
+  std::string protocol_text;  ///< likewise
+  std::string protocol_key;
+  std::string protocol_words;
+};
+
+/// Fills opts.algorithm / opts.algorithms and opts.protocol / opts.protocols from the flags, else
+/// the environment (NCCL_ALGO, NCCL_PROTO; empty values are unset, as NCCL reads them).
+Choice algorithm_choice(const CollectiveCliOptions& o, models::Collective collective, planner::CollectiveOptions& opts) {
+  Choice ch{o.algo, "--algo", o.algo, o.protocol, "--protocol", o.protocol};
+  if (!o.algo_given) {
+    if (const char* env = std::getenv("NCCL_ALGO"); env != nullptr && *env != '\0') {
+      ch.algo_text = env, ch.algo_key = "NCCL_ALGO", ch.algo_words = std::string("NCCL_ALGO=") + env + " (environment)";
+    }
+  }
+  if (!o.protocol_given) {
+    if (const char* env = std::getenv("NCCL_PROTO"); env != nullptr && *env != '\0') {
+      ch.protocol_text = env, ch.protocol_key = "NCCL_PROTO", ch.protocol_words = std::string("NCCL_PROTO=") + env + " (environment)";
+    }
+  }
+  const std::string& a = ch.algo_text;
+  const bool from_env = ch.algo_key == "NCCL_ALGO";
+  const auto collnet = [](const std::string& t) {
+    std::string l;
+    for (char x : t) l += static_cast<char>(std::tolower(static_cast<unsigned char>(x)));
+    return l == "collnetdirect" || l == "collnetchain";
+  };
+  if (is_synth_option(a)) {
+    if (from_env) throw command_line_error("NCCL_ALGO", "NCCL's algorithm names (synth:FILE is --algo's)", "'" + a + "'");
+    if (a.size() == 6) (void)synth_option(a, collective, 0);  // the refusal of "synth:" alone
+    opts.algorithm = planner::Algorithm::Synthesized;
+  } else if (!from_env && collnet(a)) {
+    throw command_line_error(ch.algo_key, "an algorithm ccsim models", "'" + a + "'",
+                             "CollNet (SHARP reduction in the network switches) has no model in ccsim");
+  } else if (from_env || planner::is_nccl_list(a)) {
+    std::optional<planner::AlgorithmFilter> f;
+    try {
+      f = planner::parse_nccl_algo(a, collective);
+    } catch (const std::invalid_argument& e) {
+      throw command_line_error(ch.algo_key, "an NCCL_ALGO value NCCL accepts ([^]NAME[,NAME...][;function:[^]NAME...])", "'" + a + "'", e.what());
+    }
+    if (!f) {
+      ch.algo_words += fmt::format(", no entry for {}: auto", models::to_string(collective));
+    } else {
+      if (f->collnet && !f->exclude && f->named.empty()) {
+        throw command_line_error(ch.algo_key, "an algorithm ccsim models", "'" + a + "'",
+                                 "CollNet (SHARP reduction in the network switches) has no model in ccsim");
+      }
+      if (f->collnet && !f->exclude) std::cerr << "ccsim: note: " << ch.algo_key << " '" << a << "': CollNet has no model in ccsim; left out\n";
+      opts.algorithms = *f;
+    }
+  } else {
+    opts.algorithm = algorithm_option(a);
+  }
+  const std::string& p = ch.protocol_text;
+  if (ch.protocol_key == "NCCL_PROTO" || planner::is_nccl_list(p)) {
+    std::optional<planner::EnumSet<planner::Protocol>> set;
+    try {
+      set = planner::parse_nccl_proto(p, collective);
+    } catch (const std::invalid_argument& e) {
+      throw command_line_error(ch.protocol_key, "an NCCL_PROTO value NCCL accepts ([^]LL|LL128|Simple[,...][;function:...])", "'" + p + "'", e.what());
+    }
+    if (set) {
+      if (set->empty()) throw command_line_error(ch.protocol_key, "at least one protocol enabled", "'" + p + "'");
+      opts.protocols = *set;
+      ch.protocol_words += " (" + planner::to_string(*set) + ")";
+    } else {
+      ch.protocol_words += fmt::format(", no entry for {}: auto", models::to_string(collective));
+    }
+  } else {
+    opts.protocol = protocol_option(p);
+  }
+  return ch;
+}
+
+/// The header lines of the text table: what was simulated and how it maps to nccl-tests.
+std::vector<std::string> table_header(const CollectiveCliOptions& o, const Choice& ch, models::Collective collective, int n,
+                                      const models::Cluster& cluster, int channels, const std::string& costs, std::uint64_t lo,
+                                      std::uint64_t hi, bool synthesized) {
+  std::vector<std::string> h;
+  h.push_back(fmt::format("ccsim collective: {} over {} ranks of {} ({} node{}, {} GPUs), {} engine, {} channel{} per ring",
+                          models::to_string(collective), n, cluster.spec.name, cluster.nodes.size(), cluster.nodes.size() == 1 ? "" : "s",
+                          cluster.topology.gpus().size(), o.engine, channels, channels == 1 ? "" : "s"));
+  // nccl-tests' binary for the collective (its name lets nccl-tests' parsers and ccsim compare
+  // tell the collective).
+  std::string perf;
+  for (char x : std::string(models::to_string(collective))) {
+    if (std::isupper(static_cast<unsigned char>(x)) && !perf.empty() && collective != models::Collective::AlltoAll &&
+        collective != models::Collective::SendRecv)
+      perf += '_';
+    perf += static_cast<char>(std::tolower(static_cast<unsigned char>(x)));
+  }
+  const int t = o.nthreads > 0 ? o.nthreads : 1;
+  const int g = o.ngpus > 0 ? o.ngpus : 1;
+  h.push_back(fmt::format("as nccl-tests {}_perf -b {} -e {} -f {} -d {} -o {} -n {} -w {} -c 0 -a {} -z {}; {} process{} x nThread {} x nGpus {}",
+                          perf, o.min_bytes, o.max_bytes, o.factor, o.datatype, o.redop, o.iters, o.warmup_iters, o.average, o.blocking, n / (t * g),
+                          n / (t * g) == 1 ? "" : "es", t, g));
+  h.push_back("simulated: deterministic, every iteration takes the same time (-n, -w, -a, -z change nothing); in-place = out-of-place; "
+              "#wrong N/A (no data moved, as -c 0)");
+  h.push_back(fmt::format("algorithm {}, protocol {}; costs: {}", ch.algo_words,
+                          synthesized ? std::string("Simple") : ch.protocol_words, costs));
+  for (const auto& line : cluster.perturbations) h.push_back("what-if: " + line);
+  return h;
+}
+
 }  // namespace
 
 int run_collective(const CollectiveCliOptions& o) {
-  const auto collective = models::parse_collective(o.op);
-  if (!collective) {
-    throw InputError({"<command line>", 0, 0}, "--op", "allreduce, reducescatter, allgather, broadcast, reduce, alltoall or sendrecv",
-                     "'" + o.op + "'");
+  const models::Collective collective = collective_option(o.op);
+  if (!o.refused_flag.empty()) {
+    throw command_line_error(o.refused_flag.substr(o.refused_flag.find(',') + 1), "an nccl-tests flag that applies to a simulation",
+                             "'" + o.refused_flag.substr(0, o.refused_flag.find(',')) + "/" + o.refused_flag.substr(o.refused_flag.find(',') + 1) + "'",
+                             "ccsim sweeps sizes by -f only, runs one collective per size at a time, and has no CUDA graphs, CPU timer or timeout");
+  }
+  if (o.check != 0) {
+    throw command_line_error("--check", "0 (ccsim moves no data: #wrong is N/A, as nccl-tests prints with -c 0)", std::to_string(o.check),
+                             "ccsim replay runs a schedule on hardware and checks its results");
   }
   if (o.dump_channels && o.format == "csv") {
-    throw InputError({"<command line>", 0, 0}, "--format", "text or json with --dump-channels (the channel plan has no CSV form)",
-                     "'" + o.format + "'");
+    throw command_line_error("--format", "text or json with --dump-channels (the channel plan has no CSV form)", "'" + o.format + "'");
   }
+  const std::vector<std::string> types = datatype_option(o.datatype);
+  const std::vector<std::string> redops = redop_option(o.redop, collective);
   planner::CollectiveOptions opts;
-  opts.collective = *collective;
-  const bool synthesized = is_synth_option(o.algo);
-  if (synthesized && o.algo.size() == 6) (void)synth_option(o.algo, *collective, 0);  // the refusal of "synth:" alone
-  opts.algorithm = synthesized ? std::optional<planner::Algorithm>(planner::Algorithm::Synthesized) : algorithm_option(o.algo);
-  opts.protocol = protocol_option(o.protocol);
+  opts.collective = collective;
+  const Choice choice = algorithm_choice(o, collective, opts);
+  const bool synthesized = opts.algorithm == planner::Algorithm::Synthesized;
   const std::uint64_t lo = parse_size(o.min_bytes, "--minbytes");
   const std::uint64_t hi = parse_size(o.max_bytes, "--maxbytes");
-  if (lo == 0) throw InputError({"<command line>", 0, 0}, "--minbytes", "a size above 0", o.min_bytes);
-  if (hi < lo) throw InputError({"<command line>", 0, 0}, "--maxbytes", "a size at least --minbytes", o.max_bytes);
-  opts.element_size = element_size(o.datatype);
+  if (lo == 0) throw command_line_error("--minbytes", "a size above 0", o.min_bytes);
+  if (hi < lo) throw command_line_error("--maxbytes", "a size at least --minbytes", o.max_bytes);
   opts.engine = *models::parse_engine_kind(o.engine);  // checked by the option
   opts.channels = o.channels;
   opts.granularity = granularity_option(o.granularity);
@@ -432,19 +467,34 @@ int run_collective(const CollectiveCliOptions& o) {
   models::Scenario scenario = load_cluster_scenario_file(o.scenario, o.catalog);
   if (!o.ecmp.empty()) {
     if (scenario.cluster.fabric.kind != models::FabricKind::FatTree) {
-      throw InputError({"<command line>", 0, 0}, "--ecmp", "a scenario with a fat-tree fabric (spines to choose among)",
-                       "'" + o.ecmp + "' on a scenario whose fabric is " +
-                           (scenario.cluster.fabric.kind == models::FabricKind::None ? std::string("absent (one node)")
-                                                                                     : "a " + std::string(models::to_string(scenario.cluster.fabric.kind))));
+      throw command_line_error("--ecmp", "a scenario with a fat-tree fabric (spines to choose among)",
+                               "'" + o.ecmp + "' on a scenario whose fabric is " +
+                                   (scenario.cluster.fabric.kind == models::FabricKind::None ? std::string("absent (one node)")
+                                                                                             : "a " + std::string(models::to_string(scenario.cluster.fabric.kind))));
     }
     scenario.cluster.fabric.ecmp = o.ecmp == "balanced" ? models::Ecmp::Balanced : models::Ecmp::Hash;
   }
   const models::Cluster cluster = models::build_scenario_cluster(scenario);
-  opts.gpus = select_gpus(cluster, o.ranks, o.group);
+  // nccl-tests' ranks: processes x threads (-t) x GPUs per thread (-g); one process without --ranks / --group.
+  const int per_process = std::max(1, o.ngpus) * std::max(1, o.nthreads);
+  const bool nccl_tests_ranks = o.ngpus > 0 || o.nthreads > 0;
+  const int total_gpus = static_cast<int>(cluster.topology.gpus().size());
+  if (o.ranks == 0 && o.group.empty() && nccl_tests_ranks && per_process > total_gpus) {
+    throw command_line_error(o.ngpus > 0 ? "--ngpus" : "--nthreads",
+                             fmt::format("-g x -t at most the cluster's {} GPUs (one process; --ranks for more processes)", total_gpus),
+                             fmt::format("-g {} -t {}", std::max(1, o.ngpus), std::max(1, o.nthreads)));
+  }
+  opts.gpus = select_gpus(cluster, o.ranks == 0 && o.group.empty() && nccl_tests_ranks ? per_process : o.ranks, o.group);
   const int n = static_cast<int>(opts.gpus.size());
-  if (o.root < 0 || o.root >= n) throw InputError({"<command line>", 0, 0}, "--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
-  if (o.skew && o.dump_channels) {
-    throw InputError({"<command line>", 0, 0}, "--skew", "no --skew with --dump-channels (nothing is simulated)", "'" + *o.skew + "'");
+  if (n % per_process != 0) {
+    throw command_line_error(o.ngpus > 0 ? "--ngpus" : "--nthreads",
+                             fmt::format("-g x -t dividing the {} ranks (nccl-tests' ranks are processes x -t x -g)", n),
+                             fmt::format("-g {} -t {}", std::max(1, o.ngpus), std::max(1, o.nthreads)));
+  }
+  if (o.root < 0 || o.root >= n) throw command_line_error("--root", fmt::format("a rank from 0 to {}", n - 1), std::to_string(o.root));
+  if (o.skew && o.dump_channels) throw command_line_error("--skew", "no --skew with --dump-channels (nothing is simulated)", "'" + *o.skew + "'");
+  if (o.skew && (types.size() > 1 || redops.size() > 1)) {
+    throw command_line_error("--skew", "one type and one reduction operation with --skew (no -d all, -o all)", "'" + *o.skew + "'");
   }
   if (o.skew) opts.rank_ready = parse_skew(*o.skew, n);
   if (o.dump_channels) {
@@ -454,33 +504,48 @@ int run_collective(const CollectiveCliOptions& o) {
   }
   const TableChoice cost_table = collective_table(o.calibration, scenario, cluster);
   const planner::CostModel costs = planner::CostModel::load(cost_table.path);
-  if (opts.algorithm == planner::Algorithm::Synthesized) {
-    if (opts.protocol && *opts.protocol != planner::Protocol::Simple) {
-      throw InputError({"<command line>", 0, 0}, "--protocol", "auto or Simple with --algo synth:FILE (MSCCL schedules run on Simple)", o.protocol);
+  if (synthesized) {
+    if ((opts.protocol && *opts.protocol != planner::Protocol::Simple) || (opts.protocols && !opts.protocols->contains(planner::Protocol::Simple))) {
+      throw command_line_error(choice.protocol_key, "auto or Simple with --algo synth:FILE (MSCCL schedules run on Simple)", choice.protocol_text);
     }
-    if (o.skew) throw InputError({"<command line>", 0, 0}, "--skew", "no --skew with --algo synth:FILE", "'" + *o.skew + "'");
+    if (o.skew) throw command_line_error("--skew", "no --skew with --algo synth:FILE", "'" + *o.skew + "'");
     if (o.channels != 0) {
-      throw InputError({"<command line>", 0, 0}, "--channels", "no --channels with --algo synth:FILE (the file's thread blocks fix them)",
-                       std::to_string(o.channels));
+      throw command_line_error("--channels", "no --channels with --algo synth:FILE (the file's thread blocks fix them)", std::to_string(o.channels));
     }
     if (o.granularity == "phase") {
-      throw InputError({"<command line>", 0, 0}, "--granularity", "auto or step with --algo synth:FILE (an MSCCL schedule is step by step)",
-                       "'phase'");
+      throw command_line_error("--granularity", "auto or step with --algo synth:FILE (an MSCCL schedule is step by step)", "'phase'");
     }
-    const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, *collective, opts.element_size, n);
-    const std::vector<planner::CollectiveResult> rows = simulate_synthesized(cluster, costs, opts, o.algo, sizes.sizes);
-    print_table({o, *collective, n, cluster, sizes.unit, 1, costs.source() + cost_table.note("--calibration", "calibration"), opts.rank_ready}, rows);
-    return 0;
   }
-  const std::unique_ptr<planner::CollectiveRunner> built = make_runner(cluster, costs, opts, o.algo, o.protocol);
-  planner::CollectiveRunner& runner = *built;
-
-  note_slow_alltoall(o, *collective, n, scenario.cluster);
-  const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, *collective, opts.element_size, n);
-  const std::vector<planner::CollectiveResult> rows = simulate_sizes(runner, sizes.sizes, o.algo);
-  print_table({o, *collective, n, cluster, sizes.unit, runner.channels(), costs.source() + cost_table.note("--calibration", "calibration"),
-               opts.rank_ready},
-              rows);
+  const std::string costs_words = costs.source() + cost_table.note("--calibration", "calibration");
+  std::vector<TypeResults> results;
+  int channels = 1;
+  for (const std::string& type : types) {
+    opts.element_size = element_size(type);
+    if (synthesized) {
+      const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, collective, opts.element_size, n);
+      results.push_back({type, sizes.unit, simulate_synthesized(cluster, costs, opts, o.algo, sizes.sizes)});
+      continue;
+    }
+    const std::unique_ptr<planner::CollectiveRunner> runner = make_runner(cluster, costs, opts, choice.algo_text, choice.protocol_text);
+    channels = runner->channels();
+    if (&type == &types.front()) {
+      note_slow_alltoall(!opts.algorithm || *opts.algorithm == planner::Algorithm::Direct, collective, n, scenario.cluster);
+    }
+    const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, collective, opts.element_size, n);
+    results.push_back({type, sizes.unit, simulate_sizes(*runner, sizes.sizes, choice.algo_text)});
+  }
+  TableContext table;
+  table.collective = collective;
+  table.ranks = n;
+  table.cluster = &cluster;
+  table.engine = o.engine;
+  table.format = o.format;
+  table.redops = redops;
+  table.root = models::has_root(collective) ? o.root : -1;
+  table.header = table_header(o, choice, collective, n, cluster, channels, costs_words, lo, hi, synthesized);
+  table.rank_ready = opts.rank_ready;
+  if (o.skew) table.skew_spec = *o.skew;
+  print_collective_table(table, results);
   return 0;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// `ccsim collective SCENARIO --op allreduce [--algo auto|ring|...] -b 8 -e 8G -f 2 ...`:
-// nccl-tests' table for a simulated collective, with the chosen algorithm and protocol and the
-// lower bound per size.
+// `ccsim collective SCENARIO --op allreduce [--algo auto|ring|Ring,Tree|^NVLS|...] -b 8 -e 8G -f 2 ...`:
+// nccl-tests' table for a simulated collective (nccl-tests' flags -o, -d, -g, -t, -n, -w, -c,
+// -a, -z where they mean something; NCCL_ALGO / NCCL_PROTO spellings), with the chosen
+// algorithm and protocol and the lower bound per size (collective_table.hpp).
 
 #include <optional>
 #include <string>
@@ -12,9 +13,15 @@ namespace ccsim::cli {
 
 struct CollectiveCliOptions {
   std::string scenario;
-  std::string op;
+  std::string op;  ///< the collective: allreduce, ..., or nccl-tests' binary name (all_reduce_perf)
+  /// --algo: an algorithm name (ccsim's or NCCL's, case-insensitive), an NCCL_ALGO list
+  /// ("Ring,Tree", "^NVLS"), synth:FILE or auto; not given: the environment's NCCL_ALGO, else auto.
   std::string algo = "auto";
+  bool algo_given = false;
+  /// --protocol: LL, LL128, Simple, an NCCL_PROTO list ("LL,LL128", "^LL") or auto; not given:
+  /// the environment's NCCL_PROTO, else auto.
   std::string protocol = "auto";
+  bool protocol_given = false;
   std::string min_bytes = "8";
   std::string max_bytes = "128M";
   int factor = 2;
@@ -25,7 +32,18 @@ struct CollectiveCliOptions {
   int channels = 0;
   std::string granularity = "auto";
   std::string ecmp;  ///< empty: the scenario's fabric.ecmp; hash or balanced overrides it
-  std::string datatype = "float";
+  std::string datatype = "float";  ///< -d: an nccl-tests type name or "all"
+  std::string redop = "sum";       ///< -o/--redop: sum, prod, max, min, avg, mulsum or all (nccl-tests' -o)
+  int ngpus = 0;     ///< -g: GPUs per process (nccl-tests); 0: not given
+  int nthreads = 0;  ///< -t: threads per process (nccl-tests); 0: not given
+  int iters = 20;    ///< -n: accepted, printed; the simulation is deterministic
+  int warmup_iters = 1;  ///< -w: likewise
+  int check = 0;     ///< -c: 0 only (ccsim moves no data)
+  int average = 1;   ///< -a: 0-3, accepted (every rank's time per iteration is the collective's)
+  int blocking = 0;  ///< -z: 0 or 1, accepted (each simulated collective runs alone)
+  /// nccl-tests flags that have no meaning in a simulation (-i, -m, -p, -G, -C, -T): the first
+  /// given, refused with a message.
+  std::string refused_flag;
   std::string format = "text";
   std::string calibration;
   std::string catalog;
@@ -34,7 +52,8 @@ struct CollectiveCliOptions {
 };
 
 CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& options);
-/// Throws support::InputError on bad input.
+/// Throws support::InputError on bad input. Reads the environment's NCCL_ALGO and NCCL_PROTO
+/// when --algo / --protocol are not given.
 int run_collective(const CollectiveCliOptions& options);
 
 /// Per-rank ready times (seconds after the first arrival, the earliest 0) for `ranks` ranks from

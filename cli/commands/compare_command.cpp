@@ -10,6 +10,7 @@
 
 #include "cli/commands/collective_command.hpp"
 #include "cli/options.hpp"
+#include "planner/algorithms/nccl_names.hpp"
 #include "support/input_error.hpp"
 #include "support/input_file.hpp"
 #include "validate/measurements/compare.hpp"
@@ -24,8 +25,9 @@ CLI::App* add_compare_command(CLI::App& app, CompareCliOptions& o) {
   c->add_option("--scenario", o.scenario, "scenario describing the measured system")->required();
   c->add_option("--engine", o.engine, "analytic or flow")->check(CLI::IsMember({"analytic", "flow"}));
   c->add_option("--ranks", o.ranks, "rank count when the log does not say")->check(CLI::Range(1, 1 << 20));
-  c->add_option("--algo", o.algo, "auto (NCCL's choice) or an algorithm name");
-  c->add_option("--protocol", o.protocol, "auto, LL, LL128, Simple");
+  c->add_option("--algo", o.algo, "auto (NCCL's choice), an algorithm name (ccsim's or NCCL's, case-insensitive), or the NCCL_ALGO "
+                                  "list the log was taken with (Ring,Tree or ^NVLS)");
+  c->add_option("--protocol", o.protocol, "auto, LL, LL128, Simple, or the NCCL_PROTO list the log was taken with (LL,LL128 or ^LL)");
   c->add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}));
   c->add_option("--calibration", o.calibration, "calibration table (default: the scenario's simulation.calibration, else scenarios/calibration/nccl.yaml, rccl.yaml for AMD GPUs)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
@@ -63,8 +65,29 @@ int run_compare(const CompareCliOptions& o) {
   validate::CompareOptions opts;
   opts.engine = *models::parse_engine_kind(o.engine);  // checked by the option
   if (o.ranks > 0) opts.nranks = o.ranks;
-  opts.algorithm = algorithm_option(o.algo);
-  opts.protocol = protocol_option(o.protocol);
+  // NCCL_ALGO / NCCL_PROTO lists (the settings the log was taken with) or one name each.
+  if (planner::is_nccl_list(o.algo)) {
+    try {
+      (void)planner::parse_nccl_algo(o.algo, models::Collective::AllReduce);
+    } catch (const std::invalid_argument& e) {
+      throw InputError({"<command line>", 0, 0}, "--algo", "an NCCL_ALGO value NCCL accepts ([^]NAME[,NAME...][;function:...])", "'" + o.algo + "'",
+                       e.what());
+    }
+    opts.nccl_algo = o.algo;
+  } else {
+    opts.algorithm = algorithm_option(o.algo);
+  }
+  if (planner::is_nccl_list(o.protocol)) {
+    try {
+      (void)planner::parse_nccl_proto(o.protocol, models::Collective::AllReduce);
+    } catch (const std::invalid_argument& e) {
+      throw InputError({"<command line>", 0, 0}, "--protocol", "an NCCL_PROTO value NCCL accepts ([^]LL|LL128|Simple[,...])",
+                       "'" + o.protocol + "'", e.what());
+    }
+    opts.nccl_proto = o.protocol;
+  } else {
+    opts.protocol = protocol_option(o.protocol);
+  }
   nlohmann::json all = nlohmann::json::array();
   std::ostringstream text;
   validate::Comparer comparer(cluster, costs, opts);  // equal sizes are simulated once, across the log's tests too

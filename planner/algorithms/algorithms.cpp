@@ -1,6 +1,7 @@
 #include "planner/algorithms/algorithms.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <stdexcept>
 #include <string>
 
@@ -23,11 +24,18 @@ const std::vector<Algorithm>& all_algorithms() {
 }
 
 std::optional<Algorithm> parse_algorithm(std::string_view s) {
+  // Case-insensitive, as NCCL_ALGO is (tuning.cc parseList compares with strcasecmp): "Ring",
+  // "NVLS", "PAT" and "Tree" are NCCL's spellings of ring, nvls, pat and tree.
+  const auto same = [s](std::string_view name) {
+    return name.size() == s.size() && std::equal(name.begin(), name.end(), s.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  };
   for (Algorithm a : all_algorithms())
-    if (to_string(a) == s) return a;
+    if (same(to_string(a))) return a;
   for (Algorithm a : all_algorithms()) {
     const auto& aliases = algorithm_entry(a).aliases;
-    if (std::find(aliases.begin(), aliases.end(), s) != aliases.end()) return a;
+    if (std::any_of(aliases.begin(), aliases.end(), same)) return a;
   }
   return std::nullopt;
 }

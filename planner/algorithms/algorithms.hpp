@@ -34,7 +34,9 @@ enum class Algorithm : std::uint8_t {
 /// The entry's name: "ring", "tree", "halving-doubling", ..., "vllm-oneshot", "p2p".
 std::string_view to_string(Algorithm a);
 /// The library algorithm (Selection::Library) named `s` by its name or an alias
-/// ("rabenseifner"); nullopt for any other text, the kernels and p2p included.
+/// ("rabenseifner", NCCL_ALGO's "NVLSTree"), case-insensitive as NCCL_ALGO is ("Ring", "NVLS",
+/// "PAT", "Tree"); nullopt for any other text, the kernels and p2p included. NCCL_ALGO's lists
+/// and exclusions: nccl_names.hpp.
 std::optional<Algorithm> parse_algorithm(std::string_view s);
 /// The library algorithms (Selection::Library), in registry order.
 const std::vector<Algorithm>& all_algorithms();

@@ -134,6 +134,7 @@ void add_node_algorithms(std::vector<AlgorithmEntry>& r) {
                .generate = built<Algorithm::Nvls, detail::nvls>});
   r.push_back({.algorithm = Algorithm::NvlsTree,
                .name = "nvls-tree",
+               .aliases = {"nvlstree"},  // NCCL_ALGO's NVLSTree
                .collectives = {Collective::AllReduce},
                .protocols = kSimple,
                .granularities = kStep,

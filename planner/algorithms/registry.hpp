@@ -60,6 +60,8 @@ class EnumSet {
   }
   constexpr bool contains(E e) const { return (bits_ & bit(e)) != 0; }
   constexpr bool empty() const { return bits_ == 0; }
+  constexpr void insert(E e) { bits_ |= bit(e); }
+  constexpr void erase(E e) { bits_ &= ~bit(e); }
   constexpr bool operator==(const EnumSet&) const = default;
 
  private:

@@ -12,6 +12,7 @@
 #include "models/collective/schedule.hpp"
 #include "models/hardware/topology.hpp"
 #include "planner/algorithms/algorithms.hpp"
+#include "planner/algorithms/nccl_names.hpp"
 #include "planner/algorithms/protocol.hpp"
 #include "sim/engine.hpp"
 #include "sim/execution/plan_merge.hpp"
@@ -23,6 +24,12 @@ struct CollectiveOptions {
   models::Collective collective = models::Collective::AllReduce;
   std::optional<Algorithm> algorithm;   ///< nullopt: auto
   std::optional<Protocol> protocol;     ///< nullopt: auto
+  /// With `algorithm` unset: the algorithms the automatic choice may take, as NCCL_ALGO lists
+  /// them ("Ring,Tree", "^NVLS"; nccl_names.hpp); nullopt: every algorithm NCCL considers.
+  std::optional<AlgorithmFilter> algorithms;
+  /// With `protocol` unset: the protocols the automatic choice may take, as NCCL_PROTO lists
+  /// them ("LL,LL128", "^LL"), among those NCCL's rules enable; nullopt: no restriction.
+  std::optional<EnumSet<Protocol>> protocols;
   std::vector<models::DeviceId> gpus;   ///< GPU of each rank, in rank order
   int root = 0;
   std::uint32_t element_size = 4;

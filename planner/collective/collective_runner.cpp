@@ -45,11 +45,15 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
 
 std::vector<CollectiveCandidate> CollectiveRunner::candidates() const {
   std::vector<CollectiveCandidate> out;
-  const std::vector<Algorithm> algos = options_.algorithm ? std::vector<Algorithm>{*options_.algorithm} : nccl_algorithms(group_);
+  std::vector<Algorithm> algos = options_.algorithm ? std::vector<Algorithm>{*options_.algorithm} : nccl_algorithms(group_);
+  if (!options_.algorithm && options_.algorithms) algos = options_.algorithms->apply(algos, options_.collective);
   for (Algorithm a : algos) {
     // Drop algorithms that cannot run this collective at all (any size).
     if (!unsupported(a).empty()) continue;
-    for (Protocol p : nccl_protocols(a, options_.protocol, costs_, protocol_context_)) out.emplace_back(a, p);
+    for (Protocol p : nccl_protocols(a, options_.protocol, costs_, protocol_context_)) {
+      if (!options_.protocol && options_.protocols && !options_.protocols->contains(p)) continue;
+      out.emplace_back(a, p);
+    }
   }
   return out;
 }

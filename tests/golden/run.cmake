@@ -4,6 +4,10 @@
 file(STRINGS "${CASE}" args LIMIT_COUNT 1)
 separate_arguments(args UNIX_COMMAND "${args}")
 string(REGEX REPLACE "\\.cmd$" ".out" expected_file "${CASE}")
+# ccsim collective reads NCCL_ALGO / NCCL_PROTO when --algo / --protocol are absent: a golden
+# output must not depend on the caller's environment.
+unset(ENV{NCCL_ALGO})
+unset(ENV{NCCL_PROTO})
 execute_process(COMMAND "${CCSIM}" ${args}
   WORKING_DIRECTORY "${SOURCE_DIR}"
   OUTPUT_VARIABLE actual ERROR_VARIABLE err RESULT_VARIABLE rc)

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "planner/algorithms/nccl_names.hpp"
+
 namespace ccsim::validate {
 
 Comparer::Comparer(const models::Cluster& cluster, const planner::CostModel& costs, CompareOptions options)
@@ -38,6 +40,8 @@ CompareResult Comparer::compare(const LogTest& test) {
         opts.collective = *test.collective;
         opts.algorithm = options_.algorithm;
         opts.protocol = options_.protocol;
+        if (!options_.nccl_algo.empty()) opts.algorithms = planner::parse_nccl_algo(options_.nccl_algo, opts.collective);
+        if (!options_.nccl_proto.empty()) opts.protocols = planner::parse_nccl_proto(options_.nccl_proto, opts.collective);
         opts.engine = options_.engine;
         opts.element_size = *element;
         opts.gpus.assign(gpus.begin(), gpus.begin() + *n);

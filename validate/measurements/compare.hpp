@@ -21,6 +21,11 @@ struct CompareOptions {
   std::optional<int> nranks;  ///< overrides the log's rank count
   std::optional<planner::Algorithm> algorithm;
   std::optional<planner::Protocol> protocol;
+  /// NCCL_ALGO / NCCL_PROTO lists the log was taken with ("Ring,Tree", "^NVLS";
+  /// planner/algorithms/nccl_names.hpp), applied to each test's collective; empty: none.
+  /// Checked by the caller (compare() throws std::invalid_argument for a bad one).
+  std::string nccl_algo;
+  std::string nccl_proto;
 };
 
 struct CompareRow {

@@ -97,7 +97,8 @@ TEST_CASE("every entry's collectives and granularities are what its generator ac
 TEST_CASE("names and aliases parse back; the kernels and p2p are not library choices", "[algorithms][registry]") {
   // The library algorithms, in registry order: what `--algo` and strategy.algorithms accept.
   const std::vector<std::string_view> library{"ring",   "tree",     "halving-doubling", "recursive-doubling", "bruck",
-                                              "direct", "pairwise", "hierarchical",     "nvls",               "nvls-tree"};
+                                              "direct", "pairwise", "hierarchical",     "nvls",               "nvls-tree",
+                                              "pat"};
   CHECK(planner::algorithm_names() == library);
   CHECK(planner::all_algorithms().size() == library.size());
   std::set<std::string_view> seen;
