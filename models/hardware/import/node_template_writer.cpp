@@ -57,15 +57,17 @@ class Writer {
     const std::string default_pcie = options_.pcie.empty() ? root_name(gpu.host_link) : options_.pcie;
     if (!options_.pcie.empty()) check_link(options_.pcie, LinkClass::Pcie, "--pcie");
 
+    const std::string layout = layout_lines(gpu);
+    const std::string pcie = pcie_lines(default_pcie, nics);
     std::string y;
     y += fmt::format("name: {}\n", out.name);
     y += fmt::format("source: {}\n", yaml_quoted(fmt::format("ccsim import of {} ({}): {} GPUs, {} NICs, {} CPUs (NUMA nodes)", host_.file,
-                                                        host_.format, host_.gpus.size(), nics.size(), host_.cpus.size())));
-    y += layout_lines(gpu);
+                                                        host_.format, host_.gpus.size(), nics.size(), cpus_)));
+    y += layout;
     y += fmt::format("gpus: {}\n", host_.gpus.size());
-    y += pcie_lines(default_pcie, nics);
-    y += fmt::format("cpus: {}\n", host_.cpus.size());
-    if (host_.cpus.size() > 1) y += fmt::format("cpu_link: {}\n", cpu_link());
+    y += pcie;
+    y += fmt::format("cpus: {}\n", cpus_);
+    if (cpus_ > 1) y += fmt::format("cpu_link: {}\n", cpu_link());
     if (!options_.cpu.empty()) {
       try {
         (void)catalog_.cpu(options_.cpu);
@@ -298,7 +300,7 @@ class Writer {
       entries[a].cpu = host_.attaches[a].cpu;
       entries[a].is_switch = host_.attaches[a].is_switch;
       entries[a].link = pcie_reference(host_.attaches[a].link, default_pcie);
-      if (!host_.attaches[a].name.empty()) entries[a].names.push_back("switch " + host_.attaches[a].name);
+      if (host_.attaches[a].name.find(':') != std::string::npos) entries[a].names.push_back("switch " + host_.attaches[a].name);
     }
     // A device's link: the slowest of the entry's devices of that kind (one link per kind and entry).
     std::vector<PcieLinkInfo> gpu_links(entries.size()), nic_links(entries.size());
@@ -310,7 +312,8 @@ class Writer {
     for (std::size_t g = 0; g < host_.gpus.size(); ++g) {
       const HostGpu& d = host_.gpus[g];
       entries[static_cast<std::size_t>(d.attach)].gpus.push_back(static_cast<int>(g));
-      entries[static_cast<std::size_t>(d.attach)].names.push_back(fmt::format("GPU {} {}", g, d.busid));
+      entries[static_cast<std::size_t>(d.attach)].names.push_back(
+          d.busid.find(':') == std::string::npos ? fmt::format("GPU {}", g) : fmt::format("GPU {} {}", g, d.busid));
       slowest(gpu_links[static_cast<std::size_t>(d.attach)], d.link);
     }
     for (int k : nics) {
@@ -321,6 +324,19 @@ class Writer {
           fmt::format("NIC {} {}", index, d.name.empty() ? d.busid : d.busid.empty() ? d.name : d.name + " " + d.busid));
       slowest(nic_links[static_cast<std::size_t>(d.attach)], d.link);
     }
+    // CPUs (NUMA nodes) that hold none of the kept devices carry no traffic: left out.
+    std::map<int, int> cpu_index;
+    for (const Entry& e : entries)
+      if (!e.gpus.empty() || !e.nics.empty()) cpu_index.emplace(e.cpu, 0);
+    int next = 0;
+    for (auto& [c, i] : cpu_index) i = next++;
+    if (cpu_index.size() < host_.cpus.size()) {
+      notes_.push_back(fmt::format("left out {} CPU{} (NUMA node{}) with no GPU or kept NIC", host_.cpus.size() - cpu_index.size(),
+                                   host_.cpus.size() - cpu_index.size() == 1 ? "" : "s", host_.cpus.size() - cpu_index.size() == 1 ? "" : "s"));
+    }
+    cpus_ = static_cast<int>(cpu_index.size());
+    for (Entry& e : entries)
+      if (cpu_index.count(e.cpu)) e.cpu = cpu_index[e.cpu];
     for (std::size_t a = 0; a < entries.size(); ++a) {
       entries[a].gpu_link = pcie_reference(gpu_links[a], entries[a].link);
       entries[a].nic_link = pcie_reference(nic_links[a], entries[a].link);
@@ -383,6 +399,7 @@ class Writer {
   const ImportOptions& options_;
   std::vector<std::string> notes_;
   std::map<int, int> nic_index_;
+  int cpus_ = 1;  ///< CPUs holding kept devices (pcie_lines)
 };
 
 }  // namespace
