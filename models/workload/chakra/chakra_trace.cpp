@@ -19,6 +19,7 @@
 
 #include "models/workload/chakra/chakra_et.pb.h"
 #include "support/input_error.hpp"
+#include "support/input_file.hpp"
 
 namespace ccsim::models::chakra {
 
@@ -173,19 +174,17 @@ std::vector<RawNode> parse_nodes(const std::string& bytes, const std::string& fi
   return out;
 }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw support::InputError({path, 0, 0}, "chakra trace", "a readable file", "a file that cannot be opened");
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
+/// A trace file through ccsim's one input reader (support/input_file.hpp), capped below 2 GiB
+/// (protobuf's ArrayInputStream takes an int size; real training traces are far smaller).
+std::string read_bytes(const std::string& path, const char* what) {
+  return support::read_input_file(path, support::InputFileRequest(what, (1ull << 31) - 1));
 }
 
 /// comm_group.json: ASTRA-sim's {"ID": [ranks...]} (Workload::initialize_comm_groups).
 std::map<std::string, std::vector<int>> read_comm_groups(const std::string& path, int world) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_bytes(path));
+    j = nlohmann::json::parse(read_bytes(path, "ASTRA-sim's communicator groups (comm_group.json)"));
   } catch (const nlohmann::json::exception& e) {
     throw support::InputError({path, 0, 0}, "comm_group.json", "JSON (ASTRA-sim's communicator groups: {\"ID\": [ranks...]})", e.what());
   }
@@ -409,7 +408,7 @@ ChakraTrace read_chakra_dir(const std::string& dir) {
   for (int r = 0; r < world; ++r) {
     const std::string& file = t.files[static_cast<std::size_t>(r)];
     std::string version;
-    const std::vector<RawNode> nodes = parse_nodes(read_bytes(file), file, &version);
+    const std::vector<RawNode> nodes = parse_nodes(read_bytes(file, "a Chakra execution trace"), file, &version);
     if (r == 0) t.version = version;
     const std::vector<std::size_t> order = topological_order(nodes, file);
     std::map<std::uint64_t, std::uint32_t> op_of;  // node id -> global op id
