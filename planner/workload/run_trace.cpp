@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iterator>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -119,9 +120,9 @@ TraceSize trace_size(const RunContext& c) {
   for (std::size_t i = 0; i < c.result.program.ops.size(); ++i) s.slices += has_slice(c, i) ? 1 : 0;
   for_each_track(c, [&](int, const std::string&) { ++s.tracks; }, [&](const Track&) { ++s.tracks; });
   // Bytes per slice measured on docs/performance.md's 256-GPU step (trace.json 127.9 MB and
-  // trace.perfetto-trace 59.6 MB for 544,768 slices); the tracks' share is negligible.
-  s.json_bytes = 235.0 * static_cast<double>(s.slices);
-  s.perfetto_bytes = 110.0 * static_cast<double>(s.slices);
+  // trace.perfetto-trace 61.4 MB for 641,324 slices); the tracks' share is negligible.
+  s.json_bytes = 200.0 * static_cast<double>(s.slices);
+  s.perfetto_bytes = 96.0 * static_cast<double>(s.slices);
   return s;
 }
 
@@ -243,23 +244,20 @@ void put_packet(std::string& out, const perfetto::TracePacket& packet) {
   packet.AppendToString(&out);
 }
 
-void annotate(perfetto::TrackEvent& e, const std::string& name, const std::string& value) {
-  perfetto::DebugAnnotation* a = e.add_debug_annotations();
-  a->set_name(name);
-  a->set_string_value(value);
-}
-
-void annotate(perfetto::TrackEvent& e, const std::string& name, long long value) {
-  perfetto::DebugAnnotation* a = e.add_debug_annotations();
-  a->set_name(name);
-  a->set_int_value(value);
-}
-
-void annotate_double(perfetto::TrackEvent& e, const std::string& name, double value) {
-  perfetto::DebugAnnotation* a = e.add_debug_annotations();
-  a->set_name(name);
-  a->set_double_value(value);
-}
+/// The strings a sequence sends once and then names by iid (Perfetto's interning: an event
+/// name "qkv mb3" is sent with the first slice that uses it, later slices carry its number).
+class Interned {
+ public:
+  /// The iid of `name` in `table` (1, 2, ...); a new one is added to `packet`'s interned data by
+  /// `add(data, iid, name)`.
+  template <typename Add>
+  std::uint64_t iid(std::unordered_map<std::string, std::uint64_t>& table, const std::string& name, Add&& add) {
+    const auto [it, inserted] = table.try_emplace(name, table.size() + 1);
+    if (inserted) add(it->second, name);
+    return it->second;
+  }
+  std::unordered_map<std::string, std::uint64_t> names, categories, annotations;
+};
 
 constexpr std::uint32_t kSequence = 1;
 constexpr int kTidsPerNode = 100000;
@@ -320,29 +318,49 @@ std::string trace_perfetto(const RunContext& c, const std::function<void(std::si
     if (a.first != b.first) return a.first < b.first;
     return rounded_ns(r.timing[a.second].start) < rounded_ns(r.timing[b.second].start);
   });
-  out.reserve(out.size() + 112 * slices.size());
+  out.reserve(out.size() + 64 * slices.size());
   std::size_t done = 0;
+  Interned interned;
   for (const auto& [uuid, i] : slices) {
     const auto& op = r.program.ops[i];
     const auto& tm = r.timing[i];
     const double begin_ns = rounded_ns(tm.start);
     start_packet();
+    packet.set_sequence_flags(perfetto::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
     packet.set_timestamp(static_cast<std::uint64_t>(begin_ns));
     perfetto::TrackEvent* e = packet.mutable_track_event();
     e->set_type(perfetto::TrackEvent::TYPE_SLICE_BEGIN);
     e->set_track_uuid(uuid);
-    e->set_name(slice_name(op));
+    const auto data = [&] { return packet.mutable_interned_data(); };
+    e->set_name_iid(interned.iid(interned.names, slice_name(op), [&](std::uint64_t id, const std::string& n) {
+      perfetto::EventName* x = data()->add_event_names();
+      x->set_iid(id);
+      x->set_name(n);
+    }));
     const std::string pass(models::to_string(op.pass));
-    e->add_categories(pass);
-    annotate(*e, "pass", pass);
-    if (op.micro_batch >= 0) annotate(*e, "micro_batch", op.micro_batch);
-    if (op.layer >= 0) annotate(*e, "layer", op.layer);
-    if (op.flops > 0) annotate_double(*e, "flops", op.flops);
-    if (op.bytes > 0) annotate_double(*e, "bytes", op.bytes);
+    e->add_category_iids(interned.iid(interned.categories, pass, [&](std::uint64_t id, const std::string& n) {
+      perfetto::EventCategory* x = data()->add_event_categories();
+      x->set_iid(id);
+      x->set_name(n);
+    }));
+    const auto annotation = [&](const char* name) {
+      perfetto::DebugAnnotation* a = e->add_debug_annotations();
+      a->set_name_iid(interned.iid(interned.annotations, name, [&](std::uint64_t id, const std::string& n) {
+        perfetto::DebugAnnotationName* x = data()->add_debug_annotation_names();
+        x->set_iid(id);
+        x->set_name(n);
+      }));
+      return a;
+    };
+    annotation("pass")->set_string_value(pass);
+    if (op.micro_batch >= 0) annotation("micro_batch")->set_int_value(op.micro_batch);
+    if (op.layer >= 0) annotation("layer")->set_int_value(op.layer);
+    if (op.flops > 0) annotation("flops")->set_double_value(op.flops);
+    if (op.bytes > 0) annotation("bytes")->set_double_value(op.bytes);
     if (r.op_comm[i] >= 0) {
       const auto& cost = r.comm_costs[static_cast<std::size_t>(r.op_comm[i])];
-      annotate(*e, "algorithm", cost.algorithm);
-      annotate(*e, "protocol", cost.protocol);
+      annotation("algorithm")->set_string_value(cost.algorithm);
+      annotation("protocol")->set_string_value(cost.protocol);
     }
     put_packet(out, packet);
     start_packet();

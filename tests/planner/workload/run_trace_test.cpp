@@ -25,6 +25,18 @@ using namespace ccsim;
 
 namespace {
 
+/// The interned strings of a Perfetto trace's one sequence, read in file order (as
+/// trace_processor reads them).
+struct InternedStrings {
+  std::map<std::uint64_t, std::string> names, categories, annotations;
+  void read(const perfetto::TracePacket& p) {
+    if (!p.has_interned_data()) return;
+    for (const auto& x : p.interned_data().event_names()) REQUIRE(names.emplace(x.iid(), x.name()).second);
+    for (const auto& x : p.interned_data().event_categories()) REQUIRE(categories.emplace(x.iid(), x.name()).second);
+    for (const auto& x : p.interned_data().debug_annotation_names()) REQUIRE(annotations.emplace(x.iid(), x.name()).second);
+  }
+};
+
 /// One slice: (track name, slice name, category, start ns, duration ns).
 using Slice = std::tuple<std::string, std::string, std::string, long long, long long>;
 
@@ -81,8 +93,11 @@ TEST_CASE("run trace: the Perfetto protobuf trace parses back into the JSON trac
   std::map<std::uint64_t, std::vector<std::pair<const perfetto::TracePacket*, bool>>> open;  // begins awaiting their end
   std::vector<Slice> proto_slices;
   std::size_t begins = 0, ends = 0;
+  InternedStrings interned;
+  std::map<const perfetto::TracePacket*, std::pair<std::string, std::string>> begin_names;  // (name, category)
   for (const perfetto::TracePacket& p : trace.packet()) {
     CHECK(p.trusted_packet_sequence_id() == 1);
+    interned.read(p);
     if (p.has_track_descriptor()) {
       const auto& d = p.track_descriptor();
       if (d.has_thread()) {
@@ -100,6 +115,13 @@ TEST_CASE("run trace: the Perfetto protobuf trace parses back into the JSON trac
     if (e.type() == perfetto::TrackEvent::TYPE_SLICE_BEGIN) {
       ++begins;
       REQUIRE(stack.empty());
+      // Interned strings are defined before (or in) the packet that uses them; such a packet
+      // says it needs the sequence's incremental state.
+      CHECK(p.sequence_flags() == perfetto::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
+      REQUIRE(e.category_iids_size() == 1);
+      REQUIRE(interned.names.count(e.name_iid()) == 1);
+      REQUIRE(interned.categories.count(e.category_iids(0)) == 1);
+      begin_names[&p] = {interned.names[e.name_iid()], interned.categories[e.category_iids(0)]};
       stack.emplace_back(&p, true);
     } else {
       REQUIRE(e.type() == perfetto::TrackEvent::TYPE_SLICE_END);
@@ -107,8 +129,7 @@ TEST_CASE("run trace: the Perfetto protobuf trace parses back into the JSON trac
       REQUIRE(stack.size() == 1);
       const perfetto::TracePacket& b = *stack.back().first;
       REQUIRE(p.timestamp() >= b.timestamp());
-      REQUIRE(b.track_event().categories_size() == 1);
-      proto_slices.emplace_back(tracks[e.track_uuid()], b.track_event().name(), b.track_event().categories(0),
+      proto_slices.emplace_back(tracks[e.track_uuid()], begin_names[&b].first, begin_names[&b].second,
                                 static_cast<long long>(b.timestamp()), static_cast<long long>(p.timestamp() - b.timestamp()));
       stack.clear();
     }
@@ -150,12 +171,14 @@ TEST_CASE("run trace: an op's arguments reach both formats", "[workload][trace]"
   perfetto::Trace trace;
   REQUIRE(trace.ParseFromString(planner::trace_perfetto(ctx)));
   bool found = false;
+  InternedStrings interned;
   for (const perfetto::TracePacket& p : trace.packet()) {
+    interned.read(p);
     if (!p.has_track_event() || p.track_event().type() != perfetto::TrackEvent::TYPE_SLICE_BEGIN) continue;
-    if (p.track_event().name() != (*first)["name"].get<std::string>()) continue;
+    if (interned.names[p.track_event().name_iid()] != (*first)["name"].get<std::string>()) continue;
     if (static_cast<long long>(p.timestamp()) != std::llround((*first)["ts"].get<double>() * 1e3)) continue;
     std::map<std::string, const perfetto::DebugAnnotation*> args;
-    for (const auto& a : p.track_event().debug_annotations()) args[a.name()] = &a;
+    for (const auto& a : p.track_event().debug_annotations()) args[interned.annotations.at(a.name_iid())] = &a;
     REQUIRE(args.count("algorithm") == 1);
     CHECK(args["algorithm"]->string_value() == (*first)["args"]["algorithm"].get<std::string>());
     CHECK(args["protocol"]->string_value() == (*first)["args"]["protocol"].get<std::string>());
