@@ -111,6 +111,11 @@ std::vector<SweepTie> find_ties(const SweepResult& r) {
       for (std::size_t j = i + 1; j < r.rows.size(); ++j) {
         const SweepRow& b = r.rows[j];
         if (taken[j] || !b.feasible || !b.step_time_s || b.gpus != a.gpus || !same(*a.step_time_s, *b.step_time_s)) continue;
+        // A reliability or co-run point ties only when its own figures (ETTR, slowdown) do too.
+        const auto differ = [&](const std::optional<double>& x, const std::optional<double>& y) {
+          return x.has_value() != y.has_value() || (x && !same(*x, *y));
+        };
+        if (differ(a.ettr, b.ettr) || differ(a.run_wall_s, b.run_wall_s) || differ(a.worst_slowdown, b.worst_slowdown)) continue;
         const auto vb = point_values(r, j);
         bool others_alike = true;
         for (std::size_t o = 0; o < va.size(); ++o) others_alike = others_alike && (o == k || va[o] == vb[o]);

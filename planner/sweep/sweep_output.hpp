@@ -31,7 +31,8 @@ struct SweepResult {
 };
 
 /// Groups of feasible points that differ in exactly one key and have the same GPUs and step time
-/// (relative difference at most 1e-9: the same figures computed along the same path), one group
+/// (relative difference at most 1e-9: the same figures computed along the same path), and the
+/// same ETTR, run time and worst slowdown where they have them, one group
 /// per (key, values of the other keys, step time); in axis order, then point order.
 std::vector<SweepTie> find_ties(const SweepResult& r);
 

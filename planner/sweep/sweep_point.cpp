@@ -329,10 +329,9 @@ std::string explain_tie(const std::vector<const models::Scenario*>& scenarios, c
                          models::describe_binding(seen.front().limit), reach, table, lines);
     }
   }
-  if (same_reach) {
-    return fmt::format("each injects {} per GPU into the fabric ({}'s link_efficiency; bound by {})", reach, table,
-                       models::describe_binding(seen.front().limit));
-  }
+  // The same injection and the same NICs: the key did not touch the way into the fabric, which
+  // then explains nothing (a reliability or placement key); the tie stands without a note.
+  if (same_reach) return {};
   std::string each;
   for (std::size_t i = 0; i < seen.size(); ++i) {
     each += fmt::format("{}{} {}", i == 0 ? "" : ", ", values[i], support::format_bandwidth(seen[i].limit.per_gpu));

@@ -89,9 +89,9 @@ SweepMeta describe_sweep(const models::Scenario& scenario, const PointOptions& o
 /// calibration table, as the simulation charges links): the same limit below different NIC
 /// line rates ("pcie-gen5 (...) binds at every point: 48 GB/s per GPU into the fabric
 /// (nccl.yaml's link_efficiency), below the NIC line rates (ib-ndr 50 GB/s, ib-xdr 100 GB/s per
-/// GPU)"), the same
-/// injection, or different injections (then the fabric is not what sets the step). Empty for
-/// points without a fabric, or with a jobs: list.
+/// GPU)"), or different injections (then the fabric is not what sets the step). Empty for
+/// points with the same injection and NIC line rates (the key did not touch the way into the
+/// fabric), points without a fabric, or with a jobs: list.
 std::string explain_tie(const std::vector<const models::Scenario*>& scenarios, const std::vector<std::string>& values,
                         const PointOptions& options);
 
