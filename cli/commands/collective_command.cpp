@@ -15,6 +15,7 @@
 #include "cli/commands/collective_table.hpp"
 #include "cli/options.hpp"
 #include "support/input_error.hpp"
+#include "support/progress.hpp"
 #include "support/units.hpp"
 #include "planner/collective/channel_plan.hpp"
 #include "planner/collective/collective_runner.hpp"
@@ -188,9 +189,14 @@ std::vector<planner::CollectiveResult> simulate_sizes(planner::CollectiveRunner&
                                                       const std::string& algo) {
   std::vector<planner::CollectiveResult> rows;
   std::vector<std::string> granularity_notes;  // printed once each, however many sizes use them
+  // Progress on stderr (support/progress.hpp: on a terminal, or with CCSIM_PROGRESS=1); erased
+  // before a note so that the note stands on a line of its own.
+  support::Progress progress("ccsim collective");
   for (const std::uint64_t bytes : sizes) {
+    progress.update("sizes simulated", rows.size(), sizes.size());
     try {
       rows.push_back(runner.run(bytes));
+      if (!rows.back().notes.empty() || !rows.back().granularity_note.empty()) progress.finish();
       // Candidates too large to simulate, skipped for this size (stderr: the table stays nccl-tests').
       for (const std::string& note : rows.back().notes) std::cerr << "ccsim: note: " << bytes << " bytes: " << note << "\n";
       // --granularity phase that the chosen algorithm cannot honour: say so instead of silently stepping.

@@ -17,6 +17,7 @@
 #include "models/scenario/overrides.hpp"
 #include "support/mpi/launcher.hpp"
 #include "support/output_dir.hpp"
+#include "support/progress.hpp"
 #include "planner/algorithms/registry.hpp"
 #include "models/scenario/scenario.hpp"
 #include "planner/cluster/jobs.hpp"
@@ -281,12 +282,15 @@ int run_sweep(const SweepCliOptions& o) {
   int code = 0;
   std::string payload;
   try {
-    const bool tty = root && ::isatty(2) != 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    bool shown = false;
+    // Progress on rank 0's stderr (support/progress.hpp: on a terminal, or with CCSIM_PROGRESS=1).
+    support::ProgressOptions shown;
+    shown.enabled = shown.enabled && root;
+    support::Progress progress("ccsim sweep", shown);
+    const std::string what = size > 1 ? fmt::format("points on rank 0 of {}", size) : std::string("points");
     const std::size_t mine = n > me ? (n - me + size - 1) / size : 0;
     std::size_t done = 0;
     for (std::size_t i = me; i < n; i += size) {
+      progress.update(what, done, mine);
       // A point whose settings break a rule together (failures that cut a node off) is an
       // infeasible row, as at load.
       try {
@@ -296,15 +300,8 @@ int run_sweep(const SweepCliOptions& o) {
       }
       payload += planner::encode_row(p.result.rows[i]) + "\n";
       ++done;
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (tty && (shown || elapsed >= 1.0)) {
-        shown = true;
-        std::cerr << fmt::format("\rccsim sweep: point {}/{}{} ({:.0f} s)", done, mine,
-                                 size > 1 ? fmt::format(" on rank 0 of {}", size) : std::string(), elapsed)
-                  << std::flush;
-      }
     }
-    if (shown) std::cerr << "\r\033[K" << std::flush;
+    progress.finish();
   } catch (...) {
     std::tie(code, payload) = failure();
   }
