@@ -359,16 +359,37 @@ std::vector<ChakraNodeView> parse_chakra_file(const std::string& bytes, const st
   return out;
 }
 
+std::vector<ChakraRankFile> chakra_rank_files(const std::string& dir) {
+  namespace fs = std::filesystem;
+  static const std::regex name_re(R"((.+)\.([0-9]{1,6})\.et)");
+  std::vector<ChakraRankFile> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::smatch m;
+    const std::string name = it->path().filename().string();
+    if (std::regex_match(name, m, name_re)) out.push_back({m[1], std::stoi(m[2]), name, it->path().string()});
+  }
+  std::sort(out.begin(), out.end(), [](const ChakraRankFile& a, const ChakraRankFile& b) { return a.name < b.name; });
+  return out;
+}
+
 ChakraTrace read_chakra_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw support::InputError({dir, 0, 0}, "--chakra", "a directory of Chakra traces PREFIX.R.et", "no such directory");
-  const std::regex name_re(R"((.+)\.([0-9]{1,6})\.et)");
+  if (!fs::is_directory(dir, ec)) {
+    // What the path is instead (stat only: a FIFO is not opened).
+    const std::string problem = support::input_file_problem(dir);
+    const std::string found = problem.empty() ? "a regular file" : problem == "no such file" ? "no such directory" : problem;
+    throw support::InputError({dir, 0, 0}, "--chakra", "a directory of Chakra traces PREFIX.R.et", found);
+  }
   std::map<std::string, std::map<int, std::string>> by_prefix;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::smatch m;
-    const std::string name = e.path().filename().string();
-    if (std::regex_match(name, m, name_re)) by_prefix[m[1]][std::stoi(m[2])] = e.path().string();
+  for (const ChakraRankFile& f : chakra_rank_files(dir)) {
+    const auto [it, fresh] = by_prefix[f.prefix].emplace(f.rank, f.path);
+    if (!fresh) {
+      // PREFIX.0.et and PREFIX.00.et: which one is rank 0? (ASTRA-sim opens PREFIX.0.et.)
+      throw support::InputError({dir, 0, 0}, "--chakra", fmt::format("one file per rank ({}.{}.et for rank {})", f.prefix, f.rank, f.rank),
+                                fmt::format("two: {} and {}", fs::path(it->second).filename().string(), f.name));
+    }
   }
   if (by_prefix.empty()) throw support::InputError({dir, 0, 0}, "--chakra", "Chakra traces PREFIX.R.et (one per rank, R from 0)", "none");
   if (by_prefix.size() > 1) {
@@ -378,15 +399,16 @@ ChakraTrace read_chakra_dir(const std::string& dir) {
   ChakraTrace t;
   t.prefix = by_prefix.begin()->first;
   const auto& files = by_prefix.begin()->second;
-  const int world = static_cast<int>(files.size());
-  for (int r = 0; r < world; ++r) {
+  const int last = files.rbegin()->first;  // ranks run from 0 to the highest one found
+  for (int r = 0; r <= last; ++r) {
     const auto it = files.find(r);
     if (it == files.end()) {
-      throw support::InputError({dir, 0, 0}, "--chakra", fmt::format("{}.R.et for every rank R from 0 to {}", t.prefix, world - 1),
+      throw support::InputError({dir, 0, 0}, "--chakra", fmt::format("{}.R.et for every rank R from 0 to {}", t.prefix, last),
                                 fmt::format("no {}.{}.et", t.prefix, r));
     }
     t.files.push_back(it->second);
   }
+  const int world = static_cast<int>(t.files.size());
   std::map<std::string, std::vector<int>> groups;
   const std::string groups_path = (fs::path(dir) / "comm_group.json").string();
   if (fs::exists(groups_path, ec)) {

@@ -63,9 +63,24 @@ struct ChakraTrace {
   Program program;
 };
 
+/// A file of a trace directory named PREFIX.R.et (R: 1 to 6 decimal digits, ASTRA-sim's naming;
+/// the name is split at its last two dots, so PREFIX may hold dots).
+struct ChakraRankFile {
+  std::string prefix;
+  int rank = 0;       ///< R as a number ("007" is rank 7)
+  std::string name;   ///< the file name, without the directory
+  std::string path;   ///< dir/name
+};
+
+/// The entries of `dir` named PREFIX.R.et, whatever they are (regular files, links, FIFOs), in
+/// name order. Empty when `dir` cannot be listed. Opens none of them.
+std::vector<ChakraRankFile> chakra_rank_files(const std::string& dir);
+
 /// Reads every PREFIX.R.et of `dir` (one prefix, ranks 0 .. N−1 without gaps) and its
 /// comm_group.json. Throws support::InputError (file, the node's index and id, the field,
-/// expected, found) on: a directory without traces or with several prefixes, a missing rank,
+/// expected, found) on: a path that is not a directory (saying what it is), a directory without
+/// traces or with several prefixes, two files of one rank (PREFIX.0.et and PREFIX.00.et), a
+/// missing rank (ranks run from 0 to the highest one found),
 /// a truncated or malformed message (a varint cut short, a size beyond the file), a node of
 /// an unsupported type, a bad attribute (a collective type ccsim does not model, a negative
 /// or missing size, a peer outside 0 .. N−1, a partial involved_dim), a duplicate node id, a

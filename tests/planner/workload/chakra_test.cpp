@@ -357,7 +357,17 @@ TEST_CASE("chakra: bad traces are refused with the file, the node and the field"
     const std::string dir = temp_dir("gap");
     std::filesystem::copy_file(good, dir + "/a.0.et");
     std::filesystem::copy_file(good, dir + "/a.2.et");
-    CHECK_THROWS_WITH(chakra::read_chakra_dir(dir), Catch::Contains("a.R.et for every rank R from 0 to 1, found no a.1.et"));
+    // Ranks 0 and 2 found: the range runs to the highest, 2.
+    CHECK_THROWS_WITH(chakra::read_chakra_dir(dir), Catch::Contains("a.R.et for every rank R from 0 to 2, found no a.1.et"));
+  }
+  SECTION("two files of one rank") {
+    const std::string dir = temp_dir("twice");
+    std::filesystem::copy_file(good, dir + "/a.0.et");
+    std::filesystem::copy_file(good, dir + "/a.000.et");
+    CHECK_THROWS_WITH(chakra::read_chakra_dir(dir), Catch::Contains("expected one file per rank (a.0.et for rank 0), found two: a.0.et and a.000.et"));
+  }
+  SECTION("a regular file for the directory") {
+    CHECK_THROWS_WITH(chakra::read_chakra_dir(good), Catch::Contains("--chakra: expected a directory of Chakra traces PREFIX.R.et, found a regular file"));
   }
 }
 
