@@ -160,16 +160,16 @@ CollectiveSizes collective_sizes(const SizeSweep& sweep, models::Collective coll
 
 std::unique_ptr<planner::CollectiveRunner> make_runner(const models::Cluster& cluster, const planner::CostModel& costs,
                                                        const planner::CollectiveOptions& opts, const std::string& algo,
-                                                       const std::string& protocol) {
+                                                       const std::string& protocol, const std::string& algo_key) {
   std::unique_ptr<planner::CollectiveRunner> runner;
   try {
     runner = std::make_unique<planner::CollectiveRunner>(cluster, costs, opts);
   } catch (const std::invalid_argument& e) {
-    throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm this cluster supports", "'" + algo + "'", e.what());
+    throw InputError({"<command line>", 0, 0}, algo_key, "an algorithm this cluster supports", "'" + algo + "'", e.what());
   }
   if (runner->candidates().empty()) {
     const std::string why = opts.algorithm ? runner->unsupported(*opts.algorithm) : std::string();
-    throw InputError({"<command line>", 0, 0}, "--algo",
+    throw InputError({"<command line>", 0, 0}, algo_key,
                      fmt::format("an algorithm that implements {} with protocol {}", models::to_string(opts.collective), protocol),
                      "'" + algo + "'", why);
   }

@@ -82,11 +82,12 @@ std::vector<models::DeviceId> select_gpus(const models::Cluster& cluster, int ra
 
 /// `--algo` and `--protocol` values: nullopt for "auto"; throws InputError for unknown names.
 /// The runner of `opts` on `cluster` with `costs` (which it keeps a reference to). Throws
-/// support::InputError naming --algo when the options cannot run here or no algorithm implements
-/// the collective with the protocol asked (`algo`, `protocol`: the option texts, for messages).
+/// support::InputError naming `algo_key` (--algo, or NCCL_ALGO where the choice came from the
+/// environment) when the options cannot run here or no algorithm implements the collective with
+/// the protocol asked (`algo`, `protocol`: the option texts, for messages).
 std::unique_ptr<planner::CollectiveRunner> make_runner(const models::Cluster& cluster, const planner::CostModel& costs,
                                                        const planner::CollectiveOptions& opts, const std::string& algo,
-                                                       const std::string& protocol);
+                                                       const std::string& protocol, const std::string& algo_key = "--algo");
 std::optional<planner::Algorithm> algorithm_option(const std::string& text);
 std::optional<planner::Protocol> protocol_option(const std::string& text);
 /// `--granularity` value: nullopt for "auto", else step or phase; throws InputError otherwise.

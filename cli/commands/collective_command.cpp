@@ -186,7 +186,7 @@ namespace {
 /// Runs every size of the sweep, notes on stderr the candidates skipped as too large and a
 /// --granularity phase that the chosen algorithm cannot honour (once each).
 std::vector<planner::CollectiveResult> simulate_sizes(planner::CollectiveRunner& runner, const std::vector<std::uint64_t>& sizes,
-                                                      const std::string& algo) {
+                                                      const std::string& algo, const std::string& algo_key) {
   std::vector<planner::CollectiveResult> rows;
   std::vector<std::string> granularity_notes;  // printed once each, however many sizes use them
   // Progress on stderr (support/progress.hpp: on a terminal, or with CCSIM_PROGRESS=1); erased
@@ -209,7 +209,7 @@ std::vector<planner::CollectiveResult> simulate_sizes(planner::CollectiveRunner&
         }
       }
     } catch (const std::invalid_argument& e) {
-      throw InputError({"<command line>", 0, 0}, "--algo", "an algorithm that can run this collective here", algo, e.what());
+      throw InputError({"<command line>", 0, 0}, algo_key, "an algorithm that can run this collective here", algo, e.what());
     }
   }
   return rows;
@@ -378,6 +378,10 @@ Choice algorithm_choice(const CollectiveCliOptions& o, models::Collective collec
     if (!f) {
       ch.algo_words += fmt::format(", no entry for {}: auto", models::to_string(collective));
     } else {
+      // "," or "allreduce:" names nothing: no algorithm enabled (as NCCL_PROTO's "at least one protocol").
+      if (!f->exclude && !f->collnet && f->named.empty()) {
+        throw command_line_error(ch.algo_key, "at least one algorithm named for " + std::string(models::to_string(collective)), "'" + a + "'");
+      }
       if (f->collnet && !f->exclude && f->named.empty()) {
         throw command_line_error(ch.algo_key, "an algorithm ccsim models", "'" + a + "'",
                                  "CollNet (SHARP reduction in the network switches) has no model in ccsim");
@@ -532,13 +536,17 @@ int run_collective(const CollectiveCliOptions& o) {
       results.push_back({type, sizes.unit, simulate_synthesized(cluster, costs, opts, o.algo, sizes.sizes)});
       continue;
     }
-    const std::unique_ptr<planner::CollectiveRunner> runner = make_runner(cluster, costs, opts, choice.algo_text, choice.protocol_text);
+    // An error about an environment value names the variable: NCCL_ALGO when the algorithm came
+    // from it, else NCCL_PROTO when the protocol did (nothing runs with the protocols it enables).
+    const bool proto_env = choice.algo_key != "NCCL_ALGO" && choice.protocol_key == "NCCL_PROTO";
+    const std::unique_ptr<planner::CollectiveRunner> runner = make_runner(cluster, costs, opts, choice.algo_text, choice.protocol_text,
+                                                                          proto_env ? choice.protocol_key : choice.algo_key);
     channels = runner->channels();
     if (&type == &types.front()) {
       note_slow_alltoall(!opts.algorithm || *opts.algorithm == planner::Algorithm::Direct, collective, n, scenario.cluster);
     }
     const CollectiveSizes sizes = collective_sizes({lo, hi, o.factor, o.max_bytes}, collective, opts.element_size, n);
-    results.push_back({type, sizes.unit, simulate_sizes(*runner, sizes.sizes, choice.algo_text)});
+    results.push_back({type, sizes.unit, simulate_sizes(*runner, sizes.sizes, choice.algo_text, choice.algo_key)});
   }
   TableContext table;
   table.collective = collective;

@@ -2,8 +2,9 @@
 # SOURCE_DIR and checks that it exits with code 2, prints nothing on stdout, that stderr holds
 # the `expect:` text and, where the case has one, lacks the `absent:` text.
 #
-# A case file is lines of `key: value` (args, expect, absent; each at most once, never blank)
-# and `#` comments. args is split like a Unix shell command line; expect and absent are plain
+# A case file is lines of `key: value` (args, expect, absent, env; each at most once, never
+# blank) and `#` comments. `env: NAME=VALUE` sets one environment variable for the command
+# (NCCL_ALGO, NCCL_PROTO); NCCL_ALGO and NCCL_PROTO are otherwise unset, whatever the caller's. args is split like a Unix shell command line; expect and absent are plain
 # substrings (no patterns), taken byte for byte to the end of the line, so they may hold ';',
 # brackets and any UTF-8.
 # Registered per file in tests/cli/CMakeLists.txt (cli_bad_command.*, cli_bad_calibration.*).
@@ -21,6 +22,7 @@ string(REPLACE "\n" ";" lines "${text}")
 set(args_text "")
 set(expect "")
 set(absent "")
+set(env "")
 set(line_no 0)
 set(keys_seen "")
 foreach(line IN LISTS lines)
@@ -29,8 +31,8 @@ foreach(line IN LISTS lines)
   if(line STREQUAL "" OR line MATCHES "^#")
     continue()
   endif()
-  if(NOT line MATCHES "^(args|expect|absent): (.*)$")
-    message(FATAL_ERROR "${CASE}:${line_no}: expected 'args: ...', 'expect: ...', 'absent: ...' or a # comment, found '${line}'")
+  if(NOT line MATCHES "^(args|expect|absent|env): (.*)$")
+    message(FATAL_ERROR "${CASE}:${line_no}: expected 'args: ...', 'expect: ...', 'absent: ...', 'env: ...' or a # comment, found '${line}'")
   endif()
   set(key "${CMAKE_MATCH_1}")
   set(value "${CMAKE_MATCH_2}")
@@ -54,6 +56,14 @@ if(args_text STREQUAL "" OR expect STREQUAL "")
   message(FATAL_ERROR "${CASE}: expected both an args: and an expect: line")
 endif()
 
+unset(ENV{NCCL_ALGO})
+unset(ENV{NCCL_PROTO})
+if(NOT env STREQUAL "")
+  if(NOT env MATCHES "^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+    message(FATAL_ERROR "${CASE}: expected 'env: NAME=VALUE', found 'env: ${env}'")
+  endif()
+  set(ENV{${CMAKE_MATCH_1}} "${CMAKE_MATCH_2}")
+endif()
 separate_arguments(args UNIX_COMMAND "${args_text}")
 execute_process(COMMAND "${CCSIM}" ${args}
   WORKING_DIRECTORY "${SOURCE_DIR}"
