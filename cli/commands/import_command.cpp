@@ -1,6 +1,8 @@
 #include "cli/commands/import_command.hpp"
 
+#include <algorithm>
 #include <iostream>
+#include <string_view>
 #include <map>
 
 #include <fmt/format.h>
@@ -19,13 +21,29 @@ namespace {
 
 using support::InputError;
 const support::SourceLocation kCommandLine{"<command line>", 0, 0};
+/// The scenario's cap on a cluster's GPUs (models/scenario/cluster_section.cpp).
+constexpr long long kMaxClusterGpus = 1 << 18;
 
 /// The command line as a comment, so that an imported file says how to remake it.
+/// `word` as one shell word: single-quoted when it holds anything but plain characters, and
+/// comment-safe (no line break can end the comment).
+std::string shell_word(const std::string& word) {
+  const std::string safe = models::import::comment_safe(word, 4096);
+  const bool plain = !safe.empty() && std::all_of(safe.begin(), safe.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("@%+=:,./_-").find(c) != std::string_view::npos;
+  });
+  if (plain) return safe;
+  std::string out = "'";
+  for (char c : safe) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string command_comment(const ImportCliOptions& o) {
-  std::string s = "# ccsim import " + o.format + " " + o.input;
+  std::string s = "# ccsim import " + o.format + " " + shell_word(o.input);
   const auto add = [&](const char* flag, const std::string& v) {
-    if (!v.empty()) s += fmt::format(" {} {}", flag, v);
+    if (!v.empty()) s += fmt::format(" {} {}", flag, shell_word(v));
   };
+  add("--catalog", o.catalog);
   add("--gpu", o.gpu);
   add("--nic", o.nic);
   add("--pcie", o.pcie);
@@ -35,7 +53,7 @@ std::string command_comment(const ImportCliOptions& o) {
   add("--name", o.name);
   add("--node", o.node);
   if (o.no_p2p) s += " --no-p2p";
-  for (const std::string& n : o.skip_nics) s += " --skip-nic " + n;
+  for (const std::string& n : o.skip_nics) s += " --skip-nic " + shell_word(n);
   if (o.as != "node") s += " --as " + o.as;
   if (o.nodes != 1) s += fmt::format(" --nodes {}", o.nodes);
   return s + "\n";
@@ -55,8 +73,14 @@ std::string import_node(const ImportCliOptions& o, const models::Catalog& catalo
   io.no_p2p = o.no_p2p;
   io.skip_nics = o.skip_nics;
   const models::import::ImportedNode node = models::import::write_node_template(host, catalog, io);
+  if (o.as == "scenario" && static_cast<long long>(o.nodes) * static_cast<long long>(host.gpus.size()) > kMaxClusterGpus) {
+    throw InputError(kCommandLine, "--nodes",
+                     fmt::format("at most {} nodes of {} GPUs (a cluster holds at most {} GPUs)", kMaxClusterGpus / static_cast<long long>(host.gpus.size()),
+                                 host.gpus.size(), kMaxClusterGpus),
+                     std::to_string(o.nodes));
+  }
   std::string text = command_comment(o);
-  for (const std::string& n : node.notes) text += "# note: " + n + "\n";
+  for (const std::string& n : node.notes) text += "# note: " + models::import::comment_safe(n, 1000) + "\n";
   for (const std::string& n : node.notes) std::cerr << "ccsim import: note: " << n << "\n";
   // The writer's first line is `name: NAME`; a nodes.yaml entry is keyed by the name instead.
   const std::string body = node.yaml.substr(node.yaml.find('\n') + 1);
@@ -98,7 +122,7 @@ std::string import_hosts(const ImportCliOptions& o, const models::Catalog& catal
   for (const auto& [s, n] : by_slots) {
     if (s > 0) summary += fmt::format(", {} with {} slot{}", n, s, s == 1 ? "" : "s");
   }
-  summary += fmt::format(" ({} ... {})\n", hosts.front(), hosts.back());
+  summary += fmt::format(" ({} ... {})\n", models::import::comment_safe(hosts.front()), models::import::comment_safe(hosts.back()));
   if (o.node.empty()) {
     throw InputError(kCommandLine, "--node",
                      fmt::format("the node template the {} hosts are (a catalog name such as dgx-h100, or one from ccsim import "
@@ -116,7 +140,16 @@ std::string import_hosts(const ImportCliOptions& o, const models::Catalog& catal
       return s;
     }() + ")", fmt::format("\"{}\"", o.node));
   }
+  if (static_cast<long long>(hosts.size()) * node.gpus > kMaxClusterGpus) {
+    throw InputError(kCommandLine, o.format == "nodelist" ? "nodelist" : "hostfile",
+                     fmt::format("at most {} hosts of {} GPUs (a cluster holds at most {} GPUs)", kMaxClusterGpus / node.gpus, node.gpus,
+                                 kMaxClusterGpus),
+                     fmt::format("{} hosts", hosts.size()));
+  }
   std::string text = command_comment(o) + summary;
+  if (!o.catalog.empty()) {
+    text += fmt::format("# node {} is from the catalog {}: run ccsim with --catalog {}\n", o.node, shell_word(o.catalog), shell_word(o.catalog));
+  }
   for (const auto& [s, n] : by_slots) {
     if (s > 0 && s != node.gpus) {
       const std::string note = fmt::format("{} host{} with {} slot{}, not the {} GPUs of {}: a job on them uses {} ranks per node", n,

@@ -80,6 +80,7 @@ struct HostDescription {
   /// the answer is "not at all"; false when it is silent (NCCL_TOPO_FILE files of cloud images
   /// leave NVLink to NVML).
   bool scaleup_stated = false;
+  std::vector<std::string> notes;  ///< what the reader noticed, for the import's notes
 };
 
 /// "0000:07:00.0" from what a file writes ("0000:07:00.0", "00000000:07:00.0", upper case).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -77,6 +78,9 @@ std::vector<std::string> expand_nodelist(const std::string& text, const support:
     if (i == text.size() && !text.empty() && text.back() == ',') fail(i - 1, "a host name after ','", "none");
   }
   if (out.empty()) fail(0, "a Slurm nodelist such as gpu[001-016]", "an empty text");
+  std::set<std::string> seen;
+  for (const std::string& h : out)
+    if (!seen.insert(h).second) fail(0, "each host once", fmt::format("{} twice", h));
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstring>
 #include <functional>
+#include <set>
 
 #include <fmt/format.h>
 #include <pugixml.hpp>
@@ -67,8 +68,30 @@ class Reader {
       throw InputError(where(system.offset_debug()), "system/cpu/pci",
                        "at least one GPU (a <pci> element of class 0x03xxxx, or a <gpu> element)", "none");
     }
+    check_unique();
     sort_devices(host_);
     return host_;
+  }
+
+  /// Bus ids, GPU device indices, NIC names and NUMA ids name one device each.
+  void check_unique() const {
+    const auto dup = [&](const std::string& what, const std::string& value) {
+      throw InputError({file_, 0, 0}, what, fmt::format("each {} once", what), fmt::format("'{}' twice", value));
+    };
+    std::set<std::string> busids, names;
+    std::set<int> devs, numas;
+    for (const HostGpu& g : host_.gpus) {
+      if (!busids.insert(g.busid).second) dup("busid", g.busid);
+      if (g.dev >= 0 && !devs.insert(g.dev).second) dup("gpu dev", std::to_string(g.dev));
+    }
+    for (const HostNic& n : host_.nics) {
+      if (!n.name.empty() && !names.insert(n.name).second) dup("net name", n.name);
+    }
+    std::set<std::string> nic_busids;
+    for (const HostNic& n : host_.nics)
+      if (!n.busid.empty() && busids.count(n.busid)) dup("busid", n.busid);
+    for (const HostCpu& c : host_.cpus)
+      if (c.numa >= 0 && !numas.insert(c.numa).second) dup("cpu numaid", std::to_string(c.numa));
   }
 
  private:
@@ -274,11 +297,12 @@ class Reader {
         l.count = static_cast<int>(int_attr(link, "count", 1, 64, 1));
         g.scaleup.push_back(l);
       } else if (name == "c2c") {
-        // NVLink-C2C to the Grace CPU: `bw` GB/s per link (NCCL's topology units) × `count` links.
-        const long long bw = int_attr(link, "bw", 1, 100000, -1);
-        if (bw < 0) fail(link, "bw", "the bandwidth of one C2C link in GB/s", "none");
+        // NVLink-C2C to the Grace CPU: `bw` MB/s per link (NVML's figure) × `count` links; NCCL's
+        // topo.cc: c2cBw = bw × count / 1000 GB/s.
+        const long long bw = int_attr(link, "bw", 1, 10000000, -1);
+        if (bw < 0) fail(link, "bw", "the bandwidth of one C2C link in MB/s", "none");
         const long long count = int_attr(link, "count", 1, 1024, 1);
-        g.c2c_bandwidth = static_cast<double>(bw) * 1e9 * static_cast<double>(count);
+        g.c2c_bandwidth = static_cast<double>(bw) * 1e6 * static_cast<double>(count);
       }
     }
   }

@@ -1,6 +1,7 @@
 #include "models/hardware/import/node_template_writer.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -33,24 +34,58 @@ constexpr SwitchGeneration kSwitchGenerations[] = {
 /// The catalog's name of a link kind or its nearest catalog ancestor.
 std::string root_name(const LinkSpec& l) { return l.lineage.empty() ? l.name : l.lineage.back(); }
 
+/// A YAML double-quoted scalar: quotes and backslashes escaped, control characters and bytes
+/// outside ASCII as \xHH, so no file name or attribute can break out of it.
 std::string yaml_quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (u < 0x20 || u >= 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out.push_back(c);
+    }
   }
   return out + "\"";
+}
+
+bool valid_name(const std::string& n) {
+  if (n.empty() || n.size() > 64 || n.front() == '-' || n.front() == '.') return false;
+  return std::all_of(n.begin(), n.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'; });
 }
 
 class Writer {
  public:
   Writer(const HostDescription& host, const Catalog& catalog, const ImportOptions& options)
-      : host_(host), catalog_(catalog), options_(options) {}
+      : host_(host), catalog_(catalog), options_(options) {
+    for (const std::string& n : host.notes) {
+      // A NIC the user already left out needs no note about it.
+      bool skipped = false;
+      for (const std::string& k : options.skip_nics) skipped = skipped || n.find("NIC " + k + " ") == 0;
+      if (!skipped) notes_.push_back(comment_safe(n, 1000));
+    }
+  }
 
   ImportedNode write() {
     ImportedNode out;
-    out.name = options_.name.empty() ? std::filesystem::path(host_.file).stem().string() : options_.name;
-    if (out.name.empty()) out.name = "imported-node";
+    if (!options_.name.empty()) {
+      if (!valid_name(options_.name)) {
+        throw InputError(kCommandLine, "--name", "a template name of letters, digits, '.', '_' and '-' (at most 64, not starting with '.' or '-')",
+                         "'" + comment_safe(options_.name) + "'");
+      }
+      out.name = options_.name;
+    } else {
+      // The file's stem, with what a catalog key cannot hold replaced by '-'.
+      for (char c : std::filesystem::path(host_.file).stem().string()) {
+        if (out.name.size() >= 64) break;
+        out.name.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '-');
+      }
+      while (!out.name.empty() && (out.name.front() == '-' || out.name.front() == '.')) out.name.erase(0, 1);
+      if (out.name.empty()) out.name = "imported-node";
+    }
     const GpuSpec gpu = gpu_spec();
     const std::vector<int> nics = kept_nics();
     const std::string nic_link = nics.empty() ? std::string() : nic_link_name(nics);
@@ -115,9 +150,17 @@ class Writer {
   GpuSpec gpu_spec() const {
     if (options_.gpu.empty()) {
       const int sm = host_.gpus.front().sm;
+      std::vector<std::string> same_arch;
+      if (sm > 0) {
+        for (const std::string& n : catalog_.gpu_names())
+          if (catalog_.gpu(n).arch == fmt::format("sm{}", sm)) same_arch.push_back(n);
+      }
       throw InputError(kCommandLine, "--gpu",
                        fmt::format("the GPU model, which {} does not name{}: one of {}", host_.format,
-                                   sm > 0 ? fmt::format(" (it says sm {})", sm) : "", join(catalog_.gpu_names())),
+                                   sm > 0 ? fmt::format(" (it says sm {}{})", sm,
+                                                        same_arch.empty() ? std::string() : ", as " + join(same_arch) + " are")
+                                          : "",
+                                   join(catalog_.gpu_names())),
                        "none");
     }
     try {
@@ -145,20 +188,20 @@ class Writer {
       if (skip) {
         unmatched.erase(n.name);
         unmatched.erase(n.busid);
-        notes_.push_back(fmt::format("left out NIC {} (--skip-nic)", n.name.empty() ? n.busid : n.name));
+        notes_.push_back(fmt::format("left out NIC {} (--skip-nic)", comment_safe(n.name.empty() ? n.busid : n.name)));
         continue;
       }
       if (fastest > 0.0 && n.speed != fastest) {
-        dropped.push_back(fmt::format("{} ({} Gb/s)", n.name.empty() ? n.busid : n.name, n.speed / 1e9));
+        dropped.push_back(fmt::format("{} ({} Gb/s)", comment_safe(n.name.empty() ? n.busid : n.name), n.speed / 1e9));
         continue;
       }
       kept.push_back(static_cast<int>(i));
     }
     if (!unmatched.empty()) {
       std::string names;
-      for (const HostNic& n : host_.nics) names += (names.empty() ? "" : ", ") + (n.name.empty() ? n.busid : n.name);
+      for (const HostNic& n : host_.nics) names += (names.empty() ? "" : ", ") + comment_safe(n.name.empty() ? n.busid : n.name);
       throw InputError(kCommandLine, "--skip-nic", fmt::format("a NIC of the file ({})", names.empty() ? "it lists none" : names),
-                       yaml_quoted(*unmatched.begin()));
+                       "'" + comment_safe(*unmatched.begin()) + "'");
     }
     if (!dropped.empty()) {
       notes_.push_back(fmt::format("left out {} NIC{} slower than the {} Gb/s ones: {}", dropped.size(), dropped.size() == 1 ? "" : "s",
@@ -211,9 +254,16 @@ class Writer {
           continue;
         }
         const int a = std::min(static_cast<int>(g), it->second), b = std::max(static_cast<int>(g), it->second);
-        if (a == b) continue;
+        if (a == b) {
+          notes_.push_back(fmt::format("a scale-up link of GPU {} to itself left out", g));
+          continue;
+        }
         auto [p, fresh] = pairs.emplace(std::make_pair(a, b), l.count);
-        if (!fresh) p->second = std::min(p->second, l.count);  // both ends list it
+        if (!fresh && p->second != l.count) {  // both ends list it
+          notes_.push_back(fmt::format("GPUs {} and {} list {} and {} links to each other: {} taken", a, b, p->second, l.count,
+                                       std::min(p->second, l.count)));
+          p->second = std::min(p->second, l.count);
+        }
       }
     }
     std::string mode = options_.nvlink;
@@ -240,6 +290,30 @@ class Writer {
       if (per_gpu > gpu.scaleup_links) to_switch = true;
     }
     if (mode == "nvswitch") to_switch = true;
+    if (to_switch && !pairs.empty() && host_.format == "NCCL topology XML") {
+      notes_.push_back(fmt::format("{} GPU-to-GPU NVLink pair{} beside the NVSwitch links left out (one NVSwitch domain per node)",
+                                   pairs.size(), pairs.size() == 1 ? "" : "s"));
+    }
+    if (!to_switch && gpu.scaleup_links > 0) {
+      // More links on a GPU than it has, without every pair joined: NVLink islands (several
+      // NVSwitch domains in one node), which a ccsim node cannot hold.
+      std::map<int, int> per_gpu;
+      for (const auto& [p, c] : pairs) {
+        per_gpu[p.first] += c;
+        per_gpu[p.second] += c;
+      }
+      for (const auto& [g, c] : per_gpu) {
+        if (c > gpu.scaleup_links) {
+          throw InputError({host_.file, 0, 0}, "NVLink",
+                           fmt::format("GPU links that fit the {}'s {} scale-up links, or NV# between every pair of GPUs (one "
+                                       "NVSwitch domain)",
+                                       gpu.name, gpu.scaleup_links),
+                           fmt::format("GPU {} with {} links to some GPUs but not all: NVLink islands (several switch domains in one "
+                                       "node), which ccsim's nodes do not model",
+                                       g, c));
+        }
+      }
+    }
     if (to_switch) {
       if (!gpu.scaleup_link) throw InputError(kCommandLine, "--gpu", "a GPU with NVLink (the file joins the GPUs by NVSwitch)", yaml_quoted(gpu.name));
       const std::string link = root_name(*gpu.scaleup_link);
@@ -258,13 +332,22 @@ class Writer {
     return s;
   }
 
-  /// The GPU's catalog name, or a derived entry when the file gives it a C2C host link.
-  std::string gpu_reference(const GpuSpec& gpu) const {
-    const double c2c = host_.gpus.front().c2c_bandwidth;
-    if (c2c <= 0.0) return options_.gpu;
-    // As the catalog's nvl72: NVLink-C2C modelled as the GPU's host link.
-    return fmt::format("{{base: {}, host_link: {{base: {}, name: nvlink-c2c, bandwidth: {:.6g}GB/s}}}}", options_.gpu,
-                       root_name(gpu.host_link), c2c / 1e9);
+  /// NVLink-C2C as a link of class pcie (as the catalog's nvl72 models it): the GPU's host link
+  /// and its link to the CPU, at the file's bandwidth (the slowest GPU's, per direction).
+  std::string c2c_reference() const {
+    double c2c = 0.0;
+    for (const HostGpu& g : host_.gpus)
+      if (g.c2c_bandwidth > 0.0) c2c = c2c == 0.0 ? g.c2c_bandwidth : std::min(c2c, g.c2c_bandwidth);
+    return fmt::format("{{base: pcie-gen5, name: nvlink-c2c, bandwidth: {:.6g}GB/s}}", c2c / 1e9);
+  }
+
+  /// The GPU's catalog name, or a derived entry whose host link is NVLink-C2C when the file
+  /// gives the GPUs one.
+  std::string gpu_reference(const GpuSpec&) const {
+    bool c2c = false;
+    for (const HostGpu& g : host_.gpus) c2c = c2c || g.c2c_bandwidth > 0.0;
+    if (!c2c) return options_.gpu;
+    return fmt::format("{{base: {}, host_link: {}}}", options_.gpu, c2c_reference());
   }
 
   /// A PCIe link reference for a stated link: the generation's catalog kind at x16, a derived
@@ -321,7 +404,7 @@ class Writer {
       const int index = nic_index_.at(k);
       entries[static_cast<std::size_t>(d.attach)].nics.push_back(index);
       entries[static_cast<std::size_t>(d.attach)].names.push_back(
-          fmt::format("NIC {} {}", index, d.name.empty() ? d.busid : d.busid.empty() ? d.name : d.name + " " + d.busid));
+          fmt::format("NIC {} {}", index, comment_safe(d.name.empty() ? d.busid : d.busid.empty() ? d.name : d.name + " " + d.busid)));
       slowest(nic_links[static_cast<std::size_t>(d.attach)], d.link);
     }
     // CPUs (NUMA nodes) that hold none of the kept devices carry no traffic: left out.
@@ -337,8 +420,11 @@ class Writer {
     cpus_ = static_cast<int>(cpu_index.size());
     for (Entry& e : entries)
       if (cpu_index.count(e.cpu)) e.cpu = cpu_index[e.cpu];
+    std::vector<bool> c2c_entry(entries.size(), false);
+    for (const HostGpu& d : host_.gpus)
+      if (d.c2c_bandwidth > 0.0) c2c_entry[static_cast<std::size_t>(d.attach)] = true;
     for (std::size_t a = 0; a < entries.size(); ++a) {
-      entries[a].gpu_link = pcie_reference(gpu_links[a], entries[a].link);
+      entries[a].gpu_link = c2c_entry[a] ? c2c_reference() : pcie_reference(gpu_links[a], entries[a].link);
       entries[a].nic_link = pcie_reference(nic_links[a], entries[a].link);
     }
     // The most common switch link is the default; entries say theirs only when it differs.
@@ -403,6 +489,19 @@ class Writer {
 };
 
 }  // namespace
+
+std::string comment_safe(const std::string& text, std::size_t max) {
+  std::string out;
+  for (char c : text) {
+    if (out.size() >= max) {
+      out += "...";
+      break;
+    }
+    const auto u = static_cast<unsigned char>(c);
+    out.push_back(u < 0x20 || u >= 0x7f ? '?' : c);
+  }
+  return out;
+}
 
 std::string indent(const std::string& text, int spaces) {
   std::string out;

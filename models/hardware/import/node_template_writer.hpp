@@ -46,6 +46,10 @@ struct ImportedNode {
 /// names that do not exist or are of the wrong class.
 ImportedNode write_node_template(const HostDescription& host, const Catalog& catalog, const ImportOptions& options);
 
+/// `text` made safe for a YAML comment or a message: control characters and bytes outside
+/// ASCII as '?', at most `max` characters (then "...").
+std::string comment_safe(const std::string& text, std::size_t max = 80);
+
 /// Indents every non-empty line of `text` by `spaces`.
 std::string indent(const std::string& text, int spaces);
 

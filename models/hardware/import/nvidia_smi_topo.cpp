@@ -64,7 +64,8 @@ std::vector<Token> split(const std::string& line) {
 }
 
 bool is_gpu_name(const std::string& t) {
-  return t.size() > 3 && t.rfind("GPU", 0) == 0 && std::all_of(t.begin() + 3, t.end(), [](unsigned char c) { return std::isdigit(c); });
+  return t.size() > 3 && t.size() <= 7 && t.rfind("GPU", 0) == 0 &&
+         std::all_of(t.begin() + 3, t.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
 class Reader {
@@ -156,7 +157,7 @@ class Reader {
     for (std::size_t g : gpus) {
       HostGpu d;
       d.busid = names_[g];
-      d.dev = std::stoi(names_[g].substr(3));
+      d.dev = static_cast<int>(support::parse_integer(names_[g].substr(3)).value);
       d.attach = attach[g];
       for (std::size_t h : gpus) {
         if (h != g && matrix_[g][h].relation == Relation::NvLink) d.scaleup.push_back({names_[h], ScaleUpTarget::Gpu, matrix_[g][h].links});
@@ -170,6 +171,13 @@ class Reader {
       d.name = nic_legend_.count(names_[k]) ? nic_legend_[names_[k]] : names_[k];
       d.dev = static_cast<int>(j);
       d.attach = attach[k];
+      bool near_gpu = false;
+      for (std::size_t g : gpus) near_gpu = near_gpu || matrix_[k][g].relation == Relation::Pix || matrix_[k][g].relation == Relation::Pxb;
+      if (!near_gpu) {
+        host.notes.push_back(fmt::format("NIC {} shares no PCIe switch with a GPU (a storage or management port?): --skip-nic {} "
+                                         "leaves it out",
+                                         d.name, d.name));
+      }
       host.nics.push_back(d);
     }
     sort_devices(host);
@@ -200,6 +208,13 @@ class Reader {
       }
       if (t.back().text == "NUMA" && t.size() > names_.size()) trailing_.push_back("numa");
       if (names_.size() > kMaxDevices) fail(header_line_, 1, "header", fmt::format("at most {} devices", kMaxDevices), std::to_string(names_.size()));
+      for (std::size_t k = 0; k < names_.size(); ++k) {
+        const std::string& name = names_[k];
+        if (name.size() > 3 && name.rfind("GPU", 0) == 0 && !is_gpu_name(name) &&
+            std::all_of(name.begin() + 3, name.end(), [](unsigned char c) { return std::isdigit(c); })) {
+          fail(header_line_, t[k].column, "header", "GPU columns GPU0 to GPU9999", support::quote_token(name));
+        }
+      }
       std::map<std::string, int> seen;
       for (const std::string& name : names_)
         if (++seen[name] > 1) fail(header_line_, 1, "header", "each device named once", fmt::format("{} twice", name));

@@ -283,3 +283,60 @@ TEST_CASE("pcie.tree: every GPU and NIC once, CPUs in range, exclusive with swit
   CHECK_THROWS_WITH(parse("switches: 2, tree: [{cpu: 0, gpus: [0, 1], nics: [0, 1]}]"), Catch::Contains("no switches count"));
   CHECK_THROWS_WITH(parse("tree: [{cpu: 0, gpus: [0, 1], nics: [0, 1], link: nvlink4}]"), Catch::Contains("class pcie"));
 }
+
+TEST_CASE("import nccl-topo: NVLink-C2C in MB/s per link, as the GPU's link to its CPU", "[import]") {
+  // GH200-like: one GPU on the Grace CPU's root port with 10 C2C links of 45,000 MB/s (NVML's
+  // figure; NCCL: 45000 x 10 / 1000 = 450 GB/s per direction, NVIDIA's 900 GB/s both ways).
+  const std::string xml =
+      "<system version=\"1\"><cpu numaid=\"0\" arch=\"arm64\" vendor=\"NVIDIA\">"
+      "<pci busid=\"0009:01:00.0\" class=\"0x030200\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">"
+      "<gpu dev=\"0\" sm=\"90\"><c2c bw=\"45000\" count=\"10\"/></gpu></pci></cpu></system>";
+  const models::import::HostDescription host = models::import::parse_nccl_topo_xml(xml, "gh200.xml");
+  CHECK(host.gpus[0].c2c_bandwidth == Approx(450e9));
+  ImportOptions o;
+  o.gpu = "H100-SXM5";
+  o.nvlink = "none";
+  const models::NodeSpec spec = node_of(models::import::write_node_template(host, test::shipped_catalog(), o));
+  CHECK(spec.gpu.host_link.bandwidth == Approx(450e9));
+  REQUIRE(spec.pcie_tree.size() == 1);
+  CHECK_FALSE(spec.pcie_tree[0].is_switch);
+  const models::Topology t = one_node(spec);
+  CHECK(t.route(t.gpus()[0], t.device(t.gpus()[0]).cpu).path.bandwidth == Approx(450e9));
+}
+
+TEST_CASE("import: hostile names, duplicates and NVLink islands are refused or made safe", "[import][bad-input]") {
+  const std::string gpu = "<pci busid=\"0000:0B:00.0\" class=\"0x030200\" link_speed=\"16 GT/s\" link_width=\"16\"/>";
+  // Two GPUs with one bus id.
+  CHECK_THROWS_WITH(models::import::parse_nccl_topo_xml("<system><cpu>" + gpu + gpu + "</cpu></system>", "d.xml"),
+                    Catch::Contains("busid") && Catch::Contains("0000:0b:00.0' twice"));
+  // A NIC name with a line break cannot leave its YAML comment.
+  const std::string nic = "<pci busid=\"0000:0c:00.0\" class=\"0x020700\" link_speed=\"16 GT/s\" link_width=\"16\"><nic>"
+                          "<net name=\"mlx5_0&#10;gpus: 99&#10;#\" dev=\"0\" speed=\"200000\"/></nic></pci>";
+  const auto host = models::import::parse_nccl_topo_xml("<system><cpu>" + gpu + nic + "</cpu></system>", "n.xml");
+  ImportOptions o;
+  o.gpu = "A100-SXM4-80GB";
+  o.nvlink = "none";
+  const models::import::ImportedNode imported = models::import::write_node_template(host, test::shipped_catalog(), o);
+  CHECK(node_of(imported).nics == 1);
+  CHECK(imported.yaml.find("mlx5_0?gpus: 99?#") != std::string::npos);
+  // --name must be a catalog key.
+  o.name = "a: b";
+  CHECK_THROWS_WITH(models::import::write_node_template(host, test::shipped_catalog(), o), Catch::Contains("--name"));
+  // NVLink islands: two groups of 4 GPUs, NV12 inside each (36 links on an H100 with 18).
+  std::string m = "\tGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tGPU6\tGPU7\tNUMA Affinity\n";
+  for (int a = 0; a < 8; ++a) {
+    m += "GPU" + std::to_string(a);
+    for (int b = 0; b < 8; ++b) m += a == b ? "\t X " : a / 4 == b / 4 ? "\tNV12" : "\tSYS";
+    m += "\t" + std::to_string(a / 4) + "\n";
+  }
+  ImportOptions h;
+  h.gpu = "H100-SXM5";
+  h.cpu_link = "upi";
+  CHECK_THROWS_WITH(models::import::write_node_template(models::import::parse_nvidia_smi_topo(m, "islands.txt"), test::shipped_catalog(), h),
+                    Catch::Contains("islands.txt") && Catch::Contains("NVLink islands"));
+  // A header column GPU99999999999 is no GPU: refused as an unknown row, not a crash.
+  CHECK_THROWS_WITH(models::import::parse_nvidia_smi_topo("\tGPU0\tGPU99999999999\nGPU0\t X \tPIX\nGPU99999999999\tPIX\t X \n", "g.txt"),
+                    Catch::Contains("g.txt:1:7") && Catch::Contains("GPU0 to GPU9999"));
+  // Slurm nodelists name each host once.
+  CHECK_THROWS_WITH(models::import::expand_nodelist("gpu[1-3],gpu2", {"<cmd>", 1, 1}), Catch::Contains("gpu2 twice"));
+}
