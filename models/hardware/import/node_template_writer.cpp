@@ -116,7 +116,14 @@ class Writer {
     if (!nics.empty()) y += fmt::format("nics: {{link: {}, count: {}}}\n", nic_link, nics.size());
 
     // Read it back: a template the catalog refuses is never written.
-    const YAML::Node node = YAML::Load(y);
+    YAML::Node node;
+    try {
+      node = YAML::Load(y);
+    } catch (const YAML::Exception& e) {
+      // Every text from the file is escaped or checked above; this guards what was missed.
+      throw InputError({host_.file, 0, 0}, "import", "names and values that make a valid node template",
+                       fmt::format("text that breaks its YAML ({})", comment_safe(e.what(), 200)));
+    }
     YAML::Node wrapper(YAML::NodeType::Map);
     wrapper["node"] = node;
     try {
