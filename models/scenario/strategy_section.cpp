@@ -3,6 +3,7 @@
 #include "models/scenario/workload_section.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <filesystem>
 #include <iterator>
@@ -165,6 +166,19 @@ void read_algorithm_map(const support::Fields& a, std::span<const std::string_vi
       }
       if (algorithm_names.empty()) {
         spec.algorithms[stored] = value;
+        continue;
+      }
+      // NCCL's own spellings (NCCL_ALGO=Ring, NVLSTree, PAT): case, '-' and '_' do not matter.
+      const auto folded = [](std::string_view t) {
+        std::string out;
+        for (char c : t)
+          if (c != '-' && c != '_') out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+        return out;
+      };
+      const auto same = std::find_if(algorithm_names.begin(), algorithm_names.end(),
+                                     [&](std::string_view n) { return folded(n) == folded(value); });
+      if (same != algorithm_names.end()) {
+        spec.algorithms[stored] = std::string(*same);
         continue;
       }
       std::vector<std::string_view> choices{"auto"};

@@ -150,3 +150,16 @@ TEST_CASE("suggestion_rank: tiers before edit distance", "[support][suggestion]"
   CHECK(closest_match("tensor_parallel_size", keys) == "tensor_model_parallel_size");
   CHECK(closest_match("context_parallel", keys) == "context_parallel_size");
 }
+
+TEST_CASE("strategy.algorithms takes NCCL's spellings of algorithm names", "[scenario][aliases]") {
+  const std::string kWorkload = "  sequence_length: 4096\n  micro_batch_size: 1\n  global_batch_size: 64\n";
+  TempDir dir;
+  const std::vector<std::string_view> names{"ring", "tree", "nvls", "nvls-tree", "pat"};
+  const std::string file = dir.write("s.yaml", scenario_text(kWorkload, "  tp: 8\n  dp: 2\n  algorithms: {allreduce: Ring, dp: {allreduce: NVLSTree, allgather: PAT}}\n"));
+  const Scenario sc = load_scenario(file, shipped_catalog(), {.algorithm_names = names});
+  CHECK(sc.strategy->algorithms.at("allreduce") == "ring");
+  CHECK(sc.strategy->algorithms.at("dp.allreduce") == "nvls-tree");
+  CHECK(sc.strategy->algorithms.at("dp.allgather") == "pat");
+  const std::string bad = dir.write("b.yaml", scenario_text(kWorkload, "  tp: 8\n  dp: 2\n  algorithms: {allreduce: CollnetDirect}\n"));
+  CHECK_THROWS_WITH(load_scenario(bad, shipped_catalog(), {.algorithm_names = names}), Contains("CollnetDirect"));
+}
