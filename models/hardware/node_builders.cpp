@@ -12,6 +12,19 @@ LinkAttrs attrs_of(const LinkSpec& spec, int lanes = 1) {
 /// The slower of two PCIe generations: a link trains at the speed of its slower end.
 const LinkSpec& slower(const LinkSpec& a, const LinkSpec& b) { return a.bandwidth <= b.bandwidth ? a : b; }
 
+/// NIC `n` of a node: its own rail, under `pcie_switch` (kNoDevice: a CPU root port) and `cpu`.
+Device nic_device(const NodeSpec& spec, int node, int n, DeviceId pcie_switch, DeviceId cpu) {
+  Device d;
+  d.kind = DeviceKind::Nic;
+  d.node = node;
+  d.local = n;
+  d.rail = n;
+  d.host_bounce = spec.nic_transport != NicTransport::Gdr;
+  d.pcie_switch = pcie_switch;
+  d.cpu = cpu;
+  return d;
+}
+
 /// The explicit PCIe tree (`pcie.tree`): each entry's switch under its CPU (or the CPU's root
 /// ports), its NICs and GPUs. A GPU's NIC is, as NCCL picks the closest NIC: one of its own
 /// entry's NICs (the i-th of k GPUs takes NIC i·m/k of m), else one under the same CPU (the same
@@ -43,15 +56,7 @@ void attach_tree(Topology& t, const NodeSpec& spec, int node, NodeDevices& nd) {
   for (int n = 0; n < spec.nics; ++n) {
     const PcieAttachSpec& a = spec.pcie_tree[nic_entry[static_cast<std::size_t>(n)].first];
     const DeviceId parent = parent_of_entry[nic_entry[static_cast<std::size_t>(n)].first];
-    Device d;
-    d.kind = DeviceKind::Nic;
-    d.node = node;
-    d.local = n;
-    d.rail = n;
-    d.host_bounce = spec.nic_transport != NicTransport::Gdr;
-    d.pcie_switch = a.is_switch ? parent : kNoDevice;
-    d.cpu = nd.cpus[static_cast<std::size_t>(a.cpu)];
-    const DeviceId id = t.add_device(d);
+    const DeviceId id = t.add_device(nic_device(spec, node, n, a.is_switch ? parent : kNoDevice, nd.cpus[static_cast<std::size_t>(a.cpu)]));
     nd.nics[static_cast<std::size_t>(n)] = id;
     t.add_link(id, parent, attrs_of(a.nic_link));
   }
@@ -158,15 +163,8 @@ NodeDevices build_host(Topology& t, const NodeSpec& spec, int node) {
     // Fewer NICs than attachment points: one NIC on every k-th switch.
     const int parent_index = per_parent_nics > 0 ? n / per_parent_nics : n * static_cast<int>(parents.size()) / spec.nics;
     const DeviceId parent = parents[static_cast<std::size_t>(parent_index)];
-    Device d;
-    d.kind = DeviceKind::Nic;
-    d.node = node;
-    d.local = n;
-    d.rail = n;
-    d.host_bounce = spec.nic_transport != NicTransport::Gdr;
-    d.pcie_switch = spec.pcie_switches > 0 ? parent : kNoDevice;
-    d.cpu = spec.pcie_switches > 0 ? t.device(parent).cpu : parent;
-    const DeviceId id = t.add_device(d);
+    const DeviceId id = t.add_device(nic_device(spec, node, n, spec.pcie_switches > 0 ? parent : kNoDevice,
+                                                spec.pcie_switches > 0 ? t.device(parent).cpu : parent));
     nd.nics.push_back(id);
     t.add_link(id, parent, attrs_of(spec.pcie_link));
   }
