@@ -150,12 +150,13 @@ class Reader {
       base = 16;
     }
     long long out = 0;
-    bool ok = !v.empty() && v.size() <= 18;
+    bool ok = !v.empty();
     for (char ch : v) {
       const int d = std::isdigit(static_cast<unsigned char>(ch)) ? ch - '0'
                     : (base == 16 && std::isxdigit(static_cast<unsigned char>(ch))) ? std::tolower(static_cast<unsigned char>(ch)) - 'a' + 10
                                                                                      : -1;
-      if (d < 0) {
+      // Stop past `hi` (every bound is far below 2^62): no overflow, whatever the length.
+      if (d < 0 || out > (hi - d) / base) {
         ok = false;
         break;
       }

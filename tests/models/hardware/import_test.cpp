@@ -225,6 +225,10 @@ TEST_CASE("import: bad NCCL XML and topo matrices are located errors", "[import]
   CHECK_THROWS_WITH(parse_nccl_topo_xml("<system><cpu><pci busid=\"zz\" class=\"0x0302\"/></cpu></system>", "x.xml"), Catch::Contains("busid"));
   CHECK_THROWS_WITH(parse_nccl_topo_xml("<system><cpu><pci busid=\"0000:01:00.0\" class=\"0x0302\" link_width=\"-3\"/></cpu></system>", "x.xml"),
                     Catch::Contains("link_width"));
+  // Numbers past any bound, decimal or hex, are refused without overflowing.
+  CHECK_THROWS_WITH(parse_nccl_topo_xml("<system><cpu><pci busid=\"0000:01:00.0\" class=\"0x0302\" link_width=\"9223372036854775808\"/></cpu></system>", "x.xml"),
+                    Catch::Contains("link_width"));
+  CHECK_THROWS_WITH(parse_nccl_topo_xml("<system><cpu numaid=\"0xffffffffffffffffff\"/></system>", "x.xml"), Catch::Contains("numaid"));
   std::string many = "<system><cpu>";
   for (int i = 0; i < 300; ++i) many += "<pci busid=\"0000:01:00.0\" class=\"0x0108\"/>";
   CHECK_THROWS_WITH(parse_nccl_topo_xml(many + "</cpu></system>", "x.xml"), Catch::Contains("256 elements"));
