@@ -430,10 +430,6 @@ class CoRun {
   bool chosen_hops_ = false;     ///< chained: partners' partners run too
 };
 
-}  // namespace
-
-namespace {
-
 /// Job j's step alone on `gpus`.
 JobState run_alone(const models::Scenario& scenario, const models::Cluster& cluster, std::size_t j, const std::vector<int>& gpus,
                    const CoRunOptions& o) {
@@ -457,10 +453,6 @@ JobState run_alone(const models::Scenario& scenario, const models::Cluster& clus
   return js;
 }
 
-}  // namespace
-
-
-namespace {
 
 CoRunResult co_run(const models::Scenario& scenario, const models::Cluster& cluster, const CoRunOptions& o,
                    const std::vector<std::vector<int>>& gpus, std::map<std::pair<std::size_t, std::vector<int>>, std::shared_ptr<JobState>>* cache) {
