@@ -508,7 +508,8 @@ int run_collective(const CollectiveCliOptions& o) {
   }
   if (o.skew) opts.rank_ready = parse_skew(*o.skew, n);
   if (o.dump_channels) {
-    const planner::ChannelPlan plan = planner::plan_channels(cluster, opts.gpus, opts.channels);
+    const planner::CostModel dump_costs = planner::CostModel::load(collective_table(o.calibration, scenario, cluster).path);
+    const planner::ChannelPlan plan = planner::plan_channels(cluster, opts.gpus, opts.channels, &dump_costs);
     std::cout << (o.format == "json" ? channel_dump_json(cluster, opts.gpus, plan) : channel_dump_text(cluster, opts.gpus, plan));
     return 0;
   }

@@ -217,4 +217,20 @@ std::string tree_refusal(const AlgorithmRequest& r) {
   return {};
 }
 
+// NCCL keeps Tree enabled on one node (tuning.cc disables only NVLSTree there), but its model
+// never rates it above Ring at a bandwidth-bound size: the tree graph has the ring graph's
+// channels (init.cc: treeGraph min/maxChannels = ringGraph->nChannels) at no more bandwidth,
+// Tree's busBw is × 0.92 (× 7/9 with LL128, ÷ 3.8 with LL, capped by perChMaxTreeBw), and
+// "Convert bus BW to algorithm BW" gives Tree algbw = busBw × 0.5 against Ring's busBw ×
+// nRanks / nsteps = busBw × n / (2(n − 1)) > 0.5 (NCCL 2.30.7 src/graph/tuning.cc,
+// ncclTopoTuneModel). ccsim's one-node tree is a chain pipelined up and down, whose simulated
+// time on the links beats the ring's by up to 2(n − 1)/n (a ring's link carries 2(n − 1)/n of
+// the data per direction, a chain's 1): choosing among simulated candidates would pick what
+// NCCL's tuner does not (nccl-tests#178: 3 ranks across a PCIe hop, ~20 GB/s measured with
+// NCCL's Ring, 29.4 GB/s from the simulated chain). So Tree is an automatic candidate across
+// nodes only. Left out: the narrow window of mid sizes (about 2 MB on 8 × A100) where NCCL's
+// model rates Tree/LL128's lower NVLink latency (hwLat 1.25 against Ring's 1.9 us per step)
+// above Ring/LL128.
+bool tree_nccl_placement(const GroupShape& g) { return g.nodes > 1; }
+
 }  // namespace ccsim::planner::detail

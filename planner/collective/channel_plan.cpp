@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "planner/collective/ring_search.hpp"
+#include "planner/tuning/protocol_rules.hpp"
 
 namespace ccsim::planner {
 
@@ -80,6 +81,34 @@ std::optional<LinkGraph> direct_links(const models::Topology& t, const std::vect
   return mesh;
 }
 
+/// The ring channels NCCL's search reaches when the ranks (all on one node) reach each other
+/// through an NVSwitch: nccl_nvswitch_ring_search over the NVLink bandwidth of the ranks' links
+/// to and from the switch, the least over the ranks and directions (a channel must fit every
+/// GPU's links), as `costs` credits it; 0 when a rank has no NVLink to a switch.
+int nvswitch_ring_channels(const models::Cluster& cluster, const std::vector<models::DeviceId>& gpus, const CostModel* costs) {
+  const models::Topology& t = cluster.topology;
+  const int node = t.device(gpus.front()).node;
+  if (node < 0) return 0;
+  const std::string& arch = cluster.spec.groups[static_cast<std::size_t>(cluster.node_group[static_cast<std::size_t>(node)])].node.gpu.arch;
+  const std::optional<int> cc = compute_capability(arch);
+  if (!cc) return 0;  // NCCL's search is NVIDIA's
+  double least = std::numeric_limits<double>::infinity();
+  for (models::DeviceId g : gpus) {
+    double up = 0, down = 0;
+    for (models::LinkId id : t.out_links(g)) {
+      const models::DeviceId sw = t.link_target(id);
+      if (t.device(sw).kind != models::DeviceKind::NvSwitch) continue;
+      const double efficiency = costs ? costs->link_efficiency(t, t.link(id).kind, arch).value_or(1.0) : 1.0;
+      up += t.link(id).bandwidth * efficiency;
+      for (models::LinkId back : t.out_links(sw))
+        if (t.link_target(back) == g) down += t.link(back).bandwidth * (costs ? costs->link_efficiency(t, t.link(back).kind, arch).value_or(1.0) : 1.0);
+    }
+    least = std::min({least, up, down});
+  }
+  if (!(least > 0) || least == std::numeric_limits<double>::infinity()) return 0;
+  return nccl_nvswitch_ring_search(least / 1e9, *cc, 2 * kMaxRingChannels).channels;
+}
+
 /// Each node's ranks as they come, nodes in index order.
 std::vector<std::vector<int>> ranks_by_node(const models::Topology& t, const std::vector<models::DeviceId>& gpus) {
   std::map<int, std::vector<int>> by_node;
@@ -151,7 +180,8 @@ std::vector<int> rail_heads(const models::Topology& t, const std::vector<models:
 
 }  // namespace
 
-ChannelPlan plan_channels(const models::Cluster& cluster, const std::vector<models::DeviceId>& gpus, int channels) {
+ChannelPlan plan_channels(const models::Cluster& cluster, const std::vector<models::DeviceId>& gpus, int channels,
+                          const CostModel* costs) {
   if (gpus.empty()) throw std::invalid_argument("a collective needs at least one rank");
   const models::Topology& t = cluster.topology;
   ChannelPlan plan;
@@ -176,6 +206,8 @@ ChannelPlan plan_channels(const models::Cluster& cluster, const std::vector<mode
   } else if (nodes == 1 && !plan.node_orders.empty()) {
     plan.ring_orders = plan.node_orders;
     auto_channels = static_cast<int>(plan.ring_orders.size());
+  } else if (nodes == 1 && per > 1 && !mesh) {
+    auto_channels = std::max(1, std::min(kMaxRingChannels, nvswitch_ring_channels(cluster, gpus, costs)));
   }
   plan.channels = channels > 0 ? channels : auto_channels;
   if (plan.nodes > 1) {

@@ -15,6 +15,9 @@
 //  * rings across unequal nodes (or ranks not in node order): the same walk over each node's
 //    ranks as they come, one channel per rank of the smallest node;
 //  * one direct-link node: the searched rings, as many channels as the search found best;
+//  * one NVSwitch node: NCCL's own ring channel count (ring_search.hpp,
+//    nccl_nvswitch_ring_search: 16 on B200, 12 on H100 and A100, from NCCL's speed arrays and
+//    channel duplication), every channel walking the ranks in order;
 //  * trees: one chain/tree pair per NIC rail the first node's ranks reach across nodes (NCCL
 //    builds its trees per NIC), headed by the first rank of each rail; inside one node, one
 //    pair per searched ring on direct-link nodes, else one.
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "models/hardware/cluster.hpp"
+#include "planner/tuning/cost_model.hpp"
 
 namespace ccsim::planner {
 
@@ -56,8 +60,12 @@ struct ChannelPlan {
 };
 
 /// The channels of the ranks `gpus` (device ids of `cluster`'s GPUs, in rank order), with
-/// `channels` ring channels and tree pairs when above 0 (else chosen as above). Throws
-/// std::invalid_argument for an empty group.
-ChannelPlan plan_channels(const models::Cluster& cluster, const std::vector<models::DeviceId>& gpus, int channels = 0);
+/// `channels` ring channels and tree pairs when above 0 (else chosen as above). On one NVSwitch
+/// node the NVLink bandwidth NCCL's search divides is each GPU's links to the switch at the
+/// efficiency `costs` credits for the GPUs' architecture (nccl.yaml link_efficiency: NCCL's
+/// topo.h figures), their raw bandwidth without `costs`. Throws std::invalid_argument for an
+/// empty group.
+ChannelPlan plan_channels(const models::Cluster& cluster, const std::vector<models::DeviceId>& gpus, int channels = 0,
+                          const CostModel* costs = nullptr);
 
 }  // namespace ccsim::planner

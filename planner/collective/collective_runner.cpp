@@ -33,7 +33,7 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
     }
     engine_ = engine;
   }
-  plan_ = plan_channels(cluster, options_.gpus, options_.channels);
+  plan_ = plan_channels(cluster, options_.gpus, options_.channels, &costs_);
   group_ = nccl_group(cluster, options_.gpus, options_.collective, plan_.ranks_per_node);
   if (options_.algorithm) {
     if (const std::string why = placement_refusal(*options_.algorithm, group_); !why.empty()) throw std::invalid_argument(why);
@@ -122,7 +122,7 @@ models::Schedule CollectiveRunner::schedule(Algorithm a, Protocol p, std::uint64
 sim::CostParams CollectiveRunner::cost_params(Algorithm a, Protocol p, const models::Schedule& one) const {
   sim::CostParams cost = costs_.params(a, p, cluster_.topology, arch_);
   cost.base_latency += costs_.rank_latency(a, p) * static_cast<double>(one.nranks);
-  cost.max_rate = costs_.max_rate(a, p, arch_, group_.nodes, one.channels);
+  cost.max_rate = costs_.max_rate(a, p, arch_, group_.nodes, one.channels, group_.ranks);
   return cost;
 }
 

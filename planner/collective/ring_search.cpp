@@ -220,6 +220,45 @@ double aggregate_rate(const LinkGraph& graph, const std::vector<std::vector<int>
   return per_channel == std::numeric_limits<double>::infinity() ? 0 : per_channel * static_cast<double>(orders.size());
 }
 
+NvswitchRingSearch nccl_nvswitch_ring_search(double gpu_nvlink_gbps, int compute_capability, int max_channels) {
+  // NCCL 2.30 src/graph/search.cc: the intra-node speed arrays, GB/s per channel.
+  static const std::vector<double> kSpeeds{40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0};
+  static const std::vector<double> kSpeedsSm90{60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0};
+  static const std::vector<double> kSpeedsSm100{90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
+  const std::vector<double>& speeds = compute_capability >= 100 ? kSpeedsSm100 : compute_capability >= 90 ? kSpeedsSm90 : kSpeeds;
+  const double total = gpu_nvlink_gbps;
+  // followPath subtracts bandwidth rounded to 1e-3 GB/s (SUB_ROUND): count fits with that slack.
+  const auto fits = [&](double speed) { return std::min(max_channels, static_cast<int>(std::floor(total / speed + 1e-6))); };
+  std::size_t index = 0;
+  while (index + 1 < speeds.size() && speeds[index] > total) ++index;
+  NvswitchRingSearch best;
+  // Pass 1: lower the speed until a graph reaches the bandwidth or the next speed falls to 0.49
+  // of the best graph's.
+  for (;;) {
+    const double speed = speeds[index];
+    const int n = fits(speed);
+    if (n >= 1 && n * speed > best.channels * best.bw_per_channel) best = {n, speed};
+    if (n == max_channels || best.channels * best.bw_per_channel >= total * (1 - 1e-9)) break;
+    if (index + 1 >= speeds.size() || (best.channels > 0 && speeds[index + 1] / best.bw_per_channel <= 0.49)) break;
+    ++index;
+  }
+  if (best.channels == 0) return best;  // below the slowest speed: NCCL falls back to one ring
+  // ncclTopoDupChannels.
+  const bool dup = best.bw_per_channel >= 25.0 && !(compute_capability > 80 && best.bw_per_channel < 50.0 && best.channels > 4);
+  if (dup) {
+    const int doubled = std::min(best.channels * 2, max_channels);
+    best.bw_per_channel /= (doubled + best.channels - 1) / best.channels;
+    best.channels = doubled;
+  }
+  // Pass 2: raise the speed while the channels still fit.
+  for (double speed : speeds)
+    if (speed > best.bw_per_channel && best.channels * speed <= total * (1 + 1e-9)) {
+      best.bw_per_channel = speed;
+      break;
+    }
+  return best;
+}
+
 std::vector<std::vector<int>> search_rings(const LinkGraph& graph, int max_rings) {
   if (graph.n < 3 || max_rings < 1) return {};
   return search(graph, max_rings, true);

@@ -39,6 +39,30 @@ std::vector<std::vector<int>> search_rings(const LinkGraph& graph, int max_rings
 /// so each NIC carries its share of channels. Empty when n < 2 or no set was found.
 std::vector<std::vector<int>> search_paths(const LinkGraph& graph, int count);
 
+/// NCCL's ring channels inside one node whose GPUs reach each other through an NVSwitch.
+struct NvswitchRingSearch {
+  int channels = 0;          ///< ring channels of NCCL's ring graph (after ncclTopoDupChannels)
+  double bw_per_channel = 0; ///< the graph's bwIntra, GB/s (NCCL's units)
+};
+
+/// The ring graph NCCL's search (src/graph/search.cc, ncclTopoCompute, NCCL 2.30) reaches on one
+/// NVSwitch node of GPUs with compute capability `compute_capability` (80 for sm80, 100 for
+/// sm100) whose NVLinks to the switch carry `gpu_nvlink_gbps` GB/s per direction as NCCL credits
+/// them (topo.h: links × 20 on sm80, × 20.6 on sm90, × 40.1 on sm100). Every channel of a ring
+/// takes its speed from each GPU's links to and from the switch, so a speed s fits
+/// ⌊bandwidth / s⌋ channels (at most `max_channels`, init.cc's MAXCHANNELS / 2). Pass 1 starts at
+/// the fastest entry of the architecture's intra-node speed array (speedArrayIntra,
+/// sm90SpeedArrayIntra, sm100SpeedArrayIntra) not above the bandwidth and keeps the graph of the
+/// highest channels × speed, the first among equals, lowering the speed while the next one is
+/// above 0.49 of the best found and stopping once channels × speed reaches the bandwidth;
+/// ncclTopoDupChannels then doubles the channels at half the speed when the speed is at least 25
+/// (and, above sm80, unless it is below 50 with more than 4 channels); pass 2 raises the speed
+/// while the channel count still fits. NCCL's runtime doubles the channels again (connect.cc,
+/// ncclTopoPostset: the same rings twice); its tuning model (tuning.cc) counts the graph's
+/// channels, which are the ones this returns. Results: 8 × B200 (721.8 GB/s) 16 channels,
+/// H100 (370.8) 12, A100 (240) 12 (24 at runtime, as NCCL's logs show).
+NvswitchRingSearch nccl_nvswitch_ring_search(double gpu_nvlink_gbps, int compute_capability, int max_channels = 32);
+
 /// Aggregate rate of a set of channels over `graph`, in bytes per second: K × min over used
 /// links (capacity / channels using the link). `closed`: the orders are cycles.
 double aggregate_rate(const LinkGraph& graph, const std::vector<std::vector<int>>& orders, bool closed);

@@ -179,7 +179,7 @@ void CostModel::read_caps(const Fields& root) {
         for (const auto& layer : f->layers()) {
           for (const auto& kv : layer.node) {
             const std::string arch = kv.first.Scalar();
-            if (arch == "per" || cap.by_family.count(arch) != 0) continue;
+            if (arch == "per" || arch == "two_ranks" || cap.by_family.count(arch) != 0) continue;
             if (!is_architecture_family(arch)) {
               const std::string family = architecture_family(arch);
               throw support::InputError(support::location_of({kv.first, layer.file}), f->key_path(arch), kFamilies,
@@ -201,6 +201,22 @@ void CostModel::read_caps(const Fields& root) {
               if (v[i] <= 0) throw f->error(arch, "bandwidths above 0");
             }
             cap.by_family[arch] = v;
+          }
+        }
+        // two_ranks: {family: factor}, the cap's share left when two ranks on one node run it.
+        if (const auto two = f->optional_map("two_ranks")) {
+          for (const auto& layer : two->layers()) {
+            for (const auto& kv : layer.node) {
+              const std::string family = kv.first.Scalar();
+              if (cap.two_ranks.count(family) != 0) continue;
+              if (!is_architecture_family(family)) {
+                throw support::InputError(support::location_of({kv.first, layer.file}), two->key_path(family), kFamilies,
+                                          "'" + family + "'");
+              }
+              const double factor = two->number(family, 0.0);
+              if (factor > 1) throw two->error(family, "a factor above 0 and at most 1");
+              cap.two_ranks[family] = factor;
+            }
           }
         }
         caps_[{std::string(algo), static_cast<int>(p)}] = cap;
@@ -341,13 +357,16 @@ void CostModel::warn_missing_efficiency(const models::Topology& topology, const 
   }
 }
 
-double CostModel::max_rate(Algorithm a, Protocol p, const std::string& arch, int nodes, int channels) const {
+double CostModel::max_rate(Algorithm a, Protocol p, const std::string& arch, int nodes, int channels, int ranks) const {
   const std::string key(algorithm_entry(a).capped ? table_name(a) : "");
   const auto it = caps_.find({key, static_cast<int>(p)});
   if (key.empty() || it == caps_.end()) return std::numeric_limits<double>::infinity();
   const auto family_it = it->second.by_family.find(architecture_family(arch));
   if (family_it == it->second.by_family.end()) return std::numeric_limits<double>::infinity();
-  const double cap = family_it->second[static_cast<std::size_t>(nodes <= 1 ? 0 : nodes == 2 ? 1 : 2)];
+  double cap = family_it->second[static_cast<std::size_t>(nodes <= 1 ? 0 : nodes == 2 ? 1 : 2)];
+  if (nodes <= 1 && ranks == 2) {
+    if (const auto two = it->second.two_ranks.find(family_it->first); two != it->second.two_ranks.end()) cap *= two->second;
+  }
   const double data_rate = it->second.per_rank ? cap / std::max(1, channels) : cap;
   return data_rate / bandwidth_factor(a, p, arch);  // wire bytes per second
 }

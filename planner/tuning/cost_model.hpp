@@ -74,8 +74,10 @@ class CostModel {
   /// rings / trees it uses.
   /// A per-rank cap C (Ring LL) gives each of a rank's `channels` concurrent transfers C /
   /// channels of data per second; a per-channel cap gives each transfer C; both times the
-  /// protocol's wire bytes per data byte.
-  double max_rate(Algorithm a, Protocol p, const std::string& arch, int nodes, int channels) const;
+  /// protocol's wire bytes per data byte. With `ranks` 2 on one node, the cap is scaled by the
+  /// table's `two_ranks` factor for the family where it has one (NVIDIA/nccl PR #2343: Ring
+  /// LL128 of two Blackwell ranks on NVLink runs at 0.60 of NCCL's model).
+  double max_rate(Algorithm a, Protocol p, const std::string& arch, int nodes, int channels, int ranks = 0) const;
   /// Pipeline chunk size of the protocol, bytes.
   double chunk_bytes(Protocol p) const { return chunk_[static_cast<std::size_t>(p)]; }
   const std::string& source() const { return source_; }
@@ -104,6 +106,7 @@ class CostModel {
   struct Cap {
     bool per_rank = false;
     std::map<std::string, std::array<double, 3>> by_family;  // bytes/s for 1, 2, >2 nodes
+    std::map<std::string, double> two_ranks;                 // family -> factor, 2 ranks on one node
   };
   std::map<std::pair<std::string, int>, Cap> caps_;  // (algorithm table name, protocol) -> cap
   std::array<std::optional<ProtocolRule>, 3> rules_;

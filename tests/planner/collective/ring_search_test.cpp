@@ -1,4 +1,5 @@
-// Ring channels on direct-link nodes and the FIFO connection rule.
+// Ring channels on direct-link and NVSwitch nodes, which algorithms auto considers inside one
+// node, and the FIFO connection rule.
 // Expected values are closed forms written as math in the comments, or counts from the
 // structure of the link graph.
 
@@ -338,4 +339,116 @@ TEST_CASE("tree and hierarchical with searched orders, rail heads and unequal no
   v = models::verify(planner::generate(Algorithm::Tree, r));
   INFO(v.error);
   CHECK(v.ok);
+}
+
+TEST_CASE("NCCL's ring search on one NVSwitch node: its speed arrays and channel duplication", "[ring-search]") {
+  // NCCL 2.30 search.cc, one NVSwitch node: a speed s fits ⌊B / s⌋ channels of B GB/s per GPU.
+  // B200, B = 18 × 40.1 = 721.8, sm100 speeds 90, 80, 70, 60, 50, 45, 40: 8 × 90 = 720 is the
+  // first best (9 × 80, 12 × 60, 16 × 45 only equal it; 40 / 90 < 0.49 stops); duplicated to
+  // 16 × 45; 16 × 50 = 800 > 721.8 keeps 45. NCCL's model: 16 × perChMaxRingLL128Bw 40 = 640
+  // GB/s, the figure NVIDIA/nccl PR #2343 quotes.
+  auto b200 = planner::nccl_nvswitch_ring_search(18 * 40.1, 100);
+  CHECK(b200.channels == 16);
+  CHECK(b200.bw_per_channel == 45.0);
+  // H100, B = 18 × 20.6 = 370.8, sm90 speeds 60, 50, 40, 30: 6 × 60 = 360 first best;
+  // duplicated (60 ≥ 50) to 12 × 30; 12 × 40 = 480 does not fit.
+  auto h100 = planner::nccl_nvswitch_ring_search(18 * 20.6, 90);
+  CHECK(h100.channels == 12);
+  CHECK(h100.bw_per_channel == 30.0);
+  // NCCL 2.19 credited 20 GB/s per H100 link (B = 360, nccl#1367's log: "maxBw 360.0"): 6 × 60
+  // reaches B at once; 12 after duplication, 24 at run time ("12 ... after duplicate 24").
+  CHECK(planner::nccl_nvswitch_ring_search(360.0, 90).channels == 12);
+  // A100, B = 12 × 20 = 240, speeds 40, 30, 20: 6 × 40 = 240 reaches B; sm80 duplicates at 40
+  // ≥ 25: 12 × 20 (24 at run time: nccl-tests#100's "Channel 23/24" on HGX A100).
+  auto a100 = planner::nccl_nvswitch_ring_search(12 * 20.0, 80);
+  CHECK(a100.channels == 12);
+  CHECK(a100.bw_per_channel == 20.0);
+  // Above sm80, a graph below 50 GB/s per channel with more than 4 channels is not
+  // duplicated. B = 100: 1 × 60, then 2 × 50 = 100 reaches B; 50 is not below 50: 4 × 25.
+  CHECK(planner::nccl_nvswitch_ring_search(100.0, 90).channels == 4);
+  // B = 214: 3 × 60 = 180, 4 × 50 = 200, 5 × 40 = 200, 7 × 30 = 210 (best), 8 × 24, 10 × 20,
+  // 14 × 15 = 210 (equal), 12 / 30 < 0.49 stops: 7 × 30 stays 7 channels.
+  auto kept = planner::nccl_nvswitch_ring_search(214.0, 90);
+  CHECK(kept.channels == 7);
+  CHECK(kept.bw_per_channel == 30.0);
+}
+
+TEST_CASE("real case: one NVSwitch node runs NCCL's ring channels (B200 16, H100 12)", "[ring-search][real-case]") {
+  const models::Cluster b200 = test::cluster_at("tests/data/real-cases/b200-1node-nvlink.yaml");
+  planner::CollectiveRunner eight(b200, costs(), ring_options(b200, 0));
+  CHECK(eight.channels() == 16);
+  // DGX H100, 8 ranks: 12 channels. Ring/Simple is bound by the NVLinks alone, as with one
+  // channel: 2(n−1)/n × S over 18 × 25 GB/s × 0.824 per direction: busbw = 370.8 GB/s less
+  // latency (within 2 %).
+  const models::Cluster h100 = test::shipped_cluster("dgx-h100-1node.yaml");
+  planner::CollectiveRunner ring(h100, costs(), ring_options(h100, 0));
+  CHECK(ring.channels() == 12);
+  const std::uint64_t bytes = 1ULL << 30;
+  CHECK(allreduce_busbw(bytes, ring.run(bytes).time, 8) == Approx(370.8).epsilon(0.02));
+  // Ring/LL128 on 12 channels: min(12 × 36.7 = 440.4, 370.8 × 0.92 = 341.1) = 341.1 GB/s
+  // (one channel gave 36.7).
+  planner::CollectiveOptions ll128 = ring_options(h100, 0);
+  ll128.protocol = Protocol::LL128;
+  planner::CollectiveRunner r128(h100, costs(), ll128);
+  CHECK(allreduce_busbw(bytes, r128.run(bytes).time, 8) == Approx(341.1).epsilon(0.03));
+}
+
+TEST_CASE("real case: two B200 ranks run Ring/LL128 at 0.60 of NCCL's model, three at its model (nccl PR #2343)", "[ring-search][real-case]") {
+  // NVIDIA/nccl PR #2343 (NCCL 2.31.2, B200): forced Ring/LL128 AllReduce of 1 GiB, busbw
+  // 381.7-386.4 GB/s on each of the pairs 0-1, 0-2, 1-2 (mean of the six figures 383.6).
+  // ccsim: 16 channels at the Blackwell cap 40 GB/s × 0.60 (two ranks on one node) = 384
+  // GB/s, under the NVLinks' 721.8 × 0.92 = 664 GB/s; measured error +0.2 %, budget 1 %.
+  // Three ranks: the PR finds NCCL's model (its bandwidth is algbw, busBw × nRanks / nsteps =
+  // 640 × 3/4 = 480 GB/s) right against about 479 GB/s measured; ccsim's algbw is 16 × 40 ×
+  // 3/4 less latency: budget 1 %.
+  const models::Cluster c = test::cluster_at("tests/data/real-cases/b200-1node-nvlink.yaml");
+  const std::uint64_t bytes = 1ULL << 30;
+  const auto run = [&](std::vector<models::DeviceId> gpus) {
+    planner::CollectiveOptions o = ring_options(c, 0);
+    o.gpus = std::move(gpus);
+    o.protocol = Protocol::LL128;
+    planner::CollectiveRunner runner(c, costs(), o);
+    CHECK(runner.channels() == 16);
+    return runner.run(bytes).time;
+  };
+  const auto gpus = c.topology.gpus();
+  for (const auto& pair : std::vector<std::vector<models::DeviceId>>{{gpus[0], gpus[1]}, {gpus[0], gpus[2]}, {gpus[1], gpus[2]}}) {
+    const double busbw = allreduce_busbw(bytes, run(pair), 2);
+    CHECK(busbw == Approx(383.6).epsilon(0.01));
+  }
+  const double algbw3 = static_cast<double>(bytes) / run({gpus[0], gpus[1], gpus[2]}) / 1e9;
+  CHECK(algbw3 == Approx(479.0).epsilon(0.01));
+}
+
+TEST_CASE("real case: 3 A100 across a PCIe hop run NCCL's Ring, not a one-node tree (nccl-tests#178)", "[tree][real-case]") {
+  // NVIDIA/nccl-tests#178: 8 × A100, NVLink bridges (NV12) in pairs, pairs joined through the
+  // CPU (NODE). all_reduce_perf up to 12 GB: GPUs 0-1 208 GB/s busbw, GPUs 0-2 ~20 GB/s.
+  // NCCL's tuner does not pick Tree inside one node (tree.cpp, tree_nccl_placement): auto is
+  // the ring 0 → 1 (NVLink) → 2 → 0 (PCIe Gen4 through the CPU, 31.5 × 0.7619 = 24.0 GB/s):
+  // busbw = 24.0 GB/s less latency; +20 % against the measurement (budget 21 %). The chain
+  // 0 - 1 - 2 that auto picked before gave 29.4 (+47 %).
+  const models::Cluster c = test::cluster_at("tests/data/real-cases/a100-8gpu-nvbridge-pairs.yaml");
+  const auto gpus = c.topology.gpus();
+  const std::uint64_t bytes = 1ULL << 30;
+  const auto run = [&](std::vector<models::DeviceId> group, std::optional<Algorithm> a) {
+    planner::CollectiveOptions o = ring_options(c, 0);
+    o.gpus = std::move(group);
+    o.algorithm = a;
+    o.protocol.reset();
+    planner::CollectiveRunner runner(c, costs(), o);
+    const auto r = runner.run(bytes);
+    return std::make_pair(allreduce_busbw(bytes, r.time, static_cast<int>(o.gpus.size())), r.algorithm);
+  };
+  const auto [three, three_algo] = run({gpus[0], gpus[1], gpus[2]}, std::nullopt);
+  CHECK(three_algo == Algorithm::Ring);
+  CHECK(three == Approx(31.5 * 0.7619).epsilon(0.01));
+  CHECK(std::abs(three / 20.0 - 1) <= 0.21);
+  // --algo tree still runs the chain when asked for.
+  const auto [tree, tree_algo] = run({gpus[0], gpus[1], gpus[2]}, Algorithm::Tree);
+  CHECK(tree_algo == Algorithm::Tree);
+  CHECK(tree > three);
+  // The NVLink pair: 12 × 25 GB/s × 0.8 = 240 GB/s; +15 % against 208 (budget 16 %).
+  const auto [two, two_algo] = run({gpus[0], gpus[1]}, std::nullopt);
+  CHECK(two_algo == Algorithm::Ring);
+  CHECK(std::abs(two / 208.0 - 1) <= 0.16);
 }

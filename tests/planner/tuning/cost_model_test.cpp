@@ -122,9 +122,14 @@ TEST_CASE("protocol caps: sm75 / sm86 / sm89 take NCCL's Volta / Ampere rows", "
 }
 
 TEST_CASE("protocol caps: Blackwell has NCCL's LL128 and Tree rows", "[cost][arch]") {
-  // NCCL 2.28.3 ncclTunerConstantsDefaults, Blackwell: perChMaxRingLL128Bws 2 x 36.7,
+  // NCCL 2.30.7 ncclTunerConstantsDefaults, Blackwell: perChMaxRingLL128Bws 40.0 (2.29+),
   // perChMaxTreeLL128Bws {55.6, 31.67, 20.0}, perChMaxTreeBws {70.0, 42.8, 24.0}.
-  CHECK(nccl().max_rate(Algorithm::Ring, Protocol::LL128, "sm100", 1, 8) == Approx(73.4e9 / 0.92));
+  CHECK(nccl().max_rate(Algorithm::Ring, Protocol::LL128, "sm100", 1, 8) == Approx(40.0e9 / 0.92));
+  // Two Blackwell ranks on one node: × 0.60 (NVIDIA/nccl PR #2343); not on two nodes, not on Hopper.
+  CHECK(nccl().max_rate(Algorithm::Ring, Protocol::LL128, "sm100", 1, 16, 2) == Approx(0.60 * 40.0e9 / 0.92));
+  CHECK(nccl().max_rate(Algorithm::Ring, Protocol::LL128, "sm100", 1, 16, 3) == Approx(40.0e9 / 0.92));
+  CHECK(nccl().max_rate(Algorithm::Ring, Protocol::LL128, "sm100", 2, 16, 2) == Approx(40.0e9 / 0.92));
+  CHECK(nccl().max_rate(Algorithm::Ring, Protocol::LL128, "sm90", 1, 16, 2) == Approx(36.7e9 / 0.92));
   CHECK(nccl().max_rate(Algorithm::Tree, Protocol::LL128, "sm100", 2, 1) == Approx(31.67e9 / 0.92));
   CHECK(nccl().max_rate(Algorithm::Tree, Protocol::Simple, "sm100", 8, 1) == Approx(24.0e9 / 0.92));
   // RCCL applies none of NCCL's caps on AMD GPUs.
@@ -336,6 +341,25 @@ TEST_CASE("calibration: bad architecture keys and protocol rules name file, key,
 )");
     CHECK_THAT(e, Contains("table.yaml:14:7: error: bandwidth_caps.ring.LL.sm90: expected an architecture family (volta, "
                            "ampere, hopper, blackwell) or an AMD architecture such as gfx942, found 'sm90'; NCCL keys sm90 as 'hopper'"));
+  }
+  SECTION("a two-rank cap factor above 1, and one keyed by architecture") {
+    std::string e = load_error(dir, kMinimalTable + R"(bandwidth_caps:
+  ring:
+    LL128:
+      per: channel
+      blackwell: [40GB/s, 40GB/s, 40GB/s]
+      two_ranks: {blackwell: 1.6}
+)");
+    CHECK_THAT(e, Contains("table.yaml:15:"));
+    CHECK_THAT(e, Contains("bandwidth_caps.ring.LL128.two_ranks.blackwell: expected a factor above 0 and at most 1"));
+    e = load_error(dir, kMinimalTable + R"(bandwidth_caps:
+  ring:
+    LL128:
+      per: channel
+      blackwell: [40GB/s, 40GB/s, 40GB/s]
+      two_ranks: {sm100: 0.6}
+)");
+    CHECK_THAT(e, Contains("table.yaml:15:19: error: bandwidth_caps.ring.LL128.two_ranks.sm100: expected an architecture family"));
   }
   SECTION("a bandwidth factor keyed by an unknown family") {
     const std::string e = load_error(dir, kMinimalTable + R"(  nvls:
