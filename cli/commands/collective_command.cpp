@@ -72,7 +72,18 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
                                            "every rank's time per iteration is the collective's")->check(CLI::Range(0, 3));
   c->add_option("-z,--blocking", o.blocking, "blocking collectives (nccl-tests' -z): accepted, each simulated collective runs alone")
       ->check(CLI::Range(0, 1));
-  for (const char* flag : {"-i,--stepbytes", "-m,--agg_iters", "-p,--parallel_init", "-G,--cudagraph", "-C,--report_cputime", "-T,--timeout"}) {
+  c->add_option("-G,--cudagraph", o.cudagraph,
+                "CUDA graph launches (nccl-tests' -G): above 0 the collectives are graph-launched (the table's launch.graph_latency "
+                "replaces the per-collective launch cost), 0 eager; default: the scenario's simulation.launch")
+      ->check(CLI::Range(0, 1 << 30));
+  c->add_option("-R,--local_register", o.local_register,
+                "buffer registration (nccl-tests' -R): 0 none, 1 local, 2 symmetric (NCCL 2.27+'s symmetric-memory kernels may run); "
+                "default: the scenario's simulation.symmetric_memory")
+      ->check(CLI::Range(0, 2));
+  c->add_option("-m,--agg_iters", o.agg_iters,
+                "collectives aggregated in one NCCL group (nccl-tests' -m): one launch's fixed cost shared by them")
+      ->check(CLI::Range(1, 1 << 20));
+  for (const char* flag : {"-i,--stepbytes", "-p,--parallel_init", "-C,--report_cputime", "-T,--timeout"}) {
     const std::string name = flag;
     c->add_option_function<std::string>(
          name, [&o, name](const std::string&) { if (o.refused_flag.empty()) o.refused_flag = name; },
@@ -432,8 +443,12 @@ std::vector<std::string> table_header(const CollectiveCliOptions& o, const Choic
   }
   const int t = o.nthreads > 0 ? o.nthreads : 1;
   const int g = o.ngpus > 0 ? o.ngpus : 1;
-  h.push_back(fmt::format("as nccl-tests {}_perf -b {} -e {} -f {} -d {} -o {} -n {} -w {} -c 0 -a {} -z {}; {} process{} x nThread {} x nGpus {}",
-                          perf, o.min_bytes, o.max_bytes, o.factor, o.datatype, o.redop, o.iters, o.warmup_iters, o.average, o.blocking, n / (t * g),
+  std::string launch_flags;  // -G, -R, -m as given (they change the simulated times)
+  if (o.cudagraph) launch_flags += fmt::format(" -G {}", *o.cudagraph);
+  if (o.local_register) launch_flags += fmt::format(" -R {}", *o.local_register);
+  if (o.agg_iters != 1) launch_flags += fmt::format(" -m {}", o.agg_iters);
+  h.push_back(fmt::format("as nccl-tests {}_perf -b {} -e {} -f {} -d {} -o {} -n {} -w {} -c 0 -a {} -z {}{}; {} process{} x nThread {} x nGpus {}",
+                          perf, o.min_bytes, o.max_bytes, o.factor, o.datatype, o.redop, o.iters, o.warmup_iters, o.average, o.blocking, launch_flags, n / (t * g),
                           n / (t * g) == 1 ? "" : "es", t, g));
   h.push_back("simulated: deterministic, every iteration takes the same time (-n, -w, -a, -z change nothing); in-place = out-of-place; "
               "#wrong N/A (no data moved, as -c 0)");
@@ -450,7 +465,7 @@ int run_collective(const CollectiveCliOptions& o) {
   if (!o.refused_flag.empty()) {
     throw command_line_error(o.refused_flag.substr(o.refused_flag.find(',') + 1), "an nccl-tests flag that applies to a simulation",
                              "'" + o.refused_flag.substr(0, o.refused_flag.find(',')) + "/" + o.refused_flag.substr(o.refused_flag.find(',') + 1) + "'",
-                             "ccsim sweeps sizes by -f only, runs one collective per size at a time, and has no CUDA graphs, CPU timer or timeout");
+                             "ccsim sweeps sizes by -f only and has no parallel init, CPU timer or timeout");
   }
   if (o.check != 0) {
     throw command_line_error("--check", "0 (ccsim moves no data: #wrong is N/A, as nccl-tests prints with -c 0)", std::to_string(o.check),
@@ -485,6 +500,9 @@ int run_collective(const CollectiveCliOptions& o) {
     scenario.cluster.fabric.ecmp = o.ecmp == "balanced" ? models::Ecmp::Balanced : models::Ecmp::Hash;
   }
   const models::Cluster cluster = models::build_scenario_cluster(scenario);
+  opts.graph_launch = o.cudagraph ? *o.cudagraph > 0 : scenario.simulation.graph_launch;
+  opts.symmetric = o.local_register ? *o.local_register == 2 : scenario.simulation.symmetric_memory;
+  opts.agg_iters = o.agg_iters;
   // nccl-tests' ranks: processes x threads (-t) x GPUs per thread (-g); one process without --ranks / --group.
   const int per_process = std::max(1, o.ngpus) * std::max(1, o.nthreads);
   const bool nccl_tests_ranks = o.ngpus > 0 || o.nthreads > 0;

@@ -41,6 +41,9 @@ struct CollectiveCliOptions {
   int check = 0;     ///< -c: 0 only (ccsim moves no data)
   int average = 1;   ///< -a: 0-3, accepted (every rank's time per iteration is the collective's)
   int blocking = 0;  ///< -z: 0 or 1, accepted (each simulated collective runs alone)
+  std::optional<int> cudagraph;       ///< -G: CUDA graph launches (> 0: graph launch; 0: eager); unset: the scenario's simulation.launch
+  std::optional<int> local_register;  ///< -R: 0 none, 1 local, 2 symmetric registration; unset: the scenario's simulation.symmetric_memory
+  int agg_iters = 1;                  ///< -m: collectives aggregated in one group (one launch)
   /// nccl-tests flags that have no meaning in a simulation (-i, -m, -p, -G, -C, -T): the first
   /// given, refused with a message.
   std::string refused_flag;

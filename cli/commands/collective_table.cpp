@@ -22,6 +22,12 @@ struct SkewFigures {
   std::vector<double> wait;
 };
 
+/// The algorithm column: NCCL's kernel where one was chosen by name (the symmetric-memory
+/// kernel, CollectiveResult::kernel), else the algorithm.
+std::string algorithm_label(const planner::CollectiveResult& r) {
+  return r.kernel.empty() ? std::string(planner::to_string(r.algorithm)) : r.kernel;
+}
+
 SkewFigures skew_figures(const planner::CollectiveResult& r) {
   SkewFigures f;
   const planner::SkewResult& s = *r.skew;
@@ -79,7 +85,7 @@ void print_json(const TableContext& c, const std::vector<Row>& table, double avg
   for (const auto& t : table) {
     j["rows"].push_back({{"size_B", t.bytes}, {"count", t.count}, {"type", *t.type}, {"redop", *t.redop}, {"root", c.root},
                          {"time_us", t.us}, {"algbw_GBps", t.algbw}, {"busbw_GBps", t.busbw},
-                         {"algorithm", std::string(planner::to_string(t.r->algorithm))},
+                         {"algorithm", algorithm_label(*t.r)},
                          {"protocol", std::string(planner::to_string(t.r->protocol))},
                          {"granularity", std::string(models::to_string(t.r->granularity))},
                          {"bound_us", t.bound_us}, {"bound_reached_pct", t.reached}});
@@ -105,7 +111,7 @@ void print_csv(const TableContext& c, const std::vector<Row>& table) {
             << (skewed ? ",skew_from_first_us,skew_from_last_us,skew_mean_wait_us,skew_max_wait_us,skew_max_wait_rank" : "") << "\n";
   for (const auto& t : table) {
     std::cout << fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.6g},{},{},{},{:.6g},{:.4g}", t.bytes, t.count, *t.type, *t.redop, c.root,
-                             t.us, t.algbw, t.busbw, planner::to_string(t.r->algorithm), planner::to_string(t.r->protocol),
+                             t.us, t.algbw, t.busbw, algorithm_label(*t.r), planner::to_string(t.r->protocol),
                              models::to_string(t.r->granularity), t.bound_us, t.reached);
     if (skewed) {
       const SkewFigures f = skew_figures(*t.r);
@@ -142,7 +148,7 @@ void print_text(const TableContext& c, const std::vector<Row>& table, double avg
   std::cout << rstrip(fmt::format("# {:>10}  {:>8}  {:<18}  {:<8}  {:<5}  {:>7}  {:>7}", "(B)", "", "", "", "", "(us)", "(%)")) << "\n";
   for (const auto& t : table) {
     if (!t.first_redop) continue;
-    std::cout << fmt::format("# {:>10}  {:>8}  {:<18}  {:<8}  {:<5}  {:>7}  {:>7.1f}\n", t.bytes, *t.type, planner::to_string(t.r->algorithm),
+    std::cout << fmt::format("# {:>10}  {:>8}  {:<18}  {:<8}  {:<5}  {:>7}  {:>7.1f}\n", t.bytes, *t.type, algorithm_label(*t.r),
                              planner::to_string(t.r->protocol), models::to_string(t.r->granularity), format_time_us(t.bound_us), t.reached);
   }
   if (c.rank_ready.empty()) return;

@@ -87,8 +87,9 @@ void add_fabric(Topology& t, const FabricSpec& spec, const std::vector<NodeDevic
     for (std::size_t r = 0; r < node.nics.size(); ++r) {
       Leaf& leaf = leaves[static_cast<std::size_t>(group * leaves_per_group + (rail_optimized ? static_cast<int>(r) : 0))];
       LinkAttrs port = nic_port(*node.nic_link, spec.leaf);
-      // The NIC transport's per-message overhead, half at each end of a network path.
-      port.latency += node.nic_transport_overhead / 2.0;
+      // The NIC transport's per-message overhead, half at each end of a network path (per NIC:
+      // GPUs without GPUDirect RDMA to it pay the bounce's, NodeDevices::nic_overheads).
+      port.latency += (r < node.nic_overheads.size() ? node.nic_overheads[r] : node.nic_transport_overhead) / 2.0;
       t.add_link(node.nics[r], leaf.id, port);
       leaf.down_bandwidth += port.bandwidth;
       leaf.down_ports += 1;

@@ -1,6 +1,7 @@
 #include "models/hardware/node_builders.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace ccsim::models {
 namespace {
@@ -217,14 +218,70 @@ NodeDevices build_direct_node(Topology& t, const NodeSpec& spec, int node) {
   return nd;
 }
 
+namespace {
+
+/// NCCL's PCIe distance from a GPU to its NIC in ccsim's one-level PCIe trees: PIX under the
+/// same switch, PHB through the same CPU's root complex, SYS across sockets.
+PathType nic_distance(const Topology& t, const Device& gpu) {
+  const Device& nic = t.device(gpu.nic);
+  if (gpu.pcie_switch != kNoDevice && gpu.pcie_switch == nic.pcie_switch) return PathType::Pix;
+  return gpu.cpu == nic.cpu ? PathType::Phb : PathType::Sys;
+}
+
+/// Compute capability × 10 of an "smXY" architecture (80 for sm80); 0 for other names.
+int compute_capability(const std::string& arch) {
+  if (arch.size() < 3 || arch.compare(0, 2, "sm") != 0) return 0;
+  int cc = 0;
+  for (std::size_t i = 2; i < arch.size(); ++i) {
+    if (arch[i] < '0' || arch[i] > '9') return 0;
+    cc = cc * 10 + (arch[i] - '0');
+  }
+  return cc;
+}
+
+/// GPUDirect RDMA per GPU and direction, as NCCL decides it (NCCL 2.30 src/graph/paths.cc
+/// ncclTopoCheckGdr, used by src/transport/net.cc for sends with read = 1 and receives with
+/// read = 0): off beyond NCCL_NET_GDR_LEVEL (spec.gdr_level); for sends also off with
+/// NCCL_NET_GDR_READ=0, and by default (-2) before compute capability 8.0 unless the GPU has an
+/// NVLink peer. A direction without it stages through host memory (Topology::route). A NIC
+/// none of whose GPUs has it pays the port's verbs overhead instead of the GPUDirect one
+/// (links.yaml transports), half a message's overhead per direction; where some of its GPUs
+/// have it, NCCL's rings put their network sends and receives on those (the GPUs nearest the
+/// NIC), so the port keeps the GPUDirect overhead (the smallest over its GPUs).
+void apply_gdr(Topology& t, const NodeSpec& spec, NodeDevices& nd) {
+  nd.nic_overheads.assign(nd.nics.size(), spec.nic_transport_overhead);
+  if (nd.nics.empty() || spec.nic_transport != NicTransport::Gdr || !spec.nic_link) return;
+  std::vector<double> smallest(nd.nics.size(), std::numeric_limits<double>::infinity());
+  const double gdr = spec.nic_transport_overhead;
+  const double bounce = spec.nic_link->transport_overhead[static_cast<std::size_t>(NicTransport::Verbs)].value_or(gdr);
+  const bool nvlink_peer = spec.gpus == 1 || spec.layout == NodeLayout::NvSwitch || !spec.gpu_links.empty() || spec.bridge_links > 0;
+  const bool read = spec.gdr_read.value_or(compute_capability(spec.gpu.arch) >= 80 || nvlink_peer);
+  for (DeviceId g : nd.gpus) {
+    Device& d = t.device(g);
+    if (d.nic == kNoDevice) continue;
+    const bool near = nic_distance(t, d) <= spec.gdr_level;
+    d.gdr_recv = near;
+    d.gdr_send = near && read;
+    const int bounced = (d.gdr_recv ? 0 : 1) + (d.gdr_send ? 0 : 1);
+    const auto n = static_cast<std::size_t>(std::find(nd.nics.begin(), nd.nics.end(), d.nic) - nd.nics.begin());
+    if (n < smallest.size()) smallest[n] = std::min(smallest[n], gdr + (bounce - gdr) * bounced / 2.0);
+  }
+  for (std::size_t n = 0; n < smallest.size(); ++n)
+    if (smallest[n] < std::numeric_limits<double>::infinity()) nd.nic_overheads[n] = smallest[n];
+}
+
+}  // namespace
+
 NodeDevices add_node(Topology& t, const NodeSpec& spec, int node) {
+  NodeDevices nd;
   switch (spec.layout) {
-    case NodeLayout::NvSwitch: return build_nvswitch_node(t, spec, node);
+    case NodeLayout::NvSwitch: nd = build_nvswitch_node(t, spec, node); break;
     case NodeLayout::XgmiMesh:
     case NodeLayout::PcieBox:
-    case NodeLayout::Direct: return build_direct_node(t, spec, node);
+    case NodeLayout::Direct: nd = build_direct_node(t, spec, node); break;
   }
-  return {};
+  apply_gdr(t, spec, nd);
+  return nd;
 }
 
 }  // namespace ccsim::models

@@ -41,6 +41,10 @@ struct NodeDevices {
   DeviceId nvswitch = kNoDevice;
   std::optional<LinkSpec> nic_link;  ///< the NICs' network port kind (for the fabric builder)
   double nic_transport_overhead = 0; ///< seconds per message, split over the two ends' ports by the fabric builder
+  /// Per NIC (same order as `nics`): its transport's per-message overhead, seconds, raised to the
+  /// catalog's verbs figure in the directions where a GPU using it has no GPUDirect RDMA
+  /// (Device::gdr_send / gdr_recv); the fabric builder splits it over the two ends' ports.
+  std::vector<double> nic_overheads;
 };
 
 /// Adds node number `node_index` built from `spec` (dispatching on spec.layout).

@@ -73,7 +73,14 @@ void parse_scaleup_sections(const support::Fields& f, NodeSpec& spec, const std:
 /// The `nics` section: count, port link and the transport that moves GPU data.
 void parse_nics(const Catalog& catalog, const support::Fields& f, NodeSpec& spec) {
   if (const auto nics = f.optional_map("nics")) {
-    nics->reject_unknown({"link", "count", "transport"});
+    nics->reject_unknown({"link", "count", "transport", "gdr_level", "gdr_read"});
+    // NCCL_NET_GDR_LEVEL's names (LOC: never) and NCCL_NET_GDR_READ (node_builders.cpp apply_gdr).
+    if (nics->has("gdr_level")) {
+      const std::string level = nics->choice("gdr_level", {"LOC", "PIX", "PXB", "PHB", "SYS"});
+      spec.gdr_level = level == "LOC" ? PathType::Nvl : level == "PIX" ? PathType::Pix : level == "PXB" ? PathType::Pxb
+                       : level == "PHB" ? PathType::Phb : PathType::Sys;
+    }
+    if (nics->has("gdr_read")) spec.gdr_read = nics->boolean("gdr_read", true);
     spec.nics = nics->count("count", 0, kMaxDevicesPerNode);
     if (spec.nics > 0) {
       spec.nic_link = catalog.link(*nics, "link");

@@ -160,6 +160,15 @@ struct NodeSpec {
   NicTransport nic_transport = NicTransport::Gdr;
   /// Extra per-message latency of nic_transport on nic_link, seconds (see LinkSpec).
   double nic_transport_overhead = 0.0;
+  /// GPUDirect RDMA eligibility by PCIe distance (NCCL_NET_GDR_LEVEL, `nics.gdr_level`): a
+  /// GPU whose path to its NIC is farther than this stages its network data through host
+  /// memory. NCCL's default is PXB (src/graph/paths.cc ncclTopoCheckGdr; PATH_P2C on C2C
+  /// systems with NCCL_NET_GDR_C2C=1, which ccsim classifies PHB: the catalog's C2C nodes set PHB).
+  PathType gdr_level = PathType::Pxb;
+  /// GPUDirect RDMA for sends, i.e. the NIC reading GPU memory (NCCL_NET_GDR_READ,
+  /// `nics.gdr_read`): nullopt is NCCL's default (-2): on from compute capability 8.0, before
+  /// it only when the GPU has an NVLink peer (ncclTopoCheckGdr).
+  std::optional<bool> gdr_read;
 
   bool operator==(const NodeSpec&) const = default;
 };

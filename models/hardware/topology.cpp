@@ -366,8 +366,9 @@ Route Topology::route(DeviceId src, DeviceId dst, std::size_t max_alternatives) 
   // transport): within a node, the memory of the receiving GPU's socket, where NCCL's receiver
   // allocates the buffer. Traffic between nodes leaves through the source GPU's own NIC and
   // arrives through the destination GPU's own NIC (one NIC per rank, as NCCL assigns without
-  // PXN); without GPUDirect RDMA (no peer-to-peer, or a verbs/socket NIC transport) it bounces
-  // through the memory of the GPU's socket on each side.
+  // PXN); without GPUDirect RDMA (no peer-to-peer, a verbs/socket NIC transport, or a GPU too
+  // far from its NIC for NCCL_NET_GDR_LEVEL / a send with NCCL_NET_GDR_READ off: Device::gdr_send,
+  // gdr_recv) it bounces through the memory of the GPU's socket on that side.
   std::vector<DeviceId> stops{src};
   const auto stop = [&stops](DeviceId v) {
     if (v != kNoDevice && v != stops.back()) stops.push_back(v);
@@ -384,14 +385,16 @@ Route Topology::route(DeviceId src, DeviceId dst, std::size_t max_alternatives) 
     if (staged_src || staged_dst) stop(memory_of(d.cpu));
   } else {
     // A GPU <-> NIC leg of a bouncing NIC (the router composes network routes from such legs).
-    const bool to_bouncing_nic = s.kind == DeviceKind::Gpu && d.kind == DeviceKind::Nic && d.host_bounce;
-    const bool from_bouncing_nic = s.kind == DeviceKind::Nic && s.host_bounce && d.kind == DeviceKind::Gpu;
-    if (staged_src || to_bouncing_nic || (other_node && bounces(s.nic))) stop(memory_of(s.cpu));
+    const bool to_bouncing_nic =
+        s.kind == DeviceKind::Gpu && d.kind == DeviceKind::Nic && (d.host_bounce || (dst == s.nic && !s.gdr_send));
+    const bool from_bouncing_nic =
+        s.kind == DeviceKind::Nic && d.kind == DeviceKind::Gpu && (s.host_bounce || (src == d.nic && !d.gdr_recv));
+    if (staged_src || to_bouncing_nic || (other_node && (bounces(s.nic) || !s.gdr_send))) stop(memory_of(s.cpu));
     if (other_node) {
       stop(s.nic);
       stop(d.nic);
     }
-    if (staged_dst || from_bouncing_nic || (other_node && bounces(d.nic))) stop(memory_of(d.cpu));
+    if (staged_dst || from_bouncing_nic || (other_node && (bounces(d.nic) || !d.gdr_recv))) stop(memory_of(d.cpu));
   }
   stop(dst);
   if (stops.size() == 2) return search(src, dst, max_alternatives);

@@ -51,6 +51,11 @@ struct Device {
   bool p2p = true;                 ///< GPU: PCIe peer-to-peer enabled
   bool nvls = false;               ///< NVSwitch: supports NVLink SHARP
   bool host_bounce = false;        ///< NIC: its transport has no GPUDirect RDMA (data goes through host memory)
+  /// GPU: GPUDirect RDMA with its NIC for receives (the NIC writes GPU memory) and for sends
+  /// (the NIC reads it); false: that direction stages through the memory of the GPU's socket
+  /// (NCCL's ncclTopoCheckGdr: PCIe distance against NCCL_NET_GDR_LEVEL, NCCL_NET_GDR_READ).
+  bool gdr_recv = true;
+  bool gdr_send = true;
 };
 
 /// One direction of a physical link.

@@ -135,6 +135,8 @@ std::string effective_yaml(const Scenario& sc) {
   sim["engine"] = std::string(to_string(sc.simulation.engine));
   sim["granularity"] = sc.simulation.granularity ? std::string(to_string(*sc.simulation.granularity)) : "auto";
   if (sc.simulation.contention) sim["contention"] = true;
+  if (sc.simulation.graph_launch) sim["launch"] = "graph";
+  if (sc.simulation.symmetric_memory) sim["symmetric_memory"] = true;
   // Tables made absolute, as the model config path (effective.yaml is written elsewhere than
   // the scenario it comes from).
   const auto absolute = [](const std::string& p) {

@@ -29,7 +29,7 @@ std::string table_path(const support::Fields& f, std::string_view key, const std
 }  // namespace
 
 SimulationSpec parse_simulation(const support::Fields& f) {
-  f.reject_unknown({"engine", "granularity", "calibration", "compute_calibration", "contention"});
+  f.reject_unknown({"engine", "granularity", "calibration", "compute_calibration", "contention", "launch", "symmetric_memory"});
   SimulationSpec spec;
   spec.engine = *parse_engine_kind(f.choice("engine", {"analytic", "flow"}, "analytic"));
   spec.granularity = parse_granularity(f.choice("granularity", {"auto", "step", "phase"}, "auto"));
@@ -37,6 +37,8 @@ SimulationSpec parse_simulation(const support::Fields& f) {
   spec.compute_calibration =
       table_path(f, "compute_calibration", "a compute calibration table (like scenarios/calibration/compute.yaml)");
   spec.contention = f.boolean("contention", false);
+  spec.graph_launch = f.choice("launch", {"eager", "graph"}, "eager") == "graph";
+  spec.symmetric_memory = f.boolean("symmetric_memory", false);
   return spec;
 }
 

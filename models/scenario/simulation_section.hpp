@@ -29,6 +29,15 @@ struct SimulationSpec {
   /// overlap in time and share links in one engine run (planner/workload/contention.hpp)
   /// instead of costing each alone, on the scenario's engine. Default false.
   bool contention = false;
+  /// `launch`: how the collectives are launched, eager (one kernel launch per collective,
+  /// nccl-tests without -G; default) or graph (captured in a CUDA graph and replayed,
+  /// nccl-tests -G): a graph replaces the per-collective fixed cost by the calibration table's
+  /// `launch.graph_latency` for the GPUs' family (planner/tuning/cost_model.hpp).
+  bool graph_launch = false;
+  /// `symmetric_memory`: buffers registered as symmetric windows (ncclCommWindowRegister with
+  /// NCCL_WIN_COLL_SYMMETRIC; nccl-tests -R 2), so NCCL 2.27+ may run its symmetric-memory
+  /// kernels (an AllReduce whose ranks are all NVLink peers). Default false.
+  bool symmetric_memory = false;
 };
 
 /// Reads the `simulation` section `f`. Throws InputError on a bad key or value, and on a

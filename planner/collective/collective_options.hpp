@@ -34,6 +34,16 @@ struct CollectiveOptions {
   int root = 0;
   std::uint32_t element_size = 4;
   int channels = 0;                     ///< 0: auto (one per NIC rail across nodes, one per link stride in a mesh)
+  /// Launched from a CUDA graph (nccl-tests -G, simulation.launch: graph): the fixed cost per
+  /// collective is the table's launch.graph_latency for the GPUs' family (unchanged where the
+  /// table has none). false: eager, one kernel launch per collective (NCCL's baseLat).
+  bool graph_launch = false;
+  /// Symmetric-memory buffers (nccl-tests -R 2, simulation.symmetric_memory): an AllReduce whose
+  /// ranks are all NVLink peers may run NCCL 2.27+'s one-shot LL kernel (collective_runner.cpp).
+  bool symmetric = false;
+  /// Collectives per launch (nccl-tests -m, agg_iters: that many collectives in one NCCL group,
+  /// one kernel): the fixed cost per collective is paid once per group, 1/agg_iters each.
+  int agg_iters = 1;
   /// Step or Phase; nullopt: auto, the planner's choice per candidate (planner/tuning/nccl_policy.hpp
   /// prefers_phase). The command line and the scenario loader parse the text into it.
   std::optional<models::Granularity> granularity;
@@ -83,6 +93,10 @@ struct CollectiveResult {
   double bound = 0;   ///< seconds, lower bound (0 when not checked)
   std::size_t transfers = 0;
   std::vector<sim::LinkRecord> links;  ///< per-link bytes, busy time, peak of the chosen run (all concurrent groups)
+  /// Set when CollectiveOptions::symmetric made NCCL's symmetric-memory kernel the choice: its
+  /// name ("symmetric-ll", NCCL's AllReduce_AGxLL_R); `algorithm` is then the schedule's shape
+  /// (vllm-oneshot: every rank reads every peer's input and reduces it). Empty otherwise.
+  std::string kernel;
   /// Candidates skipped because their schedule was over kMaxScheduleOps ("ring/Simple skipped: ...").
   std::vector<std::string> notes;
   /// Candidates the analytic engine simulated for this size (the others were pruned).

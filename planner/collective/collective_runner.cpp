@@ -1,11 +1,13 @@
 #include "planner/collective/collective_runner.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "planner/algorithms/registry.hpp"
+#include "planner/algorithms/vllm_allreduce.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 
 namespace ccsim::planner {
@@ -121,9 +123,62 @@ models::Schedule CollectiveRunner::schedule(Algorithm a, Protocol p, std::uint64
 
 sim::CostParams CollectiveRunner::cost_params(Algorithm a, Protocol p, const models::Schedule& one) const {
   sim::CostParams cost = costs_.params(a, p, cluster_.topology, arch_);
-  cost.base_latency += costs_.rank_latency(a, p) * static_cast<double>(one.nranks);
+  // The fixed cost as launched (eager, graph, agg_iters per launch), then PAT's per-rank term
+  // (once per group of agg_iters as well).
+  cost.base_latency = launch_latency(cost.base_latency) +
+                      costs_.rank_latency(a, p) * static_cast<double>(one.nranks) / std::max(1, options_.agg_iters);
   cost.max_rate = costs_.max_rate(a, p, arch_, group_.nodes, one.channels, group_.ranks);
   return cost;
+}
+
+double CollectiveRunner::launch_latency(double eager) const {
+  // A CUDA graph replays the launch: the table's fixed cost per graph-launched collective
+  // replaces NCCL's baseLat (which includes a kernel launch) where the table has one. nccl-tests
+  // -m puts agg_iters collectives in one group, one kernel: the fixed cost is paid once for them.
+  double fixed = eager;
+  if (options_.graph_launch) fixed = costs_.graph_latency(arch_).value_or(eager);
+  return fixed / std::max(1, options_.agg_iters);
+}
+
+bool CollectiveRunner::symmetric_eligible() {
+  // NCCL 2.27+ (src/sym_kernels.cc ncclSymkAvailable): symmetric-memory kernels need every rank
+  // a direct NVLink peer of every other (comm->isAllDirectNvlink) and a collective and type they
+  // implement; ccsim models the AllReduce one (sums of floating-point types).
+  if (!options_.symmetric || options_.collective != models::Collective::AllReduce || group_.nodes != 1) return false;
+  if (!options_.concurrent.empty() || !options_.rank_ready.empty() || options_.algorithm || options_.keep_plan) return false;
+  for (std::size_t i = 0; i < options_.gpus.size(); ++i)
+    for (std::size_t j = 0; j < options_.gpus.size(); ++j)
+      if (i != j && bound_router().route(options_.gpus[i], options_.gpus[j]).type != models::PathType::Nvl) return false;
+  return options_.gpus.size() > 1;
+}
+
+void CollectiveRunner::try_symmetric(std::uint64_t bytes, CollectiveResult& best) {
+  // NCCL's symmetric kernel for small AllReduces, AllReduce_AGxLL_R: every rank stores its
+  // input into every peer's symmetric buffer with LL flags in one NVLink round and each rank
+  // reduces what it received (sym_kernels.cc, LL_BusFactor nRanks x nBytes). Its data
+  // movement is vLLM's one-shot schedule (every rank reads the whole input of every peer),
+  // at LL's wire efficiency and step costs; its fixed cost the launch's (launch_latency of
+  // the ring LL figure). Chosen where faster than NCCL's other algorithms, as NCCL's tuner
+  // compares their modelled times (enqueue.cc). The two-shot and multimem kernels for larger
+  // sizes are not modelled.
+  if (bytes % options_.element_size != 0 || !costs_.supports(Algorithm::Ring, Protocol::LL)) return;
+  const models::Schedule one = vllm_custom_allreduce(VllmAllReduce::OneShot, static_cast<int>(options_.gpus.size()), bytes,
+                                                     options_.element_size);
+  sim::Plan plan;
+  plan.rank_gpu = options_.gpus;
+  plan.schedule = &one;
+  plan.cost = costs_.params(Algorithm::Ring, Protocol::LL, cluster_.topology, arch_);
+  plan.cost.base_latency = launch_latency(plan.cost.base_latency);
+  sim::Engine& engine = engine_ ? *engine_ : *analytic_;
+  sim::Timeline tl = engine.run(plan);
+  if (tl.makespan >= best.time) return;
+  best.algorithm = Algorithm::VllmOneShot;
+  best.protocol = Protocol::LL;
+  best.granularity = models::Granularity::Step;
+  best.time = tl.makespan;
+  best.transfers = tl.transfers;
+  best.links = std::move(tl.links);
+  best.kernel = "symmetric-ll";
 }
 
 models::Router& CollectiveRunner::bound_router() {
@@ -178,7 +233,18 @@ CollectiveResult CollectiveRunner::run(std::uint64_t bytes) {
   if (options_.granularity == Granularity::Phase && best.granularity == Granularity::Step) {
     best.granularity_note = unsupported_reason(best.algorithm, request(best.algorithm, best.protocol, bytes, Granularity::Phase));
   }
-  if (engine_) {
+  if (engine_ && symmetric_eligible()) {
+    // Compare on the chosen engine: simulate NCCL's choice there first.
+    best.granularity = granularity(best.algorithm, best.protocol, bytes);
+    const models::Schedule one = schedule(best.algorithm, best.protocol, bytes, best.granularity);
+    sim::Timeline tl = run_schedule(one, best.algorithm, best.protocol, *engine_);
+    best.time = tl.makespan;
+    best.transfers = tl.transfers;
+    best.links = std::move(tl.links);
+    try_symmetric(bytes, best);
+  } else if (symmetric_eligible()) {
+    try_symmetric(bytes, best);
+  } else if (engine_) {
     best.granularity = granularity(best.algorithm, best.protocol, bytes);
     const models::Schedule one = schedule(best.algorithm, best.protocol, bytes, best.granularity);
     sim::Timeline tl = run_schedule(one, best.algorithm, best.protocol, *engine_);

@@ -89,6 +89,14 @@ class CollectiveRunner : private CandidateSource {
   /// The analytic engine's router (its cached routes are the ones the simulations use), or one
   /// made on first use when the engine is not an AnalyticEngine.
   models::Router& bound_router() override;
+  /// NCCL's fixed cost per collective `eager` (seconds) as launched: the table's graph_latency
+  /// with CollectiveOptions::graph_launch (where it has one), over agg_iters collectives per launch.
+  double launch_latency(double eager) const;
+  /// Whether NCCL's symmetric-memory AllReduce kernel may run (CollectiveOptions::symmetric,
+  /// every rank an NVLink peer of every other, one node, no forced algorithm).
+  bool symmetric_eligible();
+  /// Simulates NCCL's one-shot symmetric LL kernel for `bytes` and makes it `best` when faster.
+  void try_symmetric(std::uint64_t bytes, CollectiveResult& best);
   sim::Timeline simulate(const models::Schedule& one, Algorithm a, Protocol p) override;
 
 

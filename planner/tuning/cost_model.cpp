@@ -51,7 +51,7 @@ CostModel CostModel::load(const std::string& path) {
 
 CostModel CostModel::from_yaml(const support::YamlSource& doc) {
   const Fields root({doc}, "");
-  root.reject_unknown({"source", "protocols", "protocol_rules", "algorithms", "link_efficiency", "bandwidth_caps", "calibration"});
+  root.reject_unknown({"source", "protocols", "protocol_rules", "algorithms", "link_efficiency", "bandwidth_caps", "calibration", "launch"});
   // `calibration:` is the provenance `ccsim calibrate` writes (logs, fit report): not read here.
   if (const auto provenance = root.find("calibration"); provenance && !provenance->node.IsMap()) {
     throw root.error("calibration", "a map (the provenance block ccsim calibrate writes)");
@@ -69,6 +69,22 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
   m.read_algorithms(root);
   m.read_caps(root);
   m.read_link_efficiency(root);
+  if (const auto launch = root.optional_map("launch")) {  // CUDA graph launch (graph_latency)
+    launch->reject_unknown({"source", "graph_latency"});
+    if (const auto graph = launch->optional_map("graph_latency")) {
+      for (const auto& layer : graph->layers()) {
+        for (const auto& kv : layer.node) {
+          const std::string family = kv.first.Scalar();
+          if (m.graph_latency_.count(family) != 0) continue;
+          if (!is_architecture_family(family)) {
+            throw support::InputError(support::location_of({kv.first, layer.file}), graph->key_path(family), kFamilies,
+                                      "'" + family + "'");
+          }
+          m.graph_latency_[family] = graph->quantity(family, Quantity::Time, false);
+        }
+      }
+    }
+  }
   return m;
 }
 
@@ -369,6 +385,12 @@ double CostModel::max_rate(Algorithm a, Protocol p, const std::string& arch, int
   }
   const double data_rate = it->second.per_rank ? cap / std::max(1, channels) : cap;
   return data_rate / bandwidth_factor(a, p, arch);  // wire bytes per second
+}
+
+std::optional<double> CostModel::graph_latency(std::string_view arch) const {
+  const auto it = graph_latency_.find(architecture_family(arch));
+  if (it == graph_latency_.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace ccsim::planner

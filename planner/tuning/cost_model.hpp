@@ -78,6 +78,10 @@ class CostModel {
   /// table's `two_ranks` factor for the family where it has one (NVIDIA/nccl PR #2343: Ring
   /// LL128 of two Blackwell ranks on NVLink runs at 0.60 of NCCL's model).
   double max_rate(Algorithm a, Protocol p, const std::string& arch, int nodes, int channels, int ranks = 0) const;
+  /// The fixed cost of one collective launched from a CUDA graph, seconds (the table's
+  /// `launch: {graph_latency: {family: time}}`, looked up by `arch`'s family); nullopt where the
+  /// table has no figure for the family (a graph launch then keeps the eager base_latency).
+  std::optional<double> graph_latency(std::string_view arch) const;
   /// Pipeline chunk size of the protocol, bytes.
   double chunk_bytes(Protocol p) const { return chunk_[static_cast<std::size_t>(p)]; }
   const std::string& source() const { return source_; }
@@ -110,6 +114,7 @@ class CostModel {
   };
   std::map<std::pair<std::string, int>, Cap> caps_;  // (algorithm table name, protocol) -> cap
   std::array<std::optional<ProtocolRule>, 3> rules_;
+  std::map<std::string, double> graph_latency_;  // family -> seconds (launch.graph_latency)
   std::string source_;
   std::function<void(const std::string&)> warn_;
   struct Warned {

@@ -65,6 +65,7 @@ struct HostNic {
   NicClass nic_class = NicClass::Unknown;
   double speed = 0.0;   ///< line rate, bits per second (0: not stated)
   int dev = -1;         ///< NCCL's net device index when stated
+  int gdr = -1;         ///< NCCL's gdr attribute (GPUDirect RDMA support): 1, 0, or -1 when not stated
 };
 
 /// One node as the file describes it. GPUs and NICs are in the order ccsim numbers them

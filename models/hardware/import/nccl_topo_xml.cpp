@@ -321,6 +321,8 @@ class Reader {
       // NCCL: speed in Mb/s (net->net.bw = speed / 8000 GB/s).
       const long long mbps = int_attr(net, "speed", 0, 100000000, 0);
       n.speed = static_cast<double>(mbps) * 1e6;
+      // NCCL: gdr="0" is a NIC without GPUDirect RDMA (net.gdrSupport; ncclTopoCheckGdr).
+      n.gdr = static_cast<int>(int_attr(net, "gdr", 0, 1, -1));
       host_.nics.push_back(n);
     }
     if (!any && busid.empty()) {

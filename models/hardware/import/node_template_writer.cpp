@@ -113,7 +113,15 @@ class Writer {
     } else {
       notes_.push_back("no --cpu: host memory is not modelled (needed for traffic staged through host memory)");
     }
-    if (!nics.empty()) y += fmt::format("nics: {{link: {}, count: {}}}\n", nic_link, nics.size());
+    if (!nics.empty()) {
+      // Every kept NIC the file marks gdr="0" (NCCL: no GPUDirect RDMA): verbs through host memory.
+      bool no_gdr = true;
+      for (int i : nics) no_gdr = no_gdr && host_.nics[static_cast<std::size_t>(i)].gdr == 0;
+      const LinkSpec port = catalog_.link(nic_link);
+      const bool verbs = no_gdr && port.transport_overhead[static_cast<std::size_t>(NicTransport::Verbs)].has_value();
+      if (verbs) notes_.push_back("every NIC says gdr=\"0\" (no GPUDirect RDMA): transport verbs, staged through host memory");
+      y += fmt::format("nics: {{link: {}, count: {}{}}}\n", nic_link, nics.size(), verbs ? ", transport: verbs" : "");
+    }
 
     // Read it back: a template the catalog refuses is never written.
     YAML::Node node;

@@ -43,6 +43,17 @@ TEST_CASE("GPU figures match the datasheets", "[catalog]") {
   // MI300X: 7 xGMI links × 64 GB/s = 448 GB/s per direction (896 GB/s bidirectional).
   CHECK(c.gpu("MI300X").scaleup_bandwidth() == 448e9);
   CHECK_FALSE(c.gpu("L40S").scaleup_link.has_value());
+  // T4 (NVIDIA T4 datasheet; Turing whitepaper): 40 SMs of Turing (sm75), 65 TFLOPS FP16
+  // tensor (no BF16, no FP8), 16 GB GDDR6 at 320 GB/s, PCIe Gen3 x16, no NVLink.
+  const auto t4 = c.gpu("T4");
+  CHECK(t4.arch == "sm75");
+  CHECK(t4.sms == 40);
+  CHECK(t4.bf16_flops == 65e12);
+  CHECK(t4.fp8_flops == 0);
+  CHECK(t4.hbm_capacity == 16e9);
+  CHECK(t4.hbm_bandwidth == 320e9);
+  CHECK(t4.host_link.name == "pcie-gen3");
+  CHECK_FALSE(t4.scaleup_link.has_value());
 }
 
 TEST_CASE("entries inherit from their base and override fields", "[catalog]") {

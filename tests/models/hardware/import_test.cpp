@@ -4,6 +4,8 @@
 // from public specs).
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <iterator>
 #include <set>
 
 #include <yaml-cpp/yaml.h>
@@ -343,4 +345,24 @@ TEST_CASE("import: hostile names, duplicates and NVLink islands are refused or m
                     Catch::Contains("g.txt:1:7") && Catch::Contains("GPU0 to GPU9999"));
   // Slurm nodelists name each host once.
   CHECK_THROWS_WITH(models::import::expand_nodelist("gpu[1-3],gpu2", {"<cmd>", 1, 1}), Catch::Contains("gpu2 twice"));
+}
+
+TEST_CASE("import nccl-topo: NICs the file marks gdr=\"0\" import as the verbs transport", "[import]") {
+  // NCCL reads <net gdr="0"/> as a NIC without GPUDirect RDMA (net.gdrSupport, ncclTopoCheckGdr):
+  // the node's NICs then move GPU data through host memory, ccsim's verbs transport.
+  std::ifstream in(data("dgx-h100-dump.xml"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ImportOptions o;
+  o.gpu = "H100-SXM5";
+  const models::NodeSpec with_gdr =
+      node_of(models::import::write_node_template(models::import::parse_nccl_topo_xml(text, "dump.xml"), test::shipped_catalog(), o));
+  CHECK(with_gdr.nic_transport == models::NicTransport::Gdr);  // the file says gdr="1"
+  for (std::size_t at = text.find("maxconn=\"131072\" gdr=\"1\""); at != std::string::npos; at = text.find("maxconn=\"131072\" gdr=\"1\"", at)) {
+    text.replace(at, 24, "maxconn=\"131072\" gdr=\"0\"");
+  }
+  const models::import::HostDescription host = models::import::parse_nccl_topo_xml(text, "dump.xml");
+  REQUIRE(host.nics[0].gdr == 0);
+  const models::import::ImportedNode imported = models::import::write_node_template(host, test::shipped_catalog(), o);
+  CHECK(imported.yaml.find("transport: verbs") != std::string::npos);
+  CHECK(node_of(imported).nic_transport == models::NicTransport::Verbs);
 }
