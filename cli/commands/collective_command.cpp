@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <charconv>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -54,7 +55,11 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveCliOptions& o) {
   c->add_option("--ranks", o.ranks, "use the first N GPUs (default: all, or -g x -t)")->check(CLI::Range(1, 1 << 20));
   c->add_option("--group", o.group, "use these global GPU ranks, e.g. 0-7,16-23");
   c->add_option("-r,--root", o.root, "root rank of Broadcast and Reduce");
-  c->add_option("--channels", o.channels, "channels: independent rings / tree pairs (default: one per NIC rail across nodes, the searched rings on a direct-link node, else 1)")->check(CLI::Range(1, 64));
+  c->add_option("--channels", o.channels, "channels: independent rings / tree pairs (default: one per NIC rail across nodes, the searched rings on a direct-link node, else 1); "
+                 "SendRecv: the channels of each peer (default: NCCL's rule, NCCL_NCHANNELS_PER_NET_PEER from the environment)")->check(CLI::Range(1, 64));
+  c->add_option("--nccl-version", o.nccl_version,
+                "the NCCL release whose rules apply (2.19, 2.20.5, ...; today SendRecv's channels per peer); default: the scenario's "
+                "simulation.nccl.version, else 2.30");
   c->add_option("--granularity", o.granularity, "auto, step or phase")->check(CLI::IsMember({"auto", "step", "phase"}));
   c->add_option("--ecmp", o.ecmp, "spine choice on a fat tree: hash (per-connection ECMP hash, static routing) or balanced "
                                   "(even rotation over the spines, as adaptive routing spreads); default: the scenario's fabric.ecmp")
@@ -429,9 +434,10 @@ std::vector<std::string> table_header(const CollectiveCliOptions& o, const Choic
                                       const models::Cluster& cluster, int channels, const std::string& costs, std::uint64_t lo,
                                       std::uint64_t hi, bool synthesized) {
   std::vector<std::string> h;
-  h.push_back(fmt::format("ccsim collective: {} over {} ranks of {} ({} node{}, {} GPUs), {} engine, {} channel{} per ring",
+  h.push_back(fmt::format("ccsim collective: {} over {} ranks of {} ({} node{}, {} GPUs), {} engine, {} channel{} per {}",
                           models::to_string(collective), n, cluster.spec.name, cluster.nodes.size(), cluster.nodes.size() == 1 ? "" : "s",
-                          cluster.topology.gpus().size(), o.engine, channels, channels == 1 ? "" : "s"));
+                          cluster.topology.gpus().size(), o.engine, channels, channels == 1 ? "" : "s",
+                          collective == models::Collective::SendRecv ? "peer" : "ring"));
   // nccl-tests' binary for the collective (its name lets nccl-tests' parsers and ccsim compare
   // tell the collective).
   std::string perf;
@@ -456,6 +462,26 @@ std::vector<std::string> table_header(const CollectiveCliOptions& o, const Choic
                           synthesized ? std::string("Simple") : ch.protocol_words, costs));
   for (const auto& line : cluster.perturbations) h.push_back("what-if: " + line);
   return h;
+}
+
+/// The NCCL settings of a run: the scenario's simulation.nccl, with --nccl-version and the
+/// environment's NCCL_NCHANNELS_PER_NET_PEER (an empty value is unset, as NCCL reads it) over it.
+models::NcclSettings nccl_settings(const CollectiveCliOptions& o, models::NcclSettings s) {
+  if (!o.nccl_version.empty()) {
+    s.version = models::parse_nccl_version(o.nccl_version);
+    if (!s.version) throw command_line_error("--nccl-version", "an NCCL release such as 2.20 or 2.20.5 (2.0 or later)", "'" + o.nccl_version + "'");
+  }
+  if (const char* env = std::getenv("NCCL_NCHANNELS_PER_NET_PEER"); env != nullptr && *env != '\0') {
+    const std::string text(env);
+    int value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > models::kMaxNcclChannelsPerNetPeer) {
+      throw command_line_error("NCCL_NCHANNELS_PER_NET_PEER", fmt::format("a whole number from 1 to {} (NCCL's MAXCHANNELS)", models::kMaxNcclChannelsPerNetPeer),
+                               "'" + text + "'");
+    }
+    s.nchannels_per_net_peer = value;
+  }
+  return s;
 }
 
 }  // namespace
@@ -500,6 +526,7 @@ int run_collective(const CollectiveCliOptions& o) {
     scenario.cluster.fabric.ecmp = o.ecmp == "balanced" ? models::Ecmp::Balanced : models::Ecmp::Hash;
   }
   const models::Cluster cluster = models::build_scenario_cluster(scenario);
+  opts.nccl = nccl_settings(o, scenario.simulation.nccl);
   opts.graph_launch = o.cudagraph ? *o.cudagraph > 0 : scenario.simulation.graph_launch;
   opts.symmetric = o.local_register ? *o.local_register == 2 : scenario.simulation.symmetric_memory;
   opts.agg_iters = o.agg_iters;

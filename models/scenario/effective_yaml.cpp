@@ -146,6 +146,12 @@ std::string effective_yaml(const Scenario& sc) {
   };
   if (!sc.simulation.calibration.empty()) sim["calibration"] = absolute(sc.simulation.calibration);
   if (!sc.simulation.compute_calibration.empty()) sim["compute_calibration"] = absolute(sc.simulation.compute_calibration);
+  if (sc.simulation.nccl != NcclSettings{}) {
+    YAML::Node nccl;
+    if (sc.simulation.nccl.version) nccl["version"] = to_string(*sc.simulation.nccl.version);
+    if (sc.simulation.nccl.nchannels_per_net_peer) nccl["nchannels_per_net_peer"] = *sc.simulation.nccl.nchannels_per_net_peer;
+    sim["nccl"] = nccl;
+  }
   out["simulation"] = sim;
   if (doc["what_if"]) out["what_if"] = doc["what_if"];
   if (sc.reliability.enabled) {

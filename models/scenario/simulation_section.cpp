@@ -26,10 +26,24 @@ std::string table_path(const support::Fields& f, std::string_view key, const std
   return resolved.string();
 }
 
+/// simulation.nccl: {version, nchannels_per_net_peer}.
+NcclSettings parse_nccl(const support::Fields& f) {
+  f.reject_unknown({"version", "nchannels_per_net_peer"});
+  NcclSettings nccl;
+  if (const auto v = f.find("version")) {
+    nccl.version = v->node.IsScalar() ? parse_nccl_version(v->node.Scalar()) : std::nullopt;
+    if (!nccl.version) throw f.error("version", "an NCCL release such as \"2.20\" or \"2.20.5\" (2.0 or later)");
+  }
+  if (f.has("nchannels_per_net_peer")) {
+    nccl.nchannels_per_net_peer = f.count("nchannels_per_net_peer", 1, kMaxNcclChannelsPerNetPeer);
+  }
+  return nccl;
+}
+
 }  // namespace
 
 SimulationSpec parse_simulation(const support::Fields& f) {
-  f.reject_unknown({"engine", "granularity", "calibration", "compute_calibration", "contention", "launch", "symmetric_memory"});
+  f.reject_unknown({"engine", "granularity", "calibration", "compute_calibration", "contention", "nccl", "launch", "symmetric_memory"});
   SimulationSpec spec;
   spec.engine = *parse_engine_kind(f.choice("engine", {"analytic", "flow"}, "analytic"));
   spec.granularity = parse_granularity(f.choice("granularity", {"auto", "step", "phase"}, "auto"));
@@ -39,6 +53,7 @@ SimulationSpec parse_simulation(const support::Fields& f) {
   spec.contention = f.boolean("contention", false);
   spec.graph_launch = f.choice("launch", {"eager", "graph"}, "eager") == "graph";
   spec.symmetric_memory = f.boolean("symmetric_memory", false);
+  if (const auto nccl = f.optional_map("nccl")) spec.nccl = parse_nccl(*nccl);
   return spec;
 }
 

@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "models/collective/nccl_settings.hpp"
 #include "models/collective/schedule.hpp"
 #include "models/scenario/engine_kind.hpp"
 #include "support/yaml_fields.hpp"
@@ -29,6 +30,10 @@ struct SimulationSpec {
   /// overlap in time and share links in one engine run (planner/workload/contention.hpp)
   /// instead of costing each alone, on the scenario's engine. Default false.
   bool contention = false;
+  /// `nccl`: the NCCL release and settings whose rules the collectives follow
+  /// ({version: "2.20", nchannels_per_net_peer: 4}; models/collective/nccl_settings.hpp).
+  /// Unset fields: NCCL's defaults for the release (ccsim's: kDefaultNcclVersion).
+  NcclSettings nccl;
   /// `launch`: how the collectives are launched, eager (one kernel launch per collective,
   /// nccl-tests without -G; default) or graph (captured in a CUDA graph and replayed,
   /// nccl-tests -G): a graph replaces the per-collective fixed cost by the calibration table's

@@ -1,6 +1,7 @@
 // Direct and pairwise exchanges: every rank talks to every other rank, all at once (direct)
 // or in n−1 steps of one partner each (pairwise, as MPI implementations do for large AlltoAll).
 
+#include <algorithm>
 #include <string>
 
 #include "planner/algorithms/generators.hpp"
@@ -14,14 +15,20 @@ void direct(Builder& b) {
   const int n = b.nranks();
   const auto c = b.request().collective;
   if (c == models::Collective::SendRecv) {
+    // Each peer's bytes in near-equal parts over its channels (NCCL's p2pnChannelsPerPeer: a
+    // large send uses them all, enqueue.cc), one connection per channel.
     const Range all{0, b.request().bytes};
+    const int k = std::max(1, b.request().channels);
     for (int r = 0; r < n; ++r) {
       if (n == 1) {
         b.copy(r, in(all), out(all));
         continue;
       }
-      b.send(r, mod(r + 1, n), in(all), 0);
-      b.recv(r, mod(r - 1, n), out(all), 0);
+      for (int ch = 0; ch < k; ++ch) {
+        const Range piece = part(all, b.element_size(), k, ch);
+        b.send(r, mod(r + 1, n), in(piece), ch);
+        b.recv(r, mod(r - 1, n), out(piece), ch);
+      }
     }
     return;
   }
@@ -66,7 +73,8 @@ std::string direct_refusal(const AlgorithmRequest& r) {
 double direct_ops(const AlgorithmRequest& r) {
   const double n = r.nranks;
   // One copy per rank, a send and a receive per ordered pair.
-  return r.collective == models::Collective::SendRecv ? 2 * n : n + 2 * n * (n - 1);
+  // SendRecv: a send and a receive per rank and channel.
+  return r.collective == models::Collective::SendRecv ? 2 * n * std::max(1, r.channels) : n + 2 * n * (n - 1);
 }
 
 std::string pairwise_refusal(const AlgorithmRequest& r) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/collective/collective.hpp"
+#include "models/collective/nccl_settings.hpp"
 #include "models/collective/schedule.hpp"
 #include "models/hardware/topology.hpp"
 #include "planner/algorithms/algorithms.hpp"
@@ -33,7 +34,12 @@ struct CollectiveOptions {
   std::vector<models::DeviceId> gpus;   ///< GPU of each rank, in rank order
   int root = 0;
   std::uint32_t element_size = 4;
-  int channels = 0;                     ///< 0: auto (one per NIC rail across nodes, one per link stride in a mesh)
+  /// 0: auto (one per NIC rail across nodes, one per link stride in a mesh). SendRecv: the
+  /// channels of each peer instead (NCCL's p2pnChannelsPerPeer; auto: NCCL's rule for `nccl`,
+  /// planner/tuning/p2p_channels.hpp).
+  int channels = 0;
+  /// The NCCL release and settings whose rules apply (today: SendRecv's channels per peer).
+  models::NcclSettings nccl;
   /// Launched from a CUDA graph (nccl-tests -G, simulation.launch: graph): the fixed cost per
   /// collective is the table's launch.graph_latency for the GPUs' family (unchanged where the
   /// table has none). false: eager, one kernel launch per collective (NCCL's baseLat).

@@ -42,6 +42,12 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
   }
   protocol_context_ = protocol_context(cluster, options_.gpus, &bound_router());
   arch_ = nccl_architecture(cluster, options_.gpus, protocol_context_);
+  if (options_.collective == models::Collective::SendRecv) {
+    // NCCL's comm->nChannels is twice the searched channels (connect.cc, ncclTopoPostset
+    // duplicates them); ccsim's ring channels are the searched ones.
+    p2p_ = nccl_p2p_channels(p2p_channel_inputs(cluster, bound_router(), options_.gpus, 2 * plan_.channels, options_.nccl));
+    if (options_.channels > 0) p2p_.per_peer = options_.channels;
+  }
   if (options_.check_bound) bound_ = lower_bound(cluster, bound_router(), options_.collective, options_.gpus, options_.root);
 }
 
@@ -91,6 +97,7 @@ AlgorithmRequest CollectiveRunner::request(Algorithm a, Protocol p, std::uint64_
     r.node_orders = plan_.node_orders;
     r.channels = options_.channels > 0 ? options_.channels : static_cast<int>(plan_.node_orders.size());
   }
+  if (r.collective == models::Collective::SendRecv) r.channels = p2p_.per_peer;  // each peer's channels, each 1/k of the bytes
   r.granularity = g;
   r.pipeline_chunks = pipeline_chunks(a, r, costs_.chunk_bytes(p));
   r.chunk_bytes = static_cast<std::uint64_t>(costs_.chunk_bytes(p));
@@ -128,6 +135,12 @@ sim::CostParams CollectiveRunner::cost_params(Algorithm a, Protocol p, const mod
   cost.base_latency = launch_latency(cost.base_latency) +
                       costs_.rank_latency(a, p) * static_cast<double>(one.nranks) / std::max(1, options_.agg_iters);
   cost.max_rate = costs_.max_rate(a, p, arch_, group_.nodes, one.channels, group_.ranks);
+  if (options_.collective == models::Collective::SendRecv && group_.nodes > 1) {
+    // One p2p channel drives at most the table's network rate (NCCL_P2P_PER_CHANNEL_NET_BW).
+    // The cap is per connection, so it also binds the same-node pairs of the group (on as
+    // many channels, NVLink pairs are not the slowest in nccl-tests' sendrecv ring).
+    cost.max_rate = std::min(cost.max_rate, costs_.p2p_net_channel_bandwidth());
+  }
   return cost;
 }
 

@@ -23,6 +23,7 @@
 #include "planner/collective/schedule_limits.hpp"
 #include "planner/tuning/cost_model.hpp"
 #include "planner/tuning/nccl_policy.hpp"
+#include "planner/tuning/p2p_channels.hpp"
 #include "sim/engine.hpp"
 
 namespace ccsim::planner {
@@ -51,7 +52,10 @@ class CollectiveRunner : private CandidateSource {
   /// The group's channels: rings, node rings, node groups, tree pairs and heads.
   const ChannelPlan& channel_plan() const { return plan_; }
   int ranks_per_node() const { return plan_.ranks_per_node; }
-  int channels() const { return plan_.channels; }
+  /// Ring channels; for SendRecv the channels of each peer (p2p_channels().per_peer).
+  int channels() const { return options_.collective == models::Collective::SendRecv ? p2p_.per_peer : plan_.channels; }
+  /// NCCL's p2p channels for these ranks (SendRecv; per_peer is --channels when given).
+  const P2pChannels& p2p_channels() const { return p2p_; }
   /// Tree: chain/tree pairs (one per NIC rail across nodes).
   int tree_pairs() const { return plan_.tree_pairs; }
   const std::vector<std::vector<int>>& ring_orders() const { return plan_.ring_orders; }
@@ -109,6 +113,7 @@ class CollectiveRunner : private CandidateSource {
   sim::Engine* engine_ = nullptr;  ///< the engine of the final run (null: analytic)
   std::unique_ptr<models::Router> own_bound_router_;
   ChannelPlan plan_;
+  P2pChannels p2p_;
   NcclGroup group_;
   ProtocolContext protocol_context_;  ///< what the table's default-protocol rules look at
   std::string arch_;  ///< GPU architecture the ranks are tuned by ("sm90": the lowest compute capability), for per-family constants

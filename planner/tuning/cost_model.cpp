@@ -51,7 +51,7 @@ CostModel CostModel::load(const std::string& path) {
 
 CostModel CostModel::from_yaml(const support::YamlSource& doc) {
   const Fields root({doc}, "");
-  root.reject_unknown({"source", "protocols", "protocol_rules", "algorithms", "link_efficiency", "bandwidth_caps", "calibration", "launch"});
+  root.reject_unknown({"source", "protocols", "protocol_rules", "algorithms", "link_efficiency", "bandwidth_caps", "calibration", "p2p", "launch"});
   // `calibration:` is the provenance `ccsim calibrate` writes (logs, fit report): not read here.
   if (const auto provenance = root.find("calibration"); provenance && !provenance->node.IsMap()) {
     throw root.error("calibration", "a map (the provenance block ccsim calibrate writes)");
@@ -83,6 +83,12 @@ CostModel CostModel::from_yaml(const support::YamlSource& doc) {
           m.graph_latency_[family] = graph->quantity(family, Quantity::Time, false);
         }
       }
+    }
+  }
+  if (const auto p2p = root.optional_map("p2p")) {  // point-to-point figures (p2p_net_channel_bandwidth)
+    p2p->reject_unknown({"net_channel_bandwidth"});
+    if (p2p->find("net_channel_bandwidth")) {
+      m.p2p_net_channel_bandwidth_ = p2p->quantity("net_channel_bandwidth", Quantity::Bandwidth, true);
     }
   }
   return m;

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -82,6 +83,11 @@ class CostModel {
   /// `launch: {graph_latency: {family: time}}`, looked up by `arch`'s family); nullopt where the
   /// table has no figure for the family (a graph launch then keeps the eager base_latency).
   std::optional<double> graph_latency(std::string_view arch) const;
+  /// The rate one point-to-point channel drives through the network, bytes per second (the
+  /// table's optional `p2p: {net_channel_bandwidth}`; the shipped figure is NCCL's
+  /// NCCL_P2P_PER_CHANNEL_NET_BW, 14 GB/s, paths.cc 2.29); +inf without one. The collective
+  /// planner caps each connection of a SendRecv across nodes by it (planner/tuning/p2p_channels.hpp).
+  double p2p_net_channel_bandwidth() const { return p2p_net_channel_bandwidth_; }
   /// Pipeline chunk size of the protocol, bytes.
   double chunk_bytes(Protocol p) const { return chunk_[static_cast<std::size_t>(p)]; }
   const std::string& source() const { return source_; }
@@ -114,6 +120,7 @@ class CostModel {
   };
   std::map<std::pair<std::string, int>, Cap> caps_;  // (algorithm table name, protocol) -> cap
   std::array<std::optional<ProtocolRule>, 3> rules_;
+  double p2p_net_channel_bandwidth_ = std::numeric_limits<double>::infinity();
   std::map<std::string, double> graph_latency_;  // family -> seconds (launch.graph_latency)
   std::string source_;
   std::function<void(const std::string&)> warn_;
