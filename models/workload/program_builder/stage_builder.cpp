@@ -227,7 +227,16 @@ std::uint32_t StageBuilder::layer(Pass pass, int mb, int l, double tokens, doubl
   d.insert(d.end(), extra_deps.begin(), extra_deps.end());
   std::uint32_t cur = compute(ProgramOpKind::Memory, pass, "norm", 0, kElementwisePerHidden / 2 * act / sp_, mb, l, d);
   const std::uint32_t qkv_op = cur = column_forward(pass, qkv(), tokens, mb, l, {cur}, true);
-  cur = attention(pass, tokens, context, kv_read, mb, l, {qkv_op});
+  if (w_.phase == WorkloadPhase::Prefill || w_.phase == WorkloadPhase::Decode) {
+    // vLLM writes the new tokens' keys and values into the paged KV cache in a kernel of its own
+    // before the attention (csrc/cache_kernels.cu, reshape_and_cache / reshape_and_cache_flash,
+    // called by the attention backend's forward): it reads them from the QKV output and writes
+    // them into their cache slots (this rank's KV heads; MLA: the latent cache).
+    const double kv_share = m_.mla ? 1.0 : std::max(1.0, static_cast<double>(m_.kv_heads) / t) / m_.kv_heads;
+    cur = compute(ProgramOpKind::Memory, pass, "kv-cache-write", 0, 2.0 * tokens * m_.kv_cache_bytes_per_token(e_) * kv_share, mb, l,
+                  {qkv_op});
+  }
+  cur = attention(pass, tokens, context, kv_read, mb, l, {cur});
   std::vector<std::uint32_t> after_attn{cur};
   if (s_.cp > 1) {
     // With CP, K/V blocks travel around the CP ring beside the attention.

@@ -20,6 +20,33 @@ namespace {
 /// write master, m, v and the bf16 copy: 4·4 + 3·4 + 2 = 30 bytes.
 constexpr double kOptimizerBytesPerParam = 30.0;
 
+/// Vocabulary-parallel cross entropy as Megatron-Core runs it on each TP rank's logits shard
+/// (megatron/core/tensor_parallel/cross_entropy.py, VocabParallelCrossEntropy, PyTorch
+/// element-wise kernels, no fusion), HBM bytes per logit. Forward: cast to fp32 (read 2, write
+/// 4), max over the shard (read 4), subtract the max in place (read 4, write 4), exp in place
+/// (read 4, write 4), sum (read 4), divide in place to the softmax kept for the backward (read 4,
+/// write 4): 38 bytes, six kernels. Backward: the softmax minus the one-hot target scaled by the
+/// loss gradient in place (read 4, write 4), then the autograd of the fp32 cast back to the
+/// logits' dtype (read 4, write 2): 14 bytes. The small per-token reductions (AllReduce of max,
+/// sum and target logit) are the TP collective beside it. Derived from the code, not measured.
+constexpr double kCrossEntropyForwardBytesPerLogit = 38.0;
+constexpr double kCrossEntropyBackwardBytesPerLogit = 14.0;
+
+/// The word embedding's weight gradient per micro-batch, HBM bytes per element of its
+/// (vocab/tp) × h shard: PyTorch's dense embedding backward zero-fills a gradient of the
+/// weight's dtype (write e) and scatters the tokens' gradients into it; Megatron's DDP
+/// backward hook then adds it to the fp32 main gradient (param.main_grad.add_(param.grad):
+/// read e_grad and e, write e_grad), as the embedding has no fused gradient-accumulating GEMM
+/// (megatron/core/distributed/distributed_data_parallel.py, _make_backward_post_hook).
+/// Per element: e + (e_grad + e + e_grad).
+double embedding_wgrad_bytes_per_element(double e, double e_grad) { return e + e_grad + e + e_grad; }
+
+/// Per step and local gradient element, outside the optimizer kernel: the gradient buffer is
+/// zeroed before the first micro-batch (DistributedDataParallel.zero_grad_buffer: write e_grad)
+/// and the gradient norm for clipping reads the main gradients of this rank's shard once
+/// (clip_grad_norm -> get_grad_norm_fp32, multi_tensor_l2norm: read 4 of fp32).
+constexpr double kGradNormBytesPerParam = 4.0;
+
 /// The parameter AllGathers of one gradient buffer with overlap_param_gather, in forward order.
 struct GatherChain {
   std::vector<std::size_t> order;      // bucket indices in forward order
@@ -262,6 +289,8 @@ void TrainingStep::build_slot(const SlotAt& at, const std::vector<std::uint32_t>
     // LM head (a ColumnParallelLinear, not overlapped by TE's userbuffers): dgrad and
     // wgrad, its input gradient AllReduced (or the input re-gathered and the gradient
     // reduce-scattered with SP) beside the wgrad GEMM.
+    // The cross entropy's backward (kCrossEntropyBackwardBytesPerLogit) gives the logits' gradient.
+    cur = b.compute(ProgramOpKind::Memory, pass, "cross-entropy", 0, kCrossEntropyBackwardBytesPerLogit * tokens * head.out, mb, -1, {cur});
     const auto [wg, red] = b.column_backward(head, tokens, mb, -1, {cur}, false);
     if (last_mb) output_ready[static_cast<std::size_t>(stage)] = wg;
     cur = red == ~0U ? wg : b.compute(ProgramOpKind::Memory, pass, "lm-head-grad", 0, 0, mb, -1, {wg, red});
@@ -274,14 +303,20 @@ void TrainingStep::build_slot(const SlotAt& at, const std::vector<std::uint32_t>
       d.insert(d.end(), g.begin(), g.end());
     }
     cur = b.column_forward(pass, head, tokens, mb, -1, d, false);
-    // Vocab-parallel cross entropy: AllReduce of max, sum and target logit per token (fp32).
+    // Vocab-parallel cross entropy: the element-wise passes over this rank's logits
+    // (kCrossEntropyForwardBytesPerLogit), and the AllReduce of max, sum and target logit per
+    // token (fp32) between them (modelled after them).
+    cur = b.compute(ProgramOpKind::Memory, pass, "cross-entropy", 0, kCrossEntropyForwardBytesPerLogit * tokens * head.out, mb, -1, {cur});
     if (s.tp > 1) cur = b.tp(Collective::AllReduce, pass, 3.0 * tokens * 4.0, mb, -1, {cur});
   }
   if (!slot.forward && chunk == 0) {
     // With SP the embedding's output gradient is sequence-sharded: gather it first (the
     // forward ReduceScatter's backward); without SP the AllReduce's backward is the identity.
     if (s.sequence_parallel && s.tp > 1) cur = b.tp(Collective::AllGather, pass, act, mb, -1, {cur});
-    cur = b.compute(ProgramOpKind::Memory, pass, "embedding", 0, act, mb, -1, {cur});
+    // Its weight gradient: the dense (vocab/tp) × h gradient and its accumulation into the
+    // fp32 main gradient (embedding_wgrad_bytes_per_element), besides reading the output gradient.
+    cur = b.compute(ProgramOpKind::Memory, pass, "embedding", 0,
+                    act + static_cast<double>(m.vocab) / s.tp * h * embedding_wgrad_bytes_per_element(e, e_grad), mb, -1, {cur});
     if (last_mb) embedding_ready[static_cast<std::size_t>(stage)] = cur;
   }
   cur = b.compute(ProgramOpKind::Memory, pass, slot.forward ? "send" : "send-grad", 0, 0, mb, -1, {cur});
@@ -388,8 +423,13 @@ void TrainingStep::reduce_gradients(int stage) {
   deps.push_back(tail);
   const double shard = dist_opt ? dp_group : 1;
   const double expert_shard = dist_opt ? edp_group : 1;
-  const std::uint32_t opt = b.compute(ProgramOpKind::Memory, Pass::Optimizer, "optimizer", 0,
-                                      (dense_local / shard + expert_local / expert_shard) * kOptimizerBytesPerParam, -1, -1, deps);
+  // Before the Adam step: the gradient norm over this rank's shard (clipping), and the zeroing
+  // of the whole local gradient buffer that the next step needs (kGradNormBytesPerParam, e_grad).
+  const double shard_params = dense_local / shard + expert_local / expert_shard;
+  const std::uint32_t norm = b.compute(ProgramOpKind::Memory, Pass::Optimizer, "grad-norm", 0, shard_params * kGradNormBytesPerParam, -1, -1, deps);
+  const std::uint32_t opt =
+      b.compute(ProgramOpKind::Memory, Pass::Optimizer, "optimizer", 0, shard_params * kOptimizerBytesPerParam, -1, -1, {norm});
+  b.compute(ProgramOpKind::Memory, Pass::Optimizer, "zero-grad", 0, (dense_local + expert_local) * e_grad, -1, -1, {opt});
   if ((s.zero_stage == 1 || s.zero_stage == 2) && !overlapped_gather) {
     for (std::size_t i = bs.size(); i-- > 0;) {
       if (!group_comm(bs[i])) continue;
