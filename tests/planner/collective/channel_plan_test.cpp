@@ -68,10 +68,16 @@ TEST_CASE("2 nodes x 8 GPUs on NVSwitch, rail-optimized: one ring per rail, ever
   CHECK(four.ring_orders == plan.ring_orders);
 }
 
-TEST_CASE("one NVSwitch node: one ring in rank order, one tree pair", "[channels]") {
+TEST_CASE("one NVSwitch node: NCCL's ring channel count in rank order, one tree pair", "[channels]") {
+  // NCCL's search (ring_search.hpp, nccl_nvswitch_ring_search) over each GPU's NVLinks to the
+  // switch as nccl.yaml credits them: 18 × 25 GB/s × 0.824 = 370.8 GB/s, 6 × 60 duplicated to
+  // 12 channels. Without a table the raw 450 GB/s gives 9 × 50 = 450, duplicated to 18, at
+  // most kMaxRingChannels = 16.
   const models::Cluster c = test::shipped_cluster("dgx-h100-1node.yaml");
-  const planner::ChannelPlan plan = planner::plan_channels(c, c.topology.gpus());
-  CHECK(counts(plan) == Counts{8, 1, 8, 1, 1});
+  const planner::CostModel costs = planner::CostModel::load(planner::CostModel::default_path());
+  const planner::ChannelPlan plan = planner::plan_channels(c, c.topology.gpus(), 0, &costs);
+  CHECK(counts(plan) == Counts{8, 1, 8, 12, 1});
+  CHECK(counts(planner::plan_channels(c, c.topology.gpus())) == Counts{8, 1, 8, 16, 1});
   CHECK(plan.ring_orders.empty());  // every ring is 0, 1, ..., 7
   CHECK(plan.node_orders.empty());
   CHECK(plan.tree_heads.empty());

@@ -23,12 +23,13 @@ using Algos = std::vector<Algorithm>;
 }  // namespace
 
 TEST_CASE("NCCL's algorithms per collective and placement", "[tuning][nccl]") {
-  // AllReduce: Ring and Tree everywhere; NVLS inside one NVLink SHARP domain of more than one
-  // rank; NVLS-tree across several whole NVLS nodes of equal size.
+  // AllReduce: Ring everywhere, Tree across nodes (inside one node NCCL's model rates it below
+  // Ring: tree.cpp); NVLS inside one NVLink SHARP domain of more than one rank; NVLS-tree
+  // across several whole NVLS nodes of equal size.
   CHECK(planner::nccl_algorithms(group(Collective::AllReduce, 16, 2, 8, false)) == Algos{Algorithm::Ring, Algorithm::Tree});
-  CHECK(planner::nccl_algorithms(group(Collective::AllReduce, 8, 1, 8, true)) ==
-        Algos{Algorithm::Ring, Algorithm::Tree, Algorithm::Nvls});
-  CHECK(planner::nccl_algorithms(group(Collective::AllReduce, 1, 1, 1, true)) == Algos{Algorithm::Ring, Algorithm::Tree});
+  CHECK(planner::nccl_algorithms(group(Collective::AllReduce, 8, 1, 8, true)) == Algos{Algorithm::Ring, Algorithm::Nvls});
+  CHECK(planner::nccl_algorithms(group(Collective::AllReduce, 8, 1, 8, false)) == Algos{Algorithm::Ring});
+  CHECK(planner::nccl_algorithms(group(Collective::AllReduce, 1, 1, 1, true)) == Algos{Algorithm::Ring});
   CHECK(planner::nccl_algorithms(group(Collective::AllReduce, 16, 2, 8, true)) ==
         Algos{Algorithm::Ring, Algorithm::Tree, Algorithm::NvlsTree});
   CHECK(planner::nccl_algorithms(group(Collective::AllReduce, 12, 2, 0, true)) == Algos{Algorithm::Ring, Algorithm::Tree});
