@@ -411,3 +411,54 @@ TEST_CASE("training: overlap_param_gather dispatches the next bucket's gather wh
   for (const auto& op : p.ops) waiting += has_dep(op, gathers[0]) && op.kind != ProgramOpKind::Collective ? 1 : 0;
   CHECK(waiting >= 1);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Costs outside the layers
+
+TEST_CASE("training: cross entropy, embedding weight gradient, grad norm and zeroing, by hand", "[training-structure]") {
+  // Llama-3-8B (h 4096, V 128,256), TP2 DP2, ZeRO-1, bf16 (e = 2), fp32 gradients (e_grad = 4),
+  // 2 micro-batches of 1 × 1024 tokens. Per micro-batch on this rank: logits 1024 × 128,256/2 =
+  // 1024 × 64,128; cross entropy 38 B per logit forward, 14 backward (Megatron-Core
+  // VocabParallelCrossEntropy: cast, max, subtract, exp, sum, divide; gradient in place, cast
+  // back). Embedding backward: its output gradient (1024·4096·2 B) and the (V/2) × h weight
+  // gradient zero-filled in bf16 (2) and added to the fp32 main grad (4 + 2 + 4): 12 B per element.
+  const TransformerConfig m = load_transformer("llama-3-8b");
+  StrategySpec s = strategy(2, 1, 2);
+  s.zero_stage = 1;
+  const Program p = build(m, training("llama-3-8b", 1, 1024, 4), s);
+  const double logits = 1024.0 * 64128.0;
+  for (int mb : {0, 1}) {
+    CHECK(p.ops[find_op(p, -1, Pass::Forward, mb, "cross-entropy")].bytes == 38.0 * logits);
+    CHECK(p.ops[find_op(p, -1, Pass::Backward, mb, "cross-entropy")].bytes == 14.0 * logits);
+    CHECK(p.ops[find_op(p, -1, Pass::Backward, mb, "embedding")].bytes == 1024.0 * 4096 * 2 + 64128.0 * 4096 * 12);
+    // The forward embedding still reads only the looked-up rows.
+    CHECK(p.ops[find_op(p, -1, Pass::Forward, mb, "embedding")].bytes == 1024.0 * 4096 * 2);
+  }
+  // Per step: grad-norm (4 B per parameter of the rank's shard) -> Adam (30 B) -> zeroing of the
+  // whole local fp32 gradient buffer (4 B per local parameter = the shard × DP 2).
+  const std::uint32_t norm = find_op(p, -1, Pass::Optimizer, -1, "grad-norm");
+  const std::uint32_t adam = find_op(p, -1, Pass::Optimizer, -1, "optimizer");
+  const std::uint32_t zero = find_op(p, -1, Pass::Optimizer, -1, "zero-grad");
+  const double shard = p.ops[adam].bytes / 30.0;
+  CHECK(shard > 8.03e9 / 2 / 2 * 0.99);  // about a quarter of Llama-3-8B's 8.03 B parameters
+  CHECK(p.ops[norm].bytes == Approx(4.0 * shard).epsilon(1e-12));
+  CHECK(p.ops[zero].bytes == Approx(4.0 * 2 * shard).epsilon(1e-12));
+  CHECK(has_dep(p.ops[adam], norm));
+  CHECK(has_dep(p.ops[zero], adam));
+  // Training writes no KV cache.
+  for (const ProgramOp& op : p.ops) CHECK(op.name != "kv-cache-write");
+}
+
+TEST_CASE("inference: vLLM's KV-cache write per layer, between the QKV GEMM and the attention", "[training-structure]") {
+  // Llama-3.1-8B decode, batch 4, TP2: each rank writes its 8/2 KV heads of the 4 new tokens:
+  // 2 (read the QKV output, write the cache slot) × 4 tokens × 2·8·128·2 B × 4/8 = 16,384 B.
+  const TransformerConfig m = load_transformer("llama-3.1-8b");
+  const Program p = build(m, decode("llama-3.1-8b", 4), strategy(2, 1, 1));
+  const std::vector<std::string> got = names(p, 0, 5, Pass::Forward, 0);
+  const auto at = std::find(got.begin(), got.end(), "kv-cache-write");
+  REQUIRE(at != got.end());
+  CHECK(*(at - 1) == "qkv");
+  CHECK(*(at + 1) == "attention");
+  CHECK(p.ops[find_op(p, 5, Pass::Forward, 0, "kv-cache-write")].bytes == 16384.0);
+  CHECK(std::count(got.begin(), got.end(), "kv-cache-write") == 1);
+}
