@@ -20,7 +20,7 @@ double ring_ops(const AlgorithmRequest& r);
 // tree.cpp
 void tree(Builder& b);
 std::string tree_refusal(const AlgorithmRequest& r);
-bool tree_nccl_placement(const GroupShape& g);
+bool tree_nccl_auto(const GroupShape& g);
 // recursive.cpp
 void halving_doubling(Builder& b);
 std::string halving_doubling_refusal(const AlgorithmRequest& r);

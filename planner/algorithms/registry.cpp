@@ -52,7 +52,7 @@ void add_ring_and_tree(std::vector<AlgorithmEntry>& r) {
                .cost_table = "tree",
                .capped = true,
                .nccl_collectives = {Collective::AllReduce},
-               .nccl_placement = detail::tree_nccl_placement,  // across nodes (tree.cpp says why)
+               .nccl_auto = detail::tree_nccl_auto,  // across nodes (tree.cpp says why)
                .channels = ChannelUse::TreePairs,
                .shape_fixed = true,
                .refusal = detail::tree_refusal,

@@ -129,6 +129,10 @@ struct AlgorithmEntry {
   /// Whether NCCL's tuner considers it for a group placed as `g` (its collective in
   /// nccl_collectives as well); null: any placement.
   bool (*nccl_placement)(const GroupShape& g) = nullptr;
+  /// Whether NCCL's tuner, choosing on its own, can prefer it for a group placed as `g` where
+  /// it is enabled (nccl_placement); null: wherever it is enabled. An NCCL_ALGO list naming it
+  /// still enables it (Tree inside one node).
+  bool (*nccl_auto)(const GroupShape& g) = nullptr;
   /// Whether it runs on NVLink SHARP (its cost table is one of nvls_cost_tables()).
   bool nvls = false;
   ChannelUse channels = ChannelUse::One;

@@ -230,7 +230,7 @@ std::string tree_refusal(const AlgorithmRequest& r) {
 // NCCL's Ring, 29.4 GB/s from the simulated chain). So Tree is an automatic candidate across
 // nodes only. Left out: the narrow window of mid sizes (about 2 MB on 8 × A100) where NCCL's
 // model rates Tree/LL128's lower NVLink latency (hwLat 1.25 against Ring's 1.9 us per step)
-// above Ring/LL128.
-bool tree_nccl_placement(const GroupShape& g) { return g.nodes > 1; }
+// above Ring/LL128. NCCL_ALGO=Tree still runs it inside a node, as it does in NCCL.
+bool tree_nccl_auto(const GroupShape& g) { return g.nodes > 1; }
 
 }  // namespace ccsim::planner::detail

@@ -54,7 +54,10 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
 std::vector<CollectiveCandidate> CollectiveRunner::candidates() const {
   std::vector<CollectiveCandidate> out;
   std::vector<Algorithm> algos = options_.algorithm ? std::vector<Algorithm>{*options_.algorithm} : nccl_algorithms(group_);
-  if (!options_.algorithm && options_.algorithms) algos = options_.algorithms->apply(algos, options_.collective);
+  if (!options_.algorithm && options_.algorithms) {
+    // Names in NCCL_ALGO enable what NCCL's tuner would not prefer on its own (Tree in a node).
+    algos = options_.algorithms->apply(nccl_algorithms(group_, !options_.algorithms->exclude), options_.collective);
+  }
   for (Algorithm a : algos) {
     // Drop algorithms that cannot run this collective at all (any size).
     if (!unsupported(a).empty()) continue;

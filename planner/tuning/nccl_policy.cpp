@@ -42,10 +42,11 @@ std::string placement_refusal(Algorithm a, const NcclGroup& g) {
   return rule == nullptr ? std::string() : rule(g);
 }
 
-std::vector<Algorithm> nccl_algorithms(const NcclGroup& g) {
+std::vector<Algorithm> nccl_algorithms(const NcclGroup& g, bool enabled) {
   std::vector<Algorithm> out;
   for (const AlgorithmEntry& e : registry()) {
     if (!e.nccl_collectives.contains(g.collective)) continue;
+    if (!enabled && e.nccl_auto != nullptr && !e.nccl_auto(g)) continue;
     if (e.nccl_placement == nullptr || e.nccl_placement(g)) out.push_back(e.algorithm);
   }
   return out;

@@ -46,8 +46,10 @@ std::string placement_refusal(Algorithm a, const NcclGroup& g);
 
 /// The algorithms NCCL's tuner considers for `g`, in registry order (the candidate order, which
 /// breaks ties): those whose nccl_collectives hold the collective and whose nccl_placement
-/// holds (NVLS with more than one rank, NVLS-tree across more than one node).
-std::vector<Algorithm> nccl_algorithms(const NcclGroup& g);
+/// holds (NVLS with more than one rank, NVLS-tree across more than one node), and, unless
+/// `enabled` (the base an NCCL_ALGO list of names picks from), whose nccl_auto holds (Tree
+/// across nodes).
+std::vector<Algorithm> nccl_algorithms(const NcclGroup& g, bool enabled = false);
 
 /// The protocols a candidate of algorithm `a` runs with, in the order LL, LL128, Simple: `asked`
 /// alone when given, else the entry's protocols the table's rules enable by default for

@@ -17,7 +17,9 @@ set(dir tests/data/calibration)
 #   base_latency 6.6 us + 2(n-1) = 14 steps x (0.6 us NVLink wire latency + 0 us LL step
 #   overhead) = 15.0 us, plus the transfer of 2 bytes per step (LL: x2 on the wire) at
 #   hundreds of GB/s, well under 0.001 us. The + 100 us table: 115.0 us.
-set(ring_ll --op allreduce --algo ring --protocol LL -b 8 -e 8)
+# One channel: the 8 bytes then cost the latency alone (on NCCL's 12 channels each channel carries
+# at least one element at 1/12 of the per-rank LL cap: 5 ns above the closed form).
+set(ring_ll --op allreduce --algo ring --protocol LL --channels 1 -b 8 -e 8)
 
 include(${CMAKE_CURRENT_LIST_DIR}/ccsim_run.cmake)
 

@@ -30,6 +30,8 @@ TEST_CASE("NCCL's algorithms per collective and placement", "[tuning][nccl]") {
   CHECK(planner::nccl_algorithms(group(Collective::AllReduce, 8, 1, 8, true)) == Algos{Algorithm::Ring, Algorithm::Nvls});
   CHECK(planner::nccl_algorithms(group(Collective::AllReduce, 8, 1, 8, false)) == Algos{Algorithm::Ring});
   CHECK(planner::nccl_algorithms(group(Collective::AllReduce, 1, 1, 1, true)) == Algos{Algorithm::Ring});
+  // What an NCCL_ALGO list of names picks from: Tree is enabled inside a node too.
+  CHECK(planner::nccl_algorithms(group(Collective::AllReduce, 8, 1, 8, false), true) == Algos{Algorithm::Ring, Algorithm::Tree});
   CHECK(planner::nccl_algorithms(group(Collective::AllReduce, 16, 2, 8, true)) ==
         Algos{Algorithm::Ring, Algorithm::Tree, Algorithm::NvlsTree});
   CHECK(planner::nccl_algorithms(group(Collective::AllReduce, 12, 2, 0, true)) == Algos{Algorithm::Ring, Algorithm::Tree});
