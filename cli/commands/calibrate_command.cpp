@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -38,7 +39,8 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateCliOptions& o) {
   c->add_option("--scenario", o.scenario, "scenario describing the measured system")->required();
   c->add_option_function<std::string>("--out", [&o](const std::string& v) { o.out = v; o.out_given = true; }, "write the fitted table here (the format of scenarios/calibration/nccl.yaml, with provenance)");
   c->add_option("--holdout", o.holdout,
-                "sizes predicted but not fitted: alternate (every other size, the default), none, or a list such as 1M,64M");
+                "rows predicted but not fitted: alternate (every other size, the default), none, a list of sizes such as 1M,64M, "
+                "or, to cross-predict, collective:NAME[,NAME] or ranks:N[,N]");
   c->add_option("--calibration", o.calibration, "table the fit starts from (default: the scenario's, or nccl.yaml / rccl.yaml)");
   c->add_option("--catalog", o.catalog, "hardware catalog directory");
   c->add_option("--op", o.op, "the collective the logs measured, for logs that do not name it");
@@ -53,9 +55,9 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateCliOptions& o) {
                 "how distinct a parameter's effect on the fitted rows must be from those fitted before it to be fitted "
                 "(sine of the angle, default 0.2)")
       ->check(CLI::Range(1e-6, 1.0));
-  c->add_flag("--only-used-figures", o.only_used_figures,
-              "keep at the table's value every figure no fitted row uses at the end (figures moved only to change NCCL's "
-              "choice), at the price of a worse fit of the logs");
+  c->add_flag("--free-unused", o.free_unused,
+              "let the fit keep figures no fitted row uses at the end (moved only to change NCCL's choice): a closer fit of "
+              "the logs, but they change layouts the logs did not measure (default: returned to the table's value)");
   c->add_option("--step-times", o.step_times, "CSV of scenario overrides -> measured step time: fit the compute model");
   c->add_option("--compute-calibration", o.compute_calibration, "compute table the --step-times fit starts from (default: the scenario's, or compute.yaml)");
   c->add_option("--gemm", o.gemm, "CSV of GEMM timings (m,n,k,dtype,seconds): fit the compute model's GEMM constants");
@@ -64,9 +66,41 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateCliOptions& o) {
 
 namespace {
 
+constexpr const char* kHoldoutForms =
+    "alternate, none, a comma-separated list of sizes such as 1M,64M, collective:NAME[,NAME] or ranks:N[,N]";
+
 validate::Holdout parse_holdout_option(const std::string& text) {
   validate::Holdout h;
   if (text == "alternate") return h;
+  // Cross-prediction: collective:allgather,sendrecv or ranks:8,16.
+  for (const char* prefix : {"collective:", "ranks:"}) {
+    if (text.rfind(prefix, 0) != 0) continue;
+    const bool by_collective = prefix[0] == 'c';
+    h.mode = by_collective ? validate::Holdout::Mode::Collectives : validate::Holdout::Mode::Ranks;
+    std::stringstream in(text.substr(std::string(prefix).size()));
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      if (by_collective) {
+        const auto c = models::parse_collective(item);
+        if (!c) {
+          throw InputError({"<command line>", 0, 0}, "--holdout",
+                           "collective: and allreduce, reducescatter, allgather, broadcast, reduce, alltoall or sendrecv", "'" + item + "'");
+        }
+        h.collectives.push_back(*c);
+      } else {
+        char* end = nullptr;
+        const long n = item.empty() ? 0 : std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || n < 1 || n > (1 << 20)) {
+          throw InputError({"<command line>", 0, 0}, "--holdout", "ranks: and rank counts such as 8,16", "'" + item + "'");
+        }
+        h.ranks.push_back(static_cast<int>(n));
+      }
+    }
+    if ((h.collectives.empty() && h.ranks.empty()) || text.back() == ',') {
+      throw InputError({"<command line>", 0, 0}, "--holdout", kHoldoutForms, "'" + text + "'");
+    }
+    return h;
+  }
   if (text == "none") {
     h.mode = validate::Holdout::Mode::None;
     return h;
@@ -83,8 +117,7 @@ validate::Holdout parse_holdout_option(const std::string& text) {
     h.sizes.push_back(parse_size(item, "--holdout"));
   }
   if (empty_item || h.sizes.empty() || text.back() == ',') {
-    throw InputError({"<command line>", 0, 0}, "--holdout", "alternate, none, or a comma-separated list of sizes such as 1M,64M",
-                     "'" + text + "'");
+    throw InputError({"<command line>", 0, 0}, "--holdout", kHoldoutForms, "'" + text + "'");
   }
   return h;
 }
@@ -234,6 +267,16 @@ void read_logs(const CalibrateCliOptions& o, const validate::Holdout& holdout, C
       throw InputError({"<command line>", 0, 0}, "--holdout", "sizes the logs measured", fmt::format("{} bytes", size));
     }
   }
+  for (models::Collective c : holdout.collectives) {
+    if (std::none_of(f.rows.begin(), f.rows.end(), [&](const validate::CalibrationRow& r) { return r.collective == c; })) {
+      throw InputError({"<command line>", 0, 0}, "--holdout", "collectives the logs measured", std::string(models::to_string(c)));
+    }
+  }
+  for (int n : holdout.ranks) {
+    if (std::none_of(f.rows.begin(), f.rows.end(), [&](const validate::CalibrationRow& r) { return r.nranks == n; })) {
+      throw InputError({"<command line>", 0, 0}, "--holdout", "rank counts the logs measured", fmt::format("{} ranks", n));
+    }
+  }
   validate::assign_holdout(f.rows, holdout);
 }
 
@@ -260,7 +303,7 @@ void fit_table(const CalibrateCliOptions& o, CollectiveFit& f) {
     validate::CalibrateOptions options;
     if (o.loss == "squares") options.robust_scale = 0;
     options.separability = o.separability;
-    options.only_used_figures = o.only_used_figures;
+    options.free_unused = o.free_unused;
     support::Progress progress("ccsim calibrate");
     options.progress = [&](const std::string& what, std::size_t done, std::size_t total) { progress.update(what, done, total); };
     f.fit = validate::calibrate(cluster, base, f.rows, options);
@@ -384,6 +427,32 @@ void report_test(const CollectiveFit& f, const LogInfo& info, std::size_t ti, st
   }
 }
 
+/// "allreduce 16 ranks" for each (collective, rank count) of the rows with fit == `fitted`.
+std::string row_kinds(const std::vector<validate::CalibrationRow>& rows, bool fitted) {
+  std::set<std::pair<std::string, int>> kinds;
+  for (const auto& r : rows)
+    if (r.fit == fitted) kinds.emplace(std::string(models::to_string(r.collective)), r.nranks);
+  std::string out;
+  for (const auto& [c, n] : kinds) out += fmt::format("{}{} {} ranks", out.empty() ? "" : ", ", c, n);
+  return out;
+}
+
+/// The cross-prediction line, when the held-out rows are other collectives or rank counts than
+/// the fitted ones (--holdout collective:... / ranks:...): their MAPE with the base table and
+/// with the fitted one, over every log.
+std::optional<std::string> cross_prediction(const CollectiveFit& f) {
+  const std::string fitted = row_kinds(f.rows, true), held = row_kinds(f.rows, false);
+  if (held.empty() || f.fit.before.empty()) return std::nullopt;
+  std::set<std::pair<models::Collective, int>> fit_kinds;
+  for (const auto& r : f.rows)
+    if (r.fit) fit_kinds.emplace(r.collective, r.nranks);
+  for (const auto& r : f.rows)
+    if (!r.fit && fit_kinds.count({r.collective, r.nranks}) != 0) return std::nullopt;  // sizes held out, not a kind
+  return fmt::format("# cross-prediction: fitted on {}; predicted {}: MAPE {} -> {}\n", fitted, held,
+                     pct_text(validate::calibration_mape(f.rows, f.fit.before, false)),
+                     pct_text(validate::calibration_mape(f.rows, f.fit.after, false)));
+}
+
 /// The text report: the groups fitted and not, then every log's rows and MAPE.
 std::string report_text(const CalibrateCliOptions& o, const CollectiveFit& f) {
   const auto& rows = f.rows;
@@ -399,7 +468,7 @@ std::string report_text(const CalibrateCliOptions& o, const CollectiveFit& f) {
     const auto sizes = row_sizes(*p, rows);
     text << fmt::format("{}: {}  ({} fitted rows{})\n", p->name, group_change(*p), p->rows.size(),
                         sizes.empty() ? std::string() : fmt::format(", {} .. {} B", *sizes.begin(), *sizes.rbegin()));
-    if (!p->note.empty()) text << "    (" << p->note << "; they change layouts the logs did not measure; --only-used-figures keeps them at the table's value)\n";
+    if (!p->note.empty()) text << "    (" << p->note << "; they change layouts the logs did not measure; without --free-unused they keep the table's value)\n";
     for (const auto& m : p->members) {
       text << fmt::format("    {:<52} {:>12} -> {}\n", m.path, show_value(m.before, m.path, p->offset), show_value(m.after, m.path, p->offset));
     }
@@ -417,6 +486,7 @@ std::string report_text(const CalibrateCliOptions& o, const CollectiveFit& f) {
                         pct_text(validate::calibration_mape(rows, fit.before, false, info.path)),
                         pct_text(validate::calibration_mape(rows, fit.after, false, info.path)));
   }
+  if (const auto cross = cross_prediction(f)) text << *cross;
   return text.str();
 }
 

@@ -31,7 +31,7 @@ struct CalibrateCliOptions {
   std::string compute_calibration;
   std::string loss = "cauchy";
   double separability = 0.2;
-  bool only_used_figures = false;
+  bool free_unused = false;
 };
 
 CLI::App* add_calibrate_command(CLI::App& app, CalibrateCliOptions& options);

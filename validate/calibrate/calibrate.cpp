@@ -19,6 +19,7 @@
 #include "planner/tuning/cost_model.hpp"
 #include "planner/tuning/protocol_rules.hpp"
 #include "validate/calibrate/calibration_groups.hpp"
+#include "validate/calibrate/row_timing.hpp"
 
 namespace ccsim::validate {
 
@@ -29,12 +30,6 @@ using namespace calibration;
 
 // ---------------------------------------------------------------------------------------------
 // Simulation of the rows.
-
-struct Simulated {
-  std::vector<double> time;                                  // seconds per row (NaN when not asked)
-  std::vector<std::pair<std::string, Protocol>> choice;      // table name and protocol per row
-  std::vector<std::string> label;                            // "ring/LL128"
-};
 
 Simulated simulate(const models::Cluster& cluster, const YAML::Node& table, const std::vector<CalibrationRow>& rows,
                    const std::vector<char>& want) {
@@ -140,6 +135,15 @@ void assign_holdout(std::vector<CalibrationRow>& rows, const Holdout& holdout) {
     for (CalibrationRow& r : rows) r.fit = std::find(holdout.sizes.begin(), holdout.sizes.end(), r.size) == holdout.sizes.end();
     return;
   }
+  if (holdout.mode == Holdout::Mode::Collectives) {
+    for (CalibrationRow& r : rows)
+      r.fit = std::find(holdout.collectives.begin(), holdout.collectives.end(), r.collective) == holdout.collectives.end();
+    return;
+  }
+  if (holdout.mode == Holdout::Mode::Ranks) {
+    for (CalibrationRow& r : rows) r.fit = std::find(holdout.ranks.begin(), holdout.ranks.end(), r.nranks) == holdout.ranks.end();
+    return;
+  }
   std::map<std::pair<std::string, std::string>, std::set<std::uint64_t>> sizes;  // (log, test) -> sizes
   for (const CalibrationRow& r : rows) sizes[{r.log, r.test}].insert(r.size);
   for (CalibrationRow& r : rows) {
@@ -191,10 +195,25 @@ class Fit {
         status_(G_, CalibrationParameter::Status::Unconstrained),
         notes_(G_),
         moved_(G_),
-        frozen_(G_, 0) {
+        frozen_(G_, 0),
+        held_(G_),
+        timer_(cluster, rows, base.node) {
     for (std::size_t i : fit_rows_) want_fit_[i] = 1;
+    // A candidate's time depends on the groups whose figures it reads: those used by its
+    // (cost-table name, protocol), and those used by every candidate (link efficiencies).
+    timer_.set_signature([this](const std::vector<double>& t, const std::string& table, Protocol p) {
+      std::vector<double> sig;
+      for (std::size_t g = 0; g < G_; ++g) {
+        const auto& u = groups_[g].used_by;
+        if (u.empty() || std::find(u.begin(), u.end(), std::make_pair(table, p)) != u.end()) sig.push_back(t[g]);
+      }
+      return sig;
+    });
     theta_ = neutral(groups_);
     start_ = neutral(groups_);
+    // The first point by the reference path (CollectiveRunner::run), so that a row that cannot
+    // be simulated is reported as `ccsim compare` would; every later point by the timer.
+    (void)simulate(cluster_, base_.node, rows_, want_fit_);
     current_ = simulate_at(theta_);
     r_ = residuals(current_);
     // Robust loss: Cauchy's ρ(r) = c²/2 · ln(1 + (r/c)²) of the relative residual, minimised by
@@ -205,7 +224,7 @@ class Fit {
   }
 
   /// The fit's rounds: least squares, then the robust loss, then the moves that do not pay
-  /// returned; with options.only_used_figures, again without the groups no fitted row uses.
+  /// returned; unless options.free_unused, again without the groups no fitted row uses.
   void run();
   /// Sets each group's status and note from the rows it moves at the fitted values. Throws
   /// CalibrationError when more groups are fitted than there are fitted rows.
@@ -214,14 +233,31 @@ class Fit {
   CalibrationResult result() &&;
 
  private:
-  Simulated simulate_at(const std::vector<double>& t) const {
+  void note_simulation() const {
     const std::size_t n = simulations_++;
     if (options_.progress) {
       options_.progress(fmt::format("fitting {} rows, round {}, iteration {} (at most {} a pass), simulations", R_, round_ + 1, iterations_,
                                     options_.max_iterations),
                         n, 0);
     }
-    return simulate(cluster_, apply(base_.node, groups_, t), rows_, want_fit_);
+  }
+  Simulated simulate_at(const std::vector<double>& t) const {
+    note_simulation();
+    return timer_.time(apply(base_.node, groups_, t), want_fit_, &t);
+  }
+  /// simulate_at(t) where `t` differs from `from` (simulated as `at`) in group `g` only: the
+  /// candidates that group's figures do not touch keep their times, and a touched one that
+  /// cannot win after the change is not timed again (RowTimer's Nudge).
+  Simulated simulate_near(const std::vector<double>& t, const std::vector<double>& from, const Simulated& at, std::size_t g) const {
+    note_simulation();
+    Nudge nudge;
+    nudge.touched = groups_[g].used_by;
+    if (groups_[g].offset) {
+      nudge.shrink = t[g] >= from[g] ? 1.0 : 0.0;  // a latency raised only slows
+    } else {
+      nudge.shrink = t[g] <= from[g] ? 1.0 : from[g] / t[g];  // rates (efficiencies, factors, caps) raised by t / from at most
+    }
+    return timer_.time(apply(base_.node, groups_, t), want_fit_, at, nudge, &t);
   }
   Eigen::VectorXd residuals(const Simulated& s) const;
   double loss(const Eigen::VectorXd& res) const;
@@ -234,6 +270,9 @@ class Fit {
   }
   Eigen::MatrixXd jacobian(const std::vector<double>& at, const Simulated& sim, std::vector<std::size_t>& active, bool refinements) const;
   std::vector<std::size_t> separable(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active, bool record);
+  std::vector<std::size_t> within_budget(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active,
+                                         const std::vector<std::size_t>& keep);
+  double typical_move(std::size_t g) const { return groups_[g].offset ? 1e-6 : 0.1 * std::max(theta_[g], 1e-3); }
   std::vector<char> pinned_at_bound(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active) const;
   void levenberg_marquardt();
   bool damped_steps(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active, const std::vector<std::size_t>& free_cols,
@@ -268,6 +307,8 @@ class Fit {
   std::vector<std::string> notes_;
   std::vector<std::set<std::size_t>> moved_;  ///< fitted rows each group moves at the fitted values
   std::vector<char> frozen_;                  ///< held at the table's value (see freeze_unused)
+  std::vector<std::string> held_;             ///< why a group was left out by within_budget (empty: never)
+  RowTimer timer_;                            ///< the rows' Schedules, lowered once, timed at each table
   /// Second pass of run(): groups pinned at a bound leave the separability test, so that a
   /// group they shadow is fitted (from the first pass's solution, so it can only lower the loss).
   bool release_pinned_ = false;
@@ -286,7 +327,11 @@ double Fit::loss(const Eigen::VectorXd& res) const {
   return sum;
 }
 
-/// Columns of the Jacobian for the groups a fitted row uses at `at` (forward differences).
+/// Columns of the Jacobian for the groups a fitted row uses at `at` (forward differences). The
+/// simulated times are piecewise linear in the latencies (an α-β model: each op costs latency +
+/// bytes / rate, combined by max and +), so a forward step of an offset is its exact slope
+/// within the piece; and a group's step re-times only the candidates whose cost-table entries
+/// it touches (simulate_near), the others keep their times.
 Eigen::MatrixXd Fit::jacobian(const std::vector<double>& at, const Simulated& sim, std::vector<std::size_t>& active, bool refinements) const {
   std::set<std::pair<std::string, Protocol>> chosen;
   std::map<Protocol, std::set<std::string>> algorithms_of;
@@ -314,7 +359,7 @@ Eigen::MatrixXd Fit::jacobian(const std::vector<double>& at, const Simulated& si
     if (at[g] + h > grp.hi) h = -h;  // at the upper bound: step back
     std::vector<double> t = at;
     t[g] += h;
-    const Simulated s = simulate_at(t);
+    const Simulated s = simulate_near(t, at, sim, g);
     for (std::size_t j = 0; j < R_; ++j) {
       const std::size_t i = fit_rows_[j];
       // Below a part in 1e9 of the row's time is rounding of the written figures, not an effect.
@@ -385,12 +430,60 @@ std::vector<std::size_t> Fit::separable(const Eigen::MatrixXd& J, const std::vec
   return keep;
 }
 
+/// The fitted rows determine at most R_ parameters: of the separable columns `keep`, the groups
+/// already moved stay free, and further ones are taken while fewer than R_ groups have moved, in
+/// the order of a column-pivoted QR (Businger and Golub, "Linear least squares solutions by
+/// Householder transformations", 1965; Eigen's ColPivHouseholderQR) of their columns scaled by
+/// a typical move (1 us, 10 %) with the moved groups' span projected out: first the group whose
+/// typical move changes the rows most (materiality) in a direction the others cannot produce
+/// (separability). The others keep their value this iteration and are noted (held_).
+std::vector<std::size_t> Fit::within_budget(const Eigen::MatrixXd& J, const std::vector<std::size_t>& active,
+                                            const std::vector<std::size_t>& keep) {
+  std::size_t moved = 0;
+  for (std::size_t g = 0; g < G_; ++g) moved += theta_[g] != start_[g] ? 1 : 0;
+  std::vector<std::size_t> out, fresh;
+  for (std::size_t c : keep) (theta_[active[c]] != start_[active[c]] ? out : fresh).push_back(c);
+  if (moved + fresh.size() <= R_) return keep;
+  const auto scaled = [&](std::size_t c) -> Eigen::VectorXd { return J.col(static_cast<Eigen::Index>(c)) * typical_move(active[c]); };
+  // Orthonormal basis of the moved groups' scaled columns.
+  Eigen::MatrixXd basis(static_cast<Eigen::Index>(R_), 0);
+  for (std::size_t c : out) {
+    Eigen::VectorXd v = scaled(c);
+    if (basis.cols() > 0) v -= basis * (basis.transpose() * v);
+    if (v.norm() == 0.0) continue;
+    basis.conservativeResize(Eigen::NoChange, basis.cols() + 1);
+    basis.col(basis.cols() - 1) = v.normalized();
+  }
+  const std::size_t room = R_ > moved ? R_ - moved : 0;
+  Eigen::MatrixXd P(static_cast<Eigen::Index>(R_), static_cast<Eigen::Index>(fresh.size()));
+  for (std::size_t k = 0; k < fresh.size(); ++k) {
+    Eigen::VectorXd v = scaled(fresh[k]);
+    if (basis.cols() > 0) v -= basis * (basis.transpose() * v);
+    P.col(static_cast<Eigen::Index>(k)) = v;
+  }
+  const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(P);
+  const auto& order = qr.colsPermutation().indices();
+  for (Eigen::Index k = 0; k < order.size(); ++k) {
+    const std::size_t c = fresh[static_cast<std::size_t>(order[k])];
+    if (static_cast<std::size_t>(k) < room) {
+      out.push_back(c);
+      continue;
+    }
+    held_[active[c]] = fmt::format(
+        "held at the table's value: {} fitted rows determine at most {} parameters, and it ranks {} of {} by materiality and "
+        "separability (pivoted QR of the Jacobian, columns scaled by a typical move)",
+        R_, R_, moved + static_cast<std::size_t>(k) + 1, moved + fresh.size());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void Fit::levenberg_marquardt() {
   for (int it = 0; it < options_.max_iterations; ++it) {
     ++iterations_;
     std::vector<std::size_t> active;
     const Eigen::MatrixXd J = jacobian(theta_, current_, active, false);
-    const std::vector<std::size_t> free_cols = separable(J, active, false);
+    const std::vector<std::size_t> free_cols = within_budget(J, active, separable(J, active, false));
     if (free_cols.empty()) break;
     bool converged = false;
     const bool improved = damped_steps(J, active, free_cols, converged);
@@ -495,7 +588,7 @@ std::vector<std::set<std::size_t>> Fit::rows_moved(const Eigen::MatrixXd& J, con
   return out;
 }
 
-/// With options.only_used_figures, every figure the fit writes is one some fitted row rests
+/// Unless options.free_unused, every figure the fit writes is one some fitted row rests
 /// on. A group moved only so that NCCL's choice lands elsewhere (no fitted row uses it at the
 /// fitted values — an NVLS efficiency pushed to 1 %, a Simple step raised until LL wins) changes
 /// other layouts the table is used for: it is returned to the table's value and frozen.
@@ -533,7 +626,7 @@ void Fit::run() {
     levenberg_marquardt();
     release_pinned_ = false;
     return_unpaid_moves();
-    if (!options_.only_used_figures) break;
+    if (options_.free_unused) break;
     if (!freeze_unused()) break;
     current_ = simulate_at(theta_);
     r_ = residuals(current_);
@@ -550,6 +643,10 @@ void Fit::classify() {
   const std::vector<std::set<std::size_t>> moved = rows_moved(J, active);
   for (std::size_t g = 0; g < G_; ++g) moved_[g].insert(moved[g].begin(), moved[g].end());
   for (std::size_t g = 0; g < G_; ++g) {
+    if (!held_[g].empty() && status_[g] != CalibrationParameter::Status::NotSeparable) {
+      status_[g] = CalibrationParameter::Status::Held;
+      notes_[g] = held_[g];
+    }
     if (frozen_[g] && status_[g] != CalibrationParameter::Status::NotSeparable) {
       status_[g] = CalibrationParameter::Status::Unconstrained;
       notes_[g] = kUnusedAtFit;
@@ -564,9 +661,9 @@ void Fit::classify() {
   }
   int fitted_groups = 0;
   for (std::size_t g = 0; g < G_; ++g) fitted_groups += status_[g] == CalibrationParameter::Status::Fitted ? 1 : 0;
+  // within_budget() lets no more groups move than there are fitted rows.
   if (static_cast<std::size_t>(fitted_groups) > R_) {
-    throw CalibrationError(fmt::format("{} fitted rows cannot determine the {} parameters this fit needs; measure more sizes or hold out fewer",
-                                       R_, fitted_groups));
+    throw std::logic_error(fmt::format("calibrate: {} groups fitted to {} rows", fitted_groups, R_));
   }
 }
 
@@ -618,7 +715,7 @@ CalibrationResult calibrate(const models::Cluster& cluster, const support::YamlS
   std::vector<std::size_t> fit_rows;
   for (std::size_t i = 0; i < rows.size(); ++i)
     if (rows[i].fit) fit_rows.push_back(i);
-  if (fit_rows.empty()) throw CalibrationError("no rows are left to fit (every size is held out)");
+  if (fit_rows.empty()) throw CalibrationError("no rows are left to fit (every row is held out)");
   for (const CalibrationRow& r : rows) {
     if (!(r.measured > 0) || !std::isfinite(r.measured)) {
       throw CalibrationError(fmt::format("{}:{}: a measured time must be above 0", r.log, r.line));

@@ -62,17 +62,24 @@ std::vector<CalibrationRow> calibration_rows(const std::string& log, const std::
 
 /// Which rows are held out of the fit.
 struct Holdout {
-  enum class Mode { Alternate, None, Sizes } mode = Mode::Alternate;
+  /// Collectives / Ranks: cross-prediction — fit on the other collectives or rank counts,
+  /// predict these (every size of them).
+  enum class Mode { Alternate, None, Sizes, Collectives, Ranks } mode = Mode::Alternate;
   std::vector<std::uint64_t> sizes;  ///< Mode::Sizes: sizes (bytes) held out
+  std::vector<models::Collective> collectives{};  ///< Mode::Collectives: collectives held out
+  std::vector<int> ranks{};  ///< Mode::Ranks: rank counts held out
 };
 /// Sets each row's `fit`: Alternate holds out every other distinct size of each (log, test) in
 /// increasing order, starting with the second (a test with one size is fitted); None fits all;
-/// Sizes holds out the rows of the sizes listed.
+/// Sizes holds out the rows of the sizes listed; Collectives and Ranks the rows of the
+/// collectives or rank counts listed.
 void assign_holdout(std::vector<CalibrationRow>& rows, const Holdout& holdout);
 
 /// One group of table figures moved together.
 struct CalibrationParameter {
-  enum class Status { Fitted, NotSeparable, Unconstrained };
+  /// Held: material and separable, but the fitted rows determine fewer parameters than there
+  /// are such groups; those ranked lower (by materiality and separability) keep the table's value.
+  enum class Status { Fitted, NotSeparable, Unconstrained, Held };
   std::string name;     ///< "step_overhead network LL (all algorithms)"
   bool offset = true;   ///< true: seconds added to every member; false: a multiplier of every member
   double value = 0;     ///< fitted offset (seconds) or multiplier (1: unchanged)
@@ -109,10 +116,12 @@ struct CalibrateOptions {
   /// A group is constrained by the rows only when a typical move of it (1 us of latency, 10 %
   /// of a bandwidth figure) changes some fitted row's time by at least this fraction.
   double materiality = 1e-3;
-  /// Return to the table's value, and refit without, every group that no fitted row uses at the
-  /// end (moved only so that NCCL's choice is another one). Off: such groups stay moved and
-  /// are reported (CalibrationParameter::note) — they change layouts the logs did not measure.
-  bool only_used_figures = false;
+  /// By default every group that no fitted row uses at the end (moved only so that NCCL's
+  /// choice is another one: an NVLS efficiency pushed to 1 % so that tree wins) is returned to
+  /// the table's value and the fit resumes without it, so the table changes no figure the logs
+  /// did not measure. True: such groups stay moved and are reported
+  /// (CalibrationParameter::note) — a closer fit of the logs, but they change other layouts.
+  bool free_unused = false;
   int threads = 0;  ///< Jacobian columns evaluated in parallel; 0: hardware threads
   /// Scale c of the Cauchy loss on relative residuals (0.1: rows about 10 % off weigh half);
   /// 0 for plain least squares. nccl-tests' first sizes often carry warm-up effects.
@@ -135,7 +144,9 @@ struct RowError : std::invalid_argument {
   std::string test;
 };
 
-/// Thrown when the rows cannot support a fit (no fitted rows, fewer rows than parameters).
+/// Thrown when the rows cannot support a fit (no fitted rows). With fewer fitted rows than
+/// material, separable groups, the fit moves as many groups as there are fitted rows (the
+/// others are Status::Held), so a log is never refused for its length.
 struct CalibrationError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };

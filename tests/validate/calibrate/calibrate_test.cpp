@@ -228,12 +228,12 @@ TEST_CASE("calibrate holds out alternate sizes per test, or the sizes named", "[
 namespace {
 
 /// Held-out MAPE after calibrating on alternate sizes of a real log (the table of docs/calibration.md).
-double held_out_mape(const char* log, const char* scenario, const char* table) {
+double held_out_mape(const char* log, const char* scenario, const char* table, const validate::CalibrateOptions& options = {}) {
   const models::Cluster cluster = test::shipped_cluster(scenario);
   std::ifstream in(test::source_path(std::string("tests/data/nccl-tests/") + log));
   std::vector<CalibrationRow> rows = validate::calibration_rows(log, validate::parse_nccl_tests_log(in, log), std::nullopt);
   validate::assign_holdout(rows, {});
-  const validate::CalibrationResult fit = validate::calibrate(cluster, shipped_table(table), rows);
+  const validate::CalibrationResult fit = validate::calibrate(cluster, shipped_table(table), rows, options);
   // The fit must not make the held-out sizes worse than the shipped table does.
   CHECK(validate::calibration_mape(rows, fit.after, false) < validate::calibration_mape(rows, fit.before, false));
   return validate::calibration_mape(rows, fit.after, false);
@@ -264,19 +264,26 @@ TEST_CASE("calibrating on alternate sizes predicts the others: A100 SendRecv", "
   CHECK(held_out_mape("a100-1x8-nvswitch-sendrecv.log", "dgx-a100-1node.yaml", "nccl.yaml") <= 2.0);
 }
 TEST_CASE("calibrating on alternate sizes predicts the others: 2 x 8 H100, Ethernet GPUDirect", "[calibrate][heavy]") {
-  CHECK(held_out_mape("h100-2x8-ethernet-gpudirect-all_reduce.log", "h100-2x8-200g.yaml", "nccl.yaml") <= 3.0);
+  // With free_unused (NVLS efficiency and NVLink Simple steps moved so that NCCL's choice on two
+  // nodes is tree/LL and ring/LL128): 2.97 %. By default those figures keep the table's value,
+  // NCCL's choice stays where the shipped table puts it on some rows, and the held-out MAPE is
+  // 21.55 % (measured on the same log; budget rounded up) — the price of not writing figures the
+  // log did not measure (calibrate_logs_test.cpp: the one-node time they would distort).
+  validate::CalibrateOptions free;
+  free.free_unused = true;
+  CHECK(held_out_mape("h100-2x8-ethernet-gpudirect-all_reduce.log", "h100-2x8-200g.yaml", "nccl.yaml", free) <= 3.0);
+  CHECK(held_out_mape("h100-2x8-ethernet-gpudirect-all_reduce.log", "h100-2x8-200g.yaml", "nccl.yaml") <= 22.0);
 }
 
-TEST_CASE("calibrate with only_used_figures writes no figure that no fitted row uses", "[calibrate]") {
-  // 2 x RTX 2080 Ti (PCIe, no P2P): by default the fit moves ring's Simple step only so that
-  // ring rather than tree is NCCL's choice at 64-128 KiB (no fitted row uses it at the end).
+TEST_CASE("calibrate writes no figure that no fitted row uses unless free_unused", "[calibrate]") {
+  // 2 x RTX 2080 Ti (PCIe, no P2P): with free_unused the fit moves ring's Simple step only so
+  // that ring rather than tree is NCCL's choice at 64-128 KiB (no fitted row uses it at the end);
+  // by default such a group is returned to the table's value and the fit resumes without it.
   const models::Cluster cluster = test::shipped_cluster("pcie-2gpu-nop2p.yaml");
   std::ifstream in(test::source_path("tests/data/nccl-tests/rtx2080ti-1x2-pcie3-nop2p-all_reduce.log"));
   std::vector<CalibrationRow> rows = validate::calibration_rows("rtx", validate::parse_nccl_tests_log(in, "rtx"), std::nullopt);
   validate::assign_holdout(rows, {});
-  validate::CalibrateOptions options;
-  options.only_used_figures = true;
-  const validate::CalibrationResult fit = validate::calibrate(cluster, shipped_table("nccl.yaml"), rows, options);
+  const validate::CalibrationResult fit = validate::calibrate(cluster, shipped_table("nccl.yaml"), rows);
   INFO(describe(fit));
   int fitted = 0;
   for (const auto& p : fit.parameters) {
@@ -286,4 +293,12 @@ TEST_CASE("calibrate with only_used_figures writes no figure that no fitted row 
   }
   CHECK(fitted > 0);
   CHECK(validate::calibration_mape(rows, fit.after, true) < validate::calibration_mape(rows, fit.before, true));
+
+  validate::CalibrateOptions free;
+  free.free_unused = true;
+  const validate::CalibrationResult loose = validate::calibrate(cluster, shipped_table("nccl.yaml"), rows, free);
+  INFO(describe(loose));
+  int unused = 0;
+  for (const auto& p : loose.parameters) unused += p.status == CalibrationParameter::Status::Fitted && p.rows.empty() ? 1 : 0;
+  CHECK(unused >= 1);  // the Simple step moved only to change NCCL's choice
 }
