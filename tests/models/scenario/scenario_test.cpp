@@ -292,3 +292,25 @@ TEST_CASE("a scenario's calibration table must be a path to a readable file", "[
     CHECK_THROWS_WITH(load_scenario(f, shipped_catalog()), Contains("did you mean 'calibration'?"));
   }
 }
+
+TEST_CASE("simulation.nccl is read, written to effective.yaml and read back", "[scenario][p2p]") {
+  // version "2.20.5" is NCCL 2.20 (the patch level changes no modelled rule); written back as "2.20".
+  TempDir dir;
+  const std::string file = dir.write("s.yaml", R"(
+cluster: {nodes: [{node: dgx-h100}]}
+simulation: {nccl: {version: "2.20.5", nchannels_per_net_peer: 4}}
+)");
+  const Scenario first = load_scenario(file, shipped_catalog());
+  REQUIRE(first.simulation.nccl.version.has_value());
+  CHECK(*first.simulation.nccl.version == ccsim::models::NcclVersion{2, 20});
+  CHECK(first.simulation.nccl.nchannels_per_net_peer == 4);
+  const std::string text = effective_yaml(first);
+  CHECK_THAT(text, Contains("nchannels_per_net_peer: 4"));
+  const Scenario second = load_scenario(dir.write("effective.yaml", text), shipped_catalog());
+  CHECK(second.simulation.nccl == first.simulation.nccl);
+  // Without the key: NCCL's defaults, nothing written.
+  const Scenario plain = load_scenario(dir.write("p.yaml", "cluster: {nodes: [{node: dgx-h100}]}\n"), shipped_catalog());
+  CHECK(plain.simulation.nccl == ccsim::models::NcclSettings{});
+  CHECK(plain.simulation.nccl.release() == ccsim::models::kDefaultNcclVersion);
+  CHECK_THAT(effective_yaml(plain), !Contains("nccl:"));
+}

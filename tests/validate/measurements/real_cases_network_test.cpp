@@ -33,11 +33,12 @@ struct SendRecvRun {
 };
 
 /// sendrecv_perf over the first `ranks` GPUs (rank r sends S to r + 1), S = 512 MiB (-b 512M).
-SendRecvRun sendrecv(const models::Cluster& c, int ranks, models::NcclSettings nccl) {
+SendRecvRun sendrecv(const models::Cluster& c, int ranks, models::NcclSettings nccl, int channels = 0) {
   constexpr std::uint64_t kBytes = 512ULL << 20;
   planner::CollectiveOptions o;
   o.collective = models::Collective::SendRecv;
   o.nccl = nccl;
+  o.channels = channels;
   for (int r = 0; r < ranks; ++r) o.gpus.push_back(c.topology.gpus()[static_cast<std::size_t>(r)]);
   planner::CollectiveRunner runner(c, default_costs(), o);
   const planner::CollectiveResult res = runner.run(kBytes);
@@ -86,6 +87,14 @@ TEST_CASE("p2p channels per peer: 8 x 4 GH200 on Slingshot, NCCL 2.19 vs 2.20 (n
   const SendRecvRun four = sendrecv(c, 32, v2_20_four);
   CHECK(four.per_peer == 4);
   CHECK(std::abs(error_pct(four.busbw, 24.25)) < kBudgetTwoChannels);
+
+  // --channels sets the channels of each peer outright: 2 restore 25 GB/s on 2.20, 1 on 2.19 drops to 14.
+  const SendRecvRun forced_two = sendrecv(c, 32, v2_20, 2);
+  CHECK(forced_two.per_peer == 2);
+  CHECK(forced_two.busbw == Approx(kNic).epsilon(0.005));
+  const SendRecvRun forced_one = sendrecv(c, 32, v2_19, 1);
+  CHECK(forced_one.per_peer == 1);
+  CHECK(forced_one.busbw == Approx(kChannel).epsilon(0.005));
 
   // 2 and 4 nodes on 2.20 keep 2 channels (2 × 16 <= 4 × 8): 25 GB/s, as on 2.19.
   for (int nodes : {2, 4}) {
