@@ -465,7 +465,8 @@ std::vector<std::string> table_header(const CollectiveCliOptions& o, const Choic
 }
 
 /// The NCCL settings of a run: the scenario's simulation.nccl, with --nccl-version and the
-/// environment's NCCL_NCHANNELS_PER_NET_PEER (an empty value is unset, as NCCL reads it) over it.
+/// environment's NCCL_NCHANNELS_PER_NET_PEER and NCCL_PXN_DISABLE (an empty value is unset, as
+/// NCCL reads it) over it.
 models::NcclSettings nccl_settings(const CollectiveCliOptions& o, models::NcclSettings s) {
   if (!o.nccl_version.empty()) {
     s.version = models::parse_nccl_version(o.nccl_version);
@@ -480,6 +481,12 @@ models::NcclSettings nccl_settings(const CollectiveCliOptions& o, models::NcclSe
                                "'" + text + "'");
     }
     s.nchannels_per_net_peer = value;
+  }
+  // NCCL_PXN_DISABLE (src/graph/paths.cc): 1 turns PXN off for point-to-point sends.
+  if (const char* env = std::getenv("NCCL_PXN_DISABLE"); env != nullptr && *env != '\0') {
+    const std::string text(env);
+    if (text != "0" && text != "1") throw command_line_error("NCCL_PXN_DISABLE", "0 or 1", "'" + text + "'");
+    s.pxn_disable = text == "1";
   }
   return s;
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The NCCL release and the NCCL settings a scenario (simulation.nccl) or a command line fixes,
 // where ccsim follows a rule that changed between releases or that a variable overrides.
-// Today: the point-to-point channel rules (planner/tuning/p2p_channels.hpp).
+// Today: the point-to-point channel rules (planner/tuning/p2p_channels.hpp) and PXN.
 
 #include <compare>
 #include <optional>
@@ -35,6 +35,14 @@ struct NcclSettings {
   /// 1 .. 64), the channels a send or receive to a peer on another node uses; nullopt: NCCL's
   /// rule for the release.
   std::optional<int> nchannels_per_net_peer;
+  /// `pxn_disable`: NCCL_PXN_DISABLE (src/graph/paths.cc; NCCL's default 0, PXN on). With PXN a
+  /// point-to-point send to another node (AlltoAll, SendRecv) leaves through the NIC of the
+  /// local GPU with the destination's local index, reached over NVLink (search.cc
+  /// ncclTopoGetNetDev); with it disabled, through the sender's own NIC.
+  std::optional<bool> pxn_disable;
+
+  /// Whether PXN is on (NCCL_PXN_DISABLE unset or 0).
+  bool pxn() const { return !pxn_disable.value_or(false); }
 
   NcclVersion release() const { return version.value_or(kDefaultNcclVersion); }
   bool operator==(const NcclSettings&) const = default;

@@ -30,6 +30,14 @@ Router::Router(const Cluster& cluster) : cluster_(cluster), balanced_(cluster.sp
       nodes_[static_cast<std::size_t>(n)].first_link = id;
     }
   }
+  node_gpus_.resize(cluster.nodes.size());
+  for (DeviceId d = 0; d < t.num_devices(); ++d) {
+    const Device& g = t.device(d);
+    if (g.kind != DeviceKind::Gpu || g.node < 0 || g.local < 0) continue;
+    auto& gpus = node_gpus_[static_cast<std::size_t>(g.node)];
+    if (gpus.size() <= static_cast<std::size_t>(g.local)) gpus.resize(static_cast<std::size_t>(g.local) + 1, kNoDevice);
+    gpus[static_cast<std::size_t>(g.local)] = d;
+  }
   nic_uplink_.assign(t.num_devices(), kNoLink);
   leaf_port_.assign(t.num_devices(), 0);
   leaf_ports_.assign(t.num_devices(), 0);
@@ -106,7 +114,25 @@ const Path& Router::local(DeviceId src, DeviceId dst) {
   return scratch_;
 }
 
-const Path& Router::route(DeviceId src, DeviceId dst, std::uint64_t flow, std::uint32_t channel) {
+DeviceId Router::pxn_relay(DeviceId src, DeviceId dst) {
+  const Topology& t = topology();
+  const Device& s = t.device(src);
+  const Device& d = t.device(dst);
+  if (s.kind != DeviceKind::Gpu || d.kind != DeviceKind::Gpu || s.node < 0 || d.node < 0 || s.node == d.node) return kNoDevice;
+  const auto& gpus = node_gpus_[static_cast<std::size_t>(s.node)];
+  if (d.local < 0 || static_cast<std::size_t>(d.local) >= gpus.size()) return kNoDevice;
+  const DeviceId relay = gpus[static_cast<std::size_t>(d.local)];
+  if (relay == kNoDevice || relay == src) return kNoDevice;
+  const Device& r = t.device(relay);
+  // search.cc: peerGpu->paths[GPU][g1].type <= PATH_NVL, peerGpu->paths[NET][n].type <= PATH_PXB
+  // (PATH_P2C for C2C: ccsim's Grace NICs already count as PIX) and GDR on for that GPU and NIC.
+  if (r.nic == kNoDevice || nic_uplink_[r.nic] == kNoLink || !r.gdr_send || t.device(r.nic).host_bounce) return kNoDevice;
+  if (local(src, relay).type != PathType::Nvl) return kNoDevice;
+  if (local(relay, r.nic).type > PathType::Pxb) return kNoDevice;
+  return relay;
+}
+
+const Path& Router::route(DeviceId src, DeviceId dst, std::uint64_t flow, std::uint32_t channel, bool pxn) {
   const Topology& t = topology();
   const Device& s = t.device(src);
   const Device& d = t.device(dst);
@@ -115,8 +141,17 @@ const Path& Router::route(DeviceId src, DeviceId dst, std::uint64_t flow, std::u
                           nic_uplink_[s.nic] != kNoLink && nic_uplink_[d.nic] != kNoLink;
   if (!structured) return fallback(src, dst);
   std::vector<LinkId> links;
-  compose(links, local(src, s.nic));
-  const LinkId up = nic_uplink_[s.nic];
+  // With PXN the send crosses NVLink to the relay GPU and leaves through the relay's NIC.
+  const DeviceId relay = pxn ? pxn_relay(src, dst) : kNoDevice;
+  DeviceId out_nic = s.nic;
+  if (relay != kNoDevice) {
+    out_nic = t.device(relay).nic;
+    compose(links, local(src, relay));
+    compose(links, local(relay, out_nic));
+  } else {
+    compose(links, local(src, s.nic));
+  }
+  const LinkId up = nic_uplink_[out_nic];
   const LinkId down = Topology::reverse(nic_uplink_[d.nic]);
   const DeviceId leaf_a = t.link_target(up);
   const DeviceId leaf_b = t.link_source(down);
@@ -130,7 +165,7 @@ const Path& Router::route(DeviceId src, DeviceId dst, std::uint64_t flow, std::u
     // source port reaches only a few destination ports (2 nodes per leaf: one, so σ(i) + j is
     // the same for every cross-rail flow), and without them all cross-rail flows of a leaf would
     // take one uplink and arrive over one spine downlink.
-    const std::uint64_t turn = static_cast<std::uint64_t>(source_turn_[s.nic]) + leaf_port_[d.nic] +
+    const std::uint64_t turn = static_cast<std::uint64_t>(source_turn_[out_nic]) + leaf_port_[d.nic] +
                                static_cast<std::uint64_t>(t.device(leaf_a).local) +
                                static_cast<std::uint64_t>(t.device(leaf_b).local) + channel;
     const LinkId to_spine = ups[(balanced_ ? turn : flow) % ups.size()];

@@ -30,7 +30,21 @@ class Router {
   /// std::runtime_error when no path exists. Routes leaving a node are cached per device pair
   /// with the bandwidth and latency of their first computation: change links through
   /// Topology::set_bandwidth before making the router.
-  const Path& route(DeviceId src, DeviceId dst, std::uint64_t flow = 0, std::uint32_t channel = 0);
+  ///
+  /// `pxn`: the route of an NCCL point-to-point send (AlltoAll, SendRecv) with PXN on
+  /// (NCCL_PXN_DISABLE unset): between GPUs of two nodes it leaves through the NIC of pxn_relay()
+  /// when there is one, instead of the source GPU's own NIC; it arrives through the destination
+  /// GPU's own NIC either way (NCCL uses PXN for sends only).
+  const Path& route(DeviceId src, DeviceId dst, std::uint64_t flow = 0, std::uint32_t channel = 0, bool pxn = false);
+
+  /// NCCL's PXN relay for a point-to-point send from GPU `src` to GPU `dst` on another node
+  /// (src/graph/search.cc ncclTopoGetNetDev, NCCL 2.30, NCCL_P2P_PXN_LEVEL's default 2): the GPU
+  /// of src's node with dst's local index (the same nvmlDev: on alike nodes, the GPU of dst's
+  /// rail), when it is not src, is joined to src by NVLink only, reaches its own NIC without the
+  /// CPU (PIX or PXB) and sends to it with GPUDirect RDMA. The data then goes src -> relay over
+  /// NVLink and relay -> its NIC over PCIe. kNoDevice when there is no such GPU (src uses its
+  /// own NIC, as with NCCL_PXN_DISABLE=1).
+  DeviceId pxn_relay(DeviceId src, DeviceId dst);
 
   const Topology& topology() const { return cluster_.topology; }
 
@@ -45,6 +59,7 @@ class Router {
 
   const Cluster& cluster_;
   std::vector<NodeLayout> nodes_;
+  std::vector<std::vector<DeviceId>> node_gpus_;   ///< per node: its GPUs by local index
   std::vector<LinkId> nic_uplink_;                 ///< per device: NIC -> leaf link (or ~0)
   std::vector<std::uint32_t> leaf_port_;           ///< per device (NIC): its port's position among its leaf's NIC ports
   std::vector<std::uint32_t> leaf_ports_;          ///< per device (leaf): its NIC ports

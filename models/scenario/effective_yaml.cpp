@@ -150,6 +150,7 @@ std::string effective_yaml(const Scenario& sc) {
     YAML::Node nccl;
     if (sc.simulation.nccl.version) nccl["version"] = to_string(*sc.simulation.nccl.version);
     if (sc.simulation.nccl.nchannels_per_net_peer) nccl["nchannels_per_net_peer"] = *sc.simulation.nccl.nchannels_per_net_peer;
+    if (sc.simulation.nccl.pxn_disable) nccl["pxn_disable"] = *sc.simulation.nccl.pxn_disable;
     sim["nccl"] = nccl;
   }
   out["simulation"] = sim;

@@ -26,9 +26,9 @@ std::string table_path(const support::Fields& f, std::string_view key, const std
   return resolved.string();
 }
 
-/// simulation.nccl: {version, nchannels_per_net_peer}.
+/// simulation.nccl: {version, nchannels_per_net_peer, pxn_disable}.
 NcclSettings parse_nccl(const support::Fields& f) {
-  f.reject_unknown({"version", "nchannels_per_net_peer"});
+  f.reject_unknown({"version", "nchannels_per_net_peer", "pxn_disable"});
   NcclSettings nccl;
   if (const auto v = f.find("version")) {
     nccl.version = v->node.IsScalar() ? parse_nccl_version(v->node.Scalar()) : std::nullopt;
@@ -37,6 +37,7 @@ NcclSettings parse_nccl(const support::Fields& f) {
   if (f.has("nchannels_per_net_peer")) {
     nccl.nchannels_per_net_peer = f.count("nchannels_per_net_peer", 1, kMaxNcclChannelsPerNetPeer);
   }
+  if (f.has("pxn_disable")) nccl.pxn_disable = f.boolean("pxn_disable", false);
   return nccl;
 }
 

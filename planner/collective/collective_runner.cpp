@@ -42,7 +42,9 @@ CollectiveRunner::CollectiveRunner(const models::Cluster& cluster, const CostMod
   }
   protocol_context_ = protocol_context(cluster, options_.gpus, &bound_router());
   arch_ = nccl_architecture(cluster, options_.gpus, protocol_context_);
-  if (options_.collective == models::Collective::SendRecv) {
+  if (options_.collective == models::Collective::SendRecv || options_.collective == models::Collective::AlltoAll) {
+    // AlltoAll is grouped sends and receives on the same p2p channels (NCCL's enqueue.cc
+    // schedules each peer's bytes over its p2pnChannelsPerPeer channels as for SendRecv).
     // NCCL's comm->nChannels is twice the searched channels (connect.cc, ncclTopoPostset
     // duplicates them); ccsim's ring channels are the searched ones.
     p2p_ = nccl_p2p_channels(p2p_channel_inputs(cluster, bound_router(), options_.gpus, 2 * plan_.channels, options_.nccl));
@@ -144,6 +146,15 @@ sim::CostParams CollectiveRunner::cost_params(Algorithm a, Protocol p, const mod
     // many channels, NVLink pairs are not the slowest in nccl-tests' sendrecv ring).
     cost.max_rate = std::min(cost.max_rate, costs_.p2p_net_channel_bandwidth());
   }
+  if (options_.collective == models::Collective::AlltoAll && group_.nodes > 1) {
+    // An AlltoAll's Schedule sends each peer's block on one connection: it drives at most its
+    // p2p channels' network rate together (NCCL_P2P_PER_CHANNEL_NET_BW each).
+    cost.max_rate = std::min(cost.max_rate, std::max(1, p2p_.per_peer) * costs_.p2p_net_channel_bandwidth());
+  }
+  // NCCL's PXN (on unless NCCL_PXN_DISABLE=1) serves point-to-point sends only: rings and trees
+  // across nodes take the NICs of their searched graph (models::Router::pxn_relay).
+  const bool p2p = options_.collective == models::Collective::SendRecv || options_.collective == models::Collective::AlltoAll;
+  cost.pxn = p2p && group_.nodes > 1 && options_.nccl.pxn();
   return cost;
 }
 

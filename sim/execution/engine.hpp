@@ -31,6 +31,10 @@ struct CostParams {
   /// one channel, together — in wire bytes per second (+inf: links only). Models limits that
   /// are not in the links, such as NCCL's LL / LL128 protocol throughput caps per channel.
   double max_rate = std::numeric_limits<double>::infinity();
+  /// NCCL's PXN for point-to-point sends (AlltoAll, SendRecv; NCCL_PXN_DISABLE unset): a
+  /// transfer between GPUs of two nodes leaves through the NIC of the source node's GPU on the
+  /// destination's rail, reached over NVLink (models::Router::route, pxn_relay).
+  bool pxn = false;
 };
 
 struct Plan {

@@ -231,7 +231,7 @@ void ExecutionGraph::Builder::add_received(int r, std::size_t i) {
   const std::uint64_t flow = support::splitmix64(key_of(local_rank(op.peer), local_rank(r), op.channel));
   const std::uint32_t tid =
       src == gpu ? add_transfer(t, models::Path{}, send.steps, send.bytes, op.peer)
-                 : add_transfer(t, router_.route(src, gpu, flow, static_cast<std::uint32_t>(op.channel)), send.steps, send.bytes, op.peer);
+                 : add_transfer(t, router_.route(src, gpu, flow, static_cast<std::uint32_t>(op.channel), cost_of(r).pxn), send.steps, send.bytes, op.peer);
   g_.op_transfer[send_id] = tid;
   g_.op_transfer[id] = tid;
   // Receives of one rank come in op order, and are matched to sends in op order, so
