@@ -125,7 +125,8 @@ DeviceId Router::pxn_relay(DeviceId src, DeviceId dst) {
   if (relay == kNoDevice || relay == src) return kNoDevice;
   const Device& r = t.device(relay);
   // search.cc: peerGpu->paths[GPU][g1].type <= PATH_NVL, peerGpu->paths[NET][n].type <= PATH_PXB
-  // (PATH_P2C for C2C: ccsim's Grace NICs already count as PIX) and GDR on for that GPU and NIC.
+  // (NCCL_PXN_C2C's PATH_P2C, a NIC behind a Grace CPU's C2C link, is not told apart here) and
+  // GDR on for that GPU and NIC.
   if (r.nic == kNoDevice || nic_uplink_[r.nic] == kNoLink || !r.gdr_send || t.device(r.nic).host_bounce) return kNoDevice;
   if (local(src, relay).type != PathType::Nvl) return kNoDevice;
   if (local(relay, r.nic).type > PathType::Pxb) return kNoDevice;

@@ -313,4 +313,23 @@ simulation: {nccl: {version: "2.20.5", nchannels_per_net_peer: 4}}
   CHECK(plain.simulation.nccl == ccsim::models::NcclSettings{});
   CHECK(plain.simulation.nccl.release() == ccsim::models::kDefaultNcclVersion);
   CHECK_THAT(effective_yaml(plain), !Contains("nccl:"));
+  CHECK(plain.simulation.nccl.pxn());  // NCCL's default: PXN on
+}
+
+TEST_CASE("simulation.nccl.pxn_disable is read, written to effective.yaml and read back", "[scenario][p2p][pxn]") {
+  TempDir dir;
+  const Scenario first = load_scenario(dir.write("s.yaml", R"(
+cluster: {nodes: [{node: dgx-h100}]}
+simulation: {nccl: {pxn_disable: true}}
+)"), shipped_catalog());
+  CHECK(first.simulation.nccl.pxn_disable == true);
+  CHECK_FALSE(first.simulation.nccl.pxn());
+  const std::string text = effective_yaml(first);
+  CHECK_THAT(text, Contains("pxn_disable: true"));
+  const Scenario second = load_scenario(dir.write("effective.yaml", text), shipped_catalog());
+  CHECK(second.simulation.nccl == first.simulation.nccl);
+  // false is written too (it was stated), and leaves PXN on.
+  const Scenario on = load_scenario(dir.write("f.yaml", "cluster: {nodes: [{node: dgx-h100}]}\nsimulation: {nccl: {pxn_disable: false}}\n"), shipped_catalog());
+  CHECK(on.simulation.nccl.pxn());
+  CHECK_THAT(effective_yaml(on), Contains("pxn_disable: false"));
 }
