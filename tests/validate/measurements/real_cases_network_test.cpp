@@ -111,12 +111,13 @@ namespace {
 
 /// alltoall_perf over the given GPUs at 1 GiB, rounded down to whole float blocks per rank as
 /// nccl-tests does (busbw = S/t × (n−1)/n).
-double alltoall_busbw(const models::Cluster& c, const std::vector<models::DeviceId>& gpus, bool pxn) {
+double alltoall_busbw(const models::Cluster& c, const std::vector<models::DeviceId>& gpus, bool pxn, int channels = 0) {
   const std::uint64_t block = 4 * static_cast<std::uint64_t>(gpus.size());
   const std::uint64_t kBytes = (1ULL << 30) / block * block;
   planner::CollectiveOptions o;
   o.collective = models::Collective::AlltoAll;
   o.nccl.pxn_disable = !pxn;
+  o.channels = channels;
   o.gpus = gpus;
   planner::CollectiveRunner runner(c, default_costs(), o);
   const auto n = static_cast<double>(gpus.size());
@@ -163,6 +164,13 @@ TEST_CASE("AlltoAll: one NIC per GPU, 14 and 8 nodes of 8 x A800 with 4 HDR NICs
   std::vector<models::DeviceId> one_per_node;
   for (int node = 0; node < 8; ++node) one_per_node.push_back(c8.topology.gpus()[static_cast<std::size_t>(8 * node)]);
   CHECK(alltoall_busbw(c8, one_per_node, true) == Approx(24.0).epsilon(0.01));
+
+  // An AlltoAll runs on the p2p channels: two ranks on two nodes, half the bytes cross the
+  // network. NCCL's rule gives 2 channels per peer here (28 GB/s of channel caps > the NIC's
+  // 24): busbw 24; with one channel (--channels 1) the cap binds: 14 GB/s.
+  const std::vector<models::DeviceId> pair{c8.topology.gpus()[0], c8.topology.gpus()[8]};
+  CHECK(alltoall_busbw(c8, pair, true) == Approx(24.0).epsilon(0.01));
+  CHECK(alltoall_busbw(c8, pair, true, 1) == Approx(kChannel).epsilon(0.01));
 }
 
 TEST_CASE("AlltoAll: PXN keeps cross-rail sends off an oversubscribed spine", "[validate][p2p][pxn]") {
