@@ -1,6 +1,7 @@
 #include "validate/calibrate/calibrate.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -197,6 +198,7 @@ class Fit {
         moved_(G_),
         frozen_(G_, 0),
         held_(G_),
+        kept_moved_(G_),
         timer_(cluster, rows, base.node) {
     for (std::size_t i : fit_rows_) want_fit_[i] = 1;
     // A candidate's time depends on the groups whose figures it reads: those used by its
@@ -307,7 +309,9 @@ class Fit {
   std::vector<std::string> notes_;
   std::vector<std::set<std::size_t>> moved_;  ///< fitted rows each group moves at the fitted values
   std::vector<char> frozen_;                  ///< held at the table's value (see freeze_unused)
-  std::vector<std::string> held_;             ///< why a group was left out by within_budget (empty: never)
+  std::vector<std::string> held_;
+  /// Why a group moved only to change NCCL's choice was kept moved (run(); empty: not so).
+  std::vector<std::string> kept_moved_;             ///< why a group was left out by within_budget (empty: never)
   RowTimer timer_;                            ///< the rows' Schedules, lowered once, timed at each table
   /// Second pass of run(): groups pinned at a bound leave the separability test, so that a
   /// group they shadow is fitted (from the first pass's solution, so it can only lower the loss).
@@ -610,6 +614,17 @@ bool Fit::freeze_unused() {
 }
 
 void Fit::run() {
+  // The free fit's state, kept in case the rows cannot be explained with the figures it moved
+  // only to change NCCL's choice put back (see below).
+  struct State {
+    std::vector<double> theta;
+    Simulated current;
+    Eigen::VectorXd r;
+    double cost = 0;
+    std::vector<char> frozen;
+    std::vector<std::string> notes;
+  };
+  std::optional<State> free_fit;
   for (int round = 0; round < 4; ++round) {
     round_ = round;
     // Least squares first, then the robust loss from its solution (the usual start of iteratively
@@ -627,11 +642,39 @@ void Fit::run() {
     release_pinned_ = false;
     return_unpaid_moves();
     if (options_.free_unused) break;
+    if (!free_fit) free_fit = State{theta_, current_, r_, cost_, frozen_, notes_};
     if (!freeze_unused()) break;
     current_ = simulate_at(theta_);
     r_ = residuals(current_);
     cost_ = loss(r_);
     lambda_ = 1e-3;
+  }
+  // Putting those figures back is the better explanation only where the rows are still
+  // explained: a short log of one collective whose every protocol is slower than the table's
+  // (all three raised; LL then loses to LL128) has no other figure to carry the time once LL's
+  // are back. The frozen fit is kept when its RMS relative error on the fitted rows is at most
+  // twice the free fit's or 10 %; otherwise the free fit is the result,
+  // and its notes say why the figures stayed moved.
+  if (free_fit) {
+    const auto rms = [](const Eigen::VectorXd& r) { return r.size() == 0 ? 0.0 : std::sqrt(r.squaredNorm() / static_cast<double>(r.size())); };
+    const double frozen_rms = rms(r_), free_rms = rms(free_fit->r);
+    if (frozen_rms > std::max(2.0 * free_rms, 0.10)) {
+      std::vector<std::size_t> kept;
+      for (std::size_t g = 0; g < G_; ++g)
+        if (frozen_[g] && !free_fit->frozen[g] && free_fit->theta[g] != start_[g]) kept.push_back(g);
+      theta_ = std::move(free_fit->theta);
+      current_ = std::move(free_fit->current);
+      r_ = free_fit->r;
+      cost_ = free_fit->cost;
+      frozen_ = std::move(free_fit->frozen);
+      notes_ = std::move(free_fit->notes);
+      for (std::size_t g : kept) {
+        kept_moved_[g] = fmt::format(
+            "moved so that NCCL's choice is another one, and kept: with it at the table's value the fitted rows are {:.1f} % off "
+            "(RMS) against {:.1f} %",
+            100.0 * frozen_rms, 100.0 * free_rms);
+      }
+    }
   }
 }
 
@@ -654,7 +697,8 @@ void Fit::classify() {
     if (theta_[g] == start_[g]) continue;
     status_[g] = CalibrationParameter::Status::Fitted;
     if (moved_[g].empty()) {
-      notes_[g] = "no fitted row uses these figures at the fitted values: they were moved so that NCCL's choice is another one";
+      notes_[g] = !kept_moved_[g].empty() ? kept_moved_[g]
+                                          : "no fitted row uses these figures at the fitted values: they were moved so that NCCL's choice is another one";
     } else {
       notes_[g].clear();
     }

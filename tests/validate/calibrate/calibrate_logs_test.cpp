@@ -159,15 +159,15 @@ TEST_CASE("a short log is fitted on the parameters its rows determine, the rest 
   }
 }
 
-TEST_CASE("figures no fitted row uses keep the table's value unless free_unused", "[calibrate][heavy]") {
-  // Fitted to the 2 x 8 H100 Ethernet log, whose rows NCCL runs with tree/LL and ring/LL128 on
-  // two nodes, a free fit pushes NVLS efficiency to 0.01 and NVLink Simple steps up by ~58 us so
-  // that NVLS and Simple lose; one 8-GPU node of the same cluster (NVLS at 16 MiB with the
-  // shipped table) then times a 16 MiB AllReduce at ~478 us instead of ~83 us. By default those
-  // groups return to the table's value: the one-node time stays near the shipped table's. It
-  // is not the same: figures the log's rows do rest on and NVLS shares (the scale-up step
-  // overheads of all algorithms) move it — measured 102 us against 83 us (+23 %); the budget is
-  // 30 %, against the ×5.8 of the free fit.
+TEST_CASE("figures moved only to change NCCL's choice go back unless the rows then go unexplained", "[calibrate][heavy]") {
+  // Fitted to the 2 x 8 H100 Ethernet log, a free fit pushes NVLS efficiency to 0.01 and NVLink
+  // Simple steps up by ~58 us so that NVLS and Simple lose; one 8-GPU node of the same cluster
+  // (NVLS at 16 MiB with the shipped table) then times a 16 MiB AllReduce several times slower.
+  // By default the fit puts such groups back at the table's value and fits again; on this log
+  // the rows are then 27.7 % off (RMS) against 3.6 % with them moved (measured), above the rule
+  // (at most twice the free fit's error or 10 %), so the free fit is the result and its notes
+  // say why the figures stayed moved. ccsim's choice puts NVLS on these two-node rows where
+  // the measured times say NCCL did not run it (docs/limitations.md).
   const models::Cluster cluster = test::shipped_cluster("h100-2x8-200g.yaml");
   std::vector<CalibrationRow> rows = log_rows("h100-2x8-ethernet-gpudirect-all_reduce.log");
   validate::assign_holdout(rows, {});
@@ -180,18 +180,19 @@ TEST_CASE("figures no fitted row uses keep the table's value unless free_unused"
   const validate::CalibrationResult fit = validate::calibrate(cluster, base, rows);
   const CalibrationParameter* nvls = group(fit, "NVLS efficiency");
   REQUIRE(nvls != nullptr);
-  CHECK(nvls->status != CalibrationParameter::Status::Fitted);
-  for (const auto& m : nvls->members) CHECK(m.after == m.before);
-  for (const auto& p : fit.parameters)
-    if (p.status == CalibrationParameter::Status::Fitted) CHECK_FALSE(p.rows.empty());
-  const double frozen = validate::simulate_rows(cluster, {fit.table, nullptr}, {one_node}).front();
-  CHECK(std::fabs(frozen - shipped) <= 0.30 * shipped);
+  CHECK(nvls->status == CalibrationParameter::Status::Fitted);
+  CHECK(nvls->note.find("and kept: with it at the table's value the fitted rows are") != std::string::npos);
 
   validate::CalibrateOptions free;
   free.free_unused = true;
   const validate::CalibrationResult loose = validate::calibrate(cluster, base, rows, free);
+  // Same figures as the free fit.
+  REQUIRE(loose.parameters.size() == fit.parameters.size());
+  for (std::size_t p = 0; p < fit.parameters.size(); ++p)
+    for (std::size_t m = 0; m < fit.parameters[p].members.size(); ++m)
+      CHECK(fit.parameters[p].members[m].after == loose.parameters[p].members[m].after);
   const double moved = validate::simulate_rows(cluster, {loose.table, nullptr}, {one_node}).front();
-  INFO("shipped " << shipped * 1e6 << " us, default fit " << frozen * 1e6 << " us, free fit " << moved * 1e6 << " us");
+  INFO("shipped " << shipped * 1e6 << " us, free fit " << moved * 1e6 << " us");
   CHECK(moved > 3.0 * shipped);
 }
 
