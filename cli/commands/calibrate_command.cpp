@@ -468,7 +468,12 @@ std::string report_text(const CalibrateCliOptions& o, const CollectiveFit& f) {
     const auto sizes = row_sizes(*p, rows);
     text << fmt::format("{}: {}  ({} fitted rows{})\n", p->name, group_change(*p), p->rows.size(),
                         sizes.empty() ? std::string() : fmt::format(", {} .. {} B", *sizes.begin(), *sizes.rbegin()));
-    if (!p->note.empty()) text << "    (" << p->note << "; they change layouts the logs did not measure; without --free-unused they keep the table's value)\n";
+    if (!p->note.empty()) {
+      // A move the fit kept because the rows go unexplained without it says so in its note.
+      const bool kept = p->note.find("and kept:") != std::string::npos;
+      text << "    (" << p->note << "; they change layouts the logs did not measure"
+           << (kept ? "" : "; without --free-unused they keep the table's value") << ")\n";
+    }
     for (const auto& m : p->members) {
       text << fmt::format("    {:<52} {:>12} -> {}\n", m.path, show_value(m.before, m.path, p->offset), show_value(m.after, m.path, p->offset));
     }

@@ -8,6 +8,7 @@
 
 #include "planner/algorithms/registry.hpp"
 #include "planner/algorithms/vllm_allreduce.hpp"
+#include "planner/tuning/protocol_rules.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 
 namespace ccsim::planner {
@@ -170,8 +171,12 @@ double CollectiveRunner::launch_latency(double eager) const {
 bool CollectiveRunner::symmetric_eligible() {
   // NCCL 2.27+ (src/sym_kernels.cc ncclSymkAvailable): symmetric-memory kernels need every rank
   // a direct NVLink peer of every other (comm->isAllDirectNvlink) and a collective and type they
-  // implement; ccsim models the AllReduce one (sums of floating-point types).
+  // implement; ccsim models the AllReduce one (sums of floating-point types). RCCL has no
+  // such kernels; releases before 2.27 neither. The public figures (nccl#1940, nccl-tests#333)
+  // are Hopper's and Blackwell's, so older NVIDIA architectures keep NCCL's other algorithms.
   if (!options_.symmetric || options_.collective != models::Collective::AllReduce || group_.nodes != 1) return false;
+  if (options_.nccl.release() < models::NcclVersion{2, 27}) return false;
+  if (const auto cc = compute_capability(arch_); !cc || *cc < 90) return false;
   if (!options_.concurrent.empty() || !options_.rank_ready.empty() || options_.algorithm || options_.keep_plan) return false;
   for (std::size_t i = 0; i < options_.gpus.size(); ++i)
     for (std::size_t j = 0; j < options_.gpus.size(); ++j)

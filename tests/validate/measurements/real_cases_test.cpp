@@ -214,6 +214,27 @@ TEST_CASE("launch: 8-byte AllReduce with symmetric memory and CUDA graphs, Hoppe
   CHECK(allreduce(h800, first_ranks(8), 8, true, true).time * 1e6 == Approx(2.3).margin(0.01));
 }
 
+TEST_CASE("launch: the symmetric kernel only where NCCL has it", "[validate][launch]") {
+  // NCCL 2.27 brought the symmetric kernels: NCCL 2.26 on the H200 runs its ring LL (eager:
+  // 6.6 + 14 x 0.6 = 15.0 us), not the 7.2 us of the symmetric round.
+  const models::Cluster h200 = models::build_cluster(real_scenario("h200-8gpu-symmetric-graph.yaml").cluster);
+  planner::CollectiveOptions o;
+  o.collective = models::Collective::AllReduce;
+  for (int r : first_ranks(8)) o.gpus.push_back(h200.topology.gpus()[static_cast<std::size_t>(r)]);
+  o.symmetric = true;
+  o.nccl.version = models::NcclVersion{2, 26};
+  planner::CollectiveRunner old_release(h200, default_costs(), o);
+  const planner::CollectiveResult r = old_release.run(8);
+  CHECK(r.kernel.empty());
+  CHECK(r.time * 1e6 == Approx(15.0).margin(0.01));
+  o.nccl.version = models::NcclVersion{2, 27};
+  CHECK(planner::CollectiveRunner(h200, default_costs(), o).run(8).kernel == "symmetric-ll");
+  // An Ampere node (no public figure for the kernel there): NCCL's ring LL, 15.0 us.
+  const models::Cluster a100 = test::shipped_cluster("dgx-a100-1node.yaml");
+  const planner::CollectiveResult ampere = allreduce(a100, first_ranks(8), 8, false, true);
+  CHECK(ampere.kernel.empty());
+}
+
 TEST_CASE("launch: 100 AllReduces per group, 4 x H800 Ring 1 KiB without graphs (nccl#1984)", "[validate][real-cases][launch]") {
   // nccl-tests -m 100: one launch for 100 collectives, so NCCL's fixed cost (ring LL baseLat
   // 6.6 us) is paid once per 100; each collective keeps its 2(n - 1) = 6 LL steps of 0.6 us:
