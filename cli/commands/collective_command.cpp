@@ -468,9 +468,9 @@ std::vector<std::string> table_header(const CollectiveCliOptions& o, const Choic
 /// environment's NCCL_NCHANNELS_PER_NET_PEER and NCCL_PXN_DISABLE (an empty value is unset, as
 /// NCCL reads it) over it.
 models::NcclSettings nccl_settings(const CollectiveCliOptions& o, models::NcclSettings s) {
-  if (!o.nccl_version.empty()) {
-    s.version = models::parse_nccl_version(o.nccl_version);
-    if (!s.version) throw command_line_error("--nccl-version", "an NCCL release such as 2.20 or 2.20.5 (2.0 or later)", "'" + o.nccl_version + "'");
+  if (o.nccl_version) {  // given, even empty: an empty value is refused as the scenario's is
+    s.version = models::parse_nccl_version(*o.nccl_version);
+    if (!s.version) throw command_line_error("--nccl-version", "an NCCL release such as 2.20 or 2.20.5 (2.0 or later)", "'" + *o.nccl_version + "'");
   }
   if (const char* env = std::getenv("NCCL_NCHANNELS_PER_NET_PEER"); env != nullptr && *env != '\0') {
     const std::string text(env);

@@ -30,7 +30,7 @@ struct CollectiveCliOptions {
   std::string group;
   int root = 0;
   int channels = 0;
-  std::string nccl_version;  ///< --nccl-version ("2.20"); empty: the scenario's simulation.nccl.version
+  std::optional<std::string> nccl_version;  ///< --nccl-version ("2.20"); nullopt: the scenario's simulation.nccl.version
   std::string granularity = "auto";
   std::string ecmp;  ///< empty: the scenario's fabric.ecmp; hash or balanced overrides it
   std::string datatype = "float";  ///< -d: an nccl-tests type name or "all"
