@@ -43,7 +43,6 @@ Simulated simulate(const models::Cluster& cluster, const YAML::Node& table, cons
   using RunnerKey = std::tuple<models::Collective, int, std::uint32_t, int, int>;  // ..., algorithm, protocol (-1: NCCL's choice)
   std::map<RunnerKey, std::unique_ptr<planner::CollectiveRunner>> runners;
   std::map<std::tuple<models::Collective, int, std::uint32_t, std::uint64_t, int, int>, std::size_t> done;
-  const auto& gpus = cluster.topology.gpus();
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (!want[i]) continue;
     const CalibrationRow& r = rows[i];
@@ -58,17 +57,7 @@ Simulated simulate(const models::Cluster& cluster, const YAML::Node& table, cons
     auto& runner = runners[RunnerKey{r.collective, r.nranks, r.element, r.algorithm ? static_cast<int>(*r.algorithm) : -1,
                                      r.protocol ? static_cast<int>(*r.protocol) : -1}];
     if (!runner) {
-      if (r.nranks < 1 || static_cast<std::size_t>(r.nranks) > gpus.size()) {
-        throw std::invalid_argument(fmt::format("{}:{}: the log has {} ranks but the scenario's cluster has {} GPUs", r.log, r.line,
-                                                r.nranks, gpus.size()));
-      }
-      planner::CollectiveOptions opts;
-      opts.collective = r.collective;
-      opts.element_size = r.element;
-      opts.check_bound = false;
-      opts.algorithm = r.algorithm;
-      opts.protocol = r.protocol;
-      opts.gpus.assign(gpus.begin(), gpus.begin() + r.nranks);
+      const planner::CollectiveOptions opts = calibration::row_options(cluster, r);
       try {
         runner = std::make_unique<planner::CollectiveRunner>(cluster, costs, opts);
       } catch (const std::invalid_argument& e) {

@@ -37,8 +37,8 @@ RowTimer::RowTimer(const models::Cluster& cluster, const std::vector<Calibration
 
 RowTimer::~RowTimer() = default;
 
-planner::CollectiveOptions RowTimer::options_for(const CalibrationRow& r) const {
-  const auto& gpus = cluster_.topology.gpus();
+planner::CollectiveOptions row_options(const models::Cluster& cluster, const CalibrationRow& r) {
+  const auto& gpus = cluster.topology.gpus();
   if (r.nranks < 1 || static_cast<std::size_t>(r.nranks) > gpus.size()) {
     throw std::invalid_argument(
         fmt::format("{}:{}: the log has {} ranks but the scenario's cluster has {} GPUs", r.log, r.line, r.nranks, gpus.size()));
@@ -57,7 +57,7 @@ planner::CollectiveOptions RowTimer::options_for(const CalibrationRow& r) const 
 /// that offers that candidate only (its choice among one is the candidate at the granularity
 /// the collective planner would pick).
 int RowTimer::plan_index(const CalibrationRow& r, const planner::CostModel& costs) const {
-  const planner::CollectiveOptions opts = options_for(r);
+  const planner::CollectiveOptions opts = row_options(cluster_, r);
   planner::ChannelPlan plan = planner::plan_channels(cluster_, opts.gpus, opts.channels, &costs);
   std::lock_guard<std::mutex> lock(mutex_);
   auto& known = plans_[r.nranks];
@@ -78,7 +78,7 @@ const RowTimer::Lowered& RowTimer::lowered(const CalibrationRow& r, int plan, Al
   try {
     auto& runner = lowering_runners_[std::make_tuple(rk, static_cast<int>(a), static_cast<int>(p))];
     if (!runner) {
-      planner::CollectiveOptions opts = options_for(r);
+      planner::CollectiveOptions opts = row_options(cluster_, r);
       opts.algorithm = a;
       opts.protocol = p;
       opts.keep_plan = true;
@@ -165,7 +165,7 @@ Simulated RowTimer::time_rows(const YAML::Node& table, const std::vector<char>& 
     }
     auto& runner = lane->runners[rk];
     if (!runner) {
-      planner::CollectiveOptions opts = options_for(r);  // more ranks than GPUs: std::invalid_argument, as simulate_rows()
+      planner::CollectiveOptions opts = row_options(cluster_, r);  // more ranks than GPUs: std::invalid_argument, as simulate_rows()
       try {
         runner = std::make_unique<planner::CollectiveRunner>(cluster_, lane->costs, std::move(opts), lane->engine.get());
       } catch (const std::invalid_argument& e) {

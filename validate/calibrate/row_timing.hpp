@@ -57,6 +57,12 @@ struct Nudge {
   double shrink = 0;
 };
 
+/// The CollectiveOptions row `r` is timed with: its collective, element size, forced algorithm
+/// and protocol, and the first r.nranks GPUs of `cluster`. Throws std::invalid_argument
+/// ("LOG:LINE: the log has N ranks but the scenario's cluster has M GPUs") for a rank count
+/// below 1 or above the cluster's GPUs.
+planner::CollectiveOptions row_options(const models::Cluster& cluster, const CalibrationRow& r);
+
 class RowTimer {
  public:
   /// `rows` and `cluster` must outlive the timer. `base` is the table the Schedules are lowered
@@ -98,7 +104,6 @@ class RowTimer {
     std::shared_ptr<const models::Schedule> schedule;  ///< null: too large, or cannot run
     std::string why;                                   ///< why not, when the candidate is the only one
   };
-  planner::CollectiveOptions options_for(const CalibrationRow& r) const;
   const Lowered& lowered(const CalibrationRow& r, int plan, planner::Algorithm a, planner::Protocol p) const;
   /// The index of the channel plan `costs` gives row `r`'s ranks (NCCL's channel search on an
   /// NVSwitch node reads link efficiencies, a fitted figure: planner/collective/channel_plan.hpp).
